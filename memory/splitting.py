@@ -1,0 +1,339 @@
+"""Split a user message, verbatim, into one claim per fact.
+
+Heuristics only, biased toward under-splitting: two claims kept as one fact cost a little recall, one
+claim shredded stores fragments that mean nothing alone. Every claim is an exact substring of the message
+(``message[start:end] == text``) so provenance is exact. Every pass is linear in the message length.
+
+1. Lines. Each line is a separate claim source; a leading bullet or list number is left out of the span.
+2. Sentences. A line is cut after ``.``, ``!`` or ``?`` followed by whitespace, except inside brackets
+   or double quotes, after an ellipsis, after a known abbreviation, dotted acronym or initial, and
+   before a lowercase word (where the period was most likely not a sentence end).
+3. Framing. Greetings, thanks, acknowledgements and hand-offs are dropped, whole or as a leading
+   ``Hi team,`` / ``Quick update:``. Framing is a whitelist that must match the whole sentence (one
+   free word is allowed: the addressee of a greeting), so anything with concrete content (a number,
+   a product, a constraint) is never framing.
+4. Clauses. A sentence is cut at ``;`` when both sides are substantial, and at ``, and`` / ``and also``
+   only when both sides are independent clauses. Commas alone never cut.
+5. Kind. Questions, requests and stated goals are directives; everything else is user input.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["Claim", "ClaimKind", "classify", "is_framing", "split_message"]
+
+ClaimKind = Literal["user_input", "directive"]
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One claim of a message: ``text == message[start:end]``, surrounding whitespace excluded."""
+
+    text: str
+    start: int
+    end: int
+    kind: ClaimKind
+
+
+_LINES = re.compile(r"[^\n\r\u2028\u2029\x85\x0b\x0c]+")
+# Matched at the first non-space character of a line, so it cannot backtrack far.
+_BULLET = re.compile(
+    r"(?:[-*+•‣◦▪●○■>–—]|#{1,6}|\d{1,3}[.)]|[a-z][.)]|\(\d{1,3}\))[ \t]+(?:\[[ xX]\][ \t]+)?"
+)
+_TOKEN = re.compile(r"\S+")
+_DOTTED = re.compile(r"(?:[^\W\d_]\.){2,}")  # "U.S.", "e.g.", "a.m."
+_TERMINALS = ".!?…"
+_TRAILERS = "\"'”’)]}»"
+_PUNCT = ".,;:!?\"'()[]{}“”‘’*_`"
+_QUOTES = str.maketrans("’‘", "''")
+
+
+def _lexicon(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# Never the last word of a sentence, whatever follows.
+_NEVER_FINAL = _lexicon("e.g i.e vs v cf al viz dr mr mrs ms mx prof sr jr st mt approx ca incl esp resp")
+# Abbreviations that only stand before a number ("No. 5", "Jan. 3", "Fig. 2").
+_BEFORE_NUMBER = _lexicon(
+    "no nos nr fig figs vol p pp ch sec art op jan feb mar apr jun jul aug sep sept oct nov dec"
+)
+# Words that open an independent clause by themselves ("we use ...", "it's ...").
+_SUBJECTS = _lexicon("i we you they he she it")
+_SUBJECT_CONTRACTIONS = _lexicon(
+    "i'm we're you're they're he's she's it's there's that's we've i've you've they've we'll i'll you'll "
+    "they'll it'll we'd i'd they'd"
+)
+_FINITE = _lexicon(
+    "is are was were has have had must should will would can could may might shall need needs requires require "
+    "uses runs costs takes lives sits works supports expects wants prefers handles stores depends lacks includes "
+    "isn't aren't wasn't weren't doesn't don't didn't can't cannot won't hasn't haven't shouldn't mustn't"
+)
+_QUESTION_WORDS = _lexicon(
+    "what what's why how how's when where where's who who's whom whose which can could would should is are am "
+    "was were do does did will shall have has isn't aren't don't doesn't didn't won't wouldn't shouldn't "
+    "can't couldn't"
+)
+# Task verbs only: "Use TLS", "Avoid lock-in", "Keep it on-prem" state constraints, so they stay user input.
+_IMPERATIVES = _lexicon(
+    "find compare research summarize summarise list explain tell show give write draft create build check "
+    "search look recommend suggest evaluate analyze analyse investigate review help figure estimate calculate "
+    "compute propose outline describe identify design prepare send schedule book remind pick choose decide "
+    "fix implement translate rank benchmark assess compile collect gather get fetch dig map sketch brainstorm "
+    "document generate produce verify confirm rewrite edit refactor debug walk reply respond order buy reserve "
+    "email"
+)
+_COPULAS = _lexicon("is are was were will would should must has have had can could")
+
+# Each comma- or "and"-separated chunk of a framing sentence must match one of these in full.
+_FRAMING = re.compile(
+    r"(?:hi|hey|hello|heya|hiya|howdy|yo|greetings)(?: [a-z']+)?"  # the one free word is an addressee
+    r"|(?:good )?(?:morning|afternoon|evening|day)(?: all| everyone| team| folks)?"
+    r"|(?:thanks|thank you|thx|ty|tysm|cheers|many thanks|much appreciated|appreciate it|appreciated)"
+    r"(?: so much| very much| a lot| a ton| again| all| everyone| team| both)*(?: for (?:the|your|all the|"
+    r"all your|this|that) (?:help|updates?|answers?|reply|response|info|summary|work|input|context))?(?: [a-z]+)?"
+    r"|(?:ok|okay|k|kk|cool|great|awesome|perfect|nice|excellent|wonderful|fantastic|brilliant|lovely|neat|sweet|"
+    r"amazing|good|very good|all good|got it|gotcha|understood|noted|roger|roger that|will do|no problem|no worries|"
+    r"np|sure|sure thing|alright|all right|right|fair enough|makes sense|that makes sense|that helps|good to know|"
+    r"i see|ah|oh|hmm|wow|yay|(?:that )?(?:sounds|looks) (?:good|great|perfect|fine|right)|that's (?:great|helpful))"
+    r"|how are you(?: doing)?(?: today)?|how's it going|hope (?:you're|all is|everything is)(?: doing)? well"
+    r"|new shift(?: here| taking over| starting| checking in| on)?"
+    r"|(?:i'm |i am |we're |we are )?(?:taking over|back|checking in|continuing|resuming|picking "
+    r"(?:(?:this|it|things) )?(?:back )?up)(?: (?:from here|now|again|today|from yesterday|from last time|"
+    r"from earlier|from before|from last week|from the (?:last|previous) shift|(?:from )?where (?:we|you|i) left off))*"
+    r"|let me (?:give you|share|provide|add) (?:some |a bit of |a little |more |a quick |an |the |a )?(?:context|"
+    r"background|update|overview|summary|recap|details|info)|let me (?:fill you in|catch you up|explain|recap)"
+    r"|(?:here(?:'s| is| are) )?(?:just |a |an |some |the |my |our |more |next |one more |a bit of |a few )*"
+    r"(?:quick |short |brief |small |latest |status |new |current |important |additional )*(?:updates?|context|"
+    r"background|summary|recap|overview|details|notes?|info|information|heads up|questions?|things?|situation|"
+    r"constraints|requirements|status)"
+    r"|for context|for reference|fyi|just fyi|btw|by the way|one more thing|one last thing|also|so|anyway"
+    r"|to catch you up|to give you (?:some )?context"
+)
+_FRAMING_CHUNKS = re.compile(r"[,;:!?.]+|\s-+\s|\band\b")
+_PREFIX_SEP = re.compile(r"[:,;.!?]+(?=\s)|\s[-–—]+(?=\s)|[–—]")
+
+_LEADERS = re.compile(
+    r"(?:(?:so|and|also|ok|okay|now|then|first|firstly|next|finally|lastly|additionally|anyway|btw|but|oh|"
+    r"well|alright|one more thing|one last thing|last thing)\b[,:]?\s+)+"
+)
+_REQUEST = re.compile(
+    r"(?:please|pls|plz|kindly|(?:can|could|would|will) (?:you|u|we)\b|would you mind|let's|let us|"
+    r"let me know|i (?:want|need) you to|i(?:'d| would) (?:like|love|want) (?:for )?you to|help me|go ahead)"
+)
+_GOAL = re.compile(
+    r"(?:(?:our|my|the|your|one|main|primary|overall|ultimate|end|key|big|first|next)\s+)*(?:(?:goal|aim|"
+    r"objective|mission|purpose)s?\b(?:\s+\S+){0,4}?\s*(?:\bis\b|:)|(?:task|ask|question|job)\b(?:\s+\S+){0,4}?"
+    r"\s*(?:\bis (?:to|whether|if|what|which|how|why|who|when|where)\b|:))"
+    r"|(?:i|we)(?:'m|'re|'d|'ll| am| are| would| will)?\s+(?:really\s+|still\s+)?"
+    r"(?:need|have|want|like|love|trying|got|hope|plan|aim)\s+to\s+(?:decide|choose|pick|figure out|"
+    r"find out|determine|understand|evaluate|select|work out|know|learn|compare|research|assess)\b"
+    r"|(?:i|we)(?:'m|'re| am| are) trying to\b|i wonder\b|(?:i|we)(?:'m|'re| am| are) (?:wondering|curious)\b"
+)
+
+
+def split_message(message: str) -> list[Claim]:
+    """Split ``message`` into claims, in order, dropping framing; ``[]`` for blank input."""
+    claims: list[Claim] = []
+    for line in _LINES.finditer(message):
+        start, end = _strip(message, line.start(), line.end())
+        bullet = _BULLET.match(message, start, end)
+        if bullet:
+            start, end = _strip(message, bullet.end(), end)
+        for s_start, s_end in _sentences(message, start, end):
+            s_start, s_end = _strip(message, s_start, s_end)
+            if s_start == s_end or is_framing(message[s_start:s_end]):
+                continue
+            s_start = _skip_framing_prefix(message, s_start, s_end)
+            for c_start, c_end in _clauses(message, s_start, s_end):
+                c_start, c_end = _strip(message, c_start, c_end)
+                text = message[c_start:c_end]
+                if text and not is_framing(text):
+                    claims.append(Claim(text, c_start, c_end, classify(text)))
+    return claims
+
+
+def is_framing(sentence: str) -> bool:
+    """Whether ``sentence`` is pure framing (greeting, thanks, acknowledgement, hand-off) with no claim.
+
+    Text with no letter or digit at all (emoji, stray punctuation) carries no claim either.
+    """
+    if not any(ch.isalnum() for ch in sentence):
+        return True
+    # A long sentence or one with a number always says something; the caps also bound the regex work.
+    if len(sentence) > 160 or any(ch.isdigit() for ch in sentence) or len(sentence.split()) > 12:
+        return False
+    norm = "".join(
+        ch if ch.isalnum() or ch in " '-,;:!?." else " " for ch in sentence.translate(_QUOTES).lower()
+    )
+    chunks = [c for c in (c.strip() for c in _FRAMING_CHUNKS.split(" ".join(norm.split()))) if c]
+    # "Thanks, Sam" splits the addressee off its greeting; a lone word after one is read with it.
+    return bool(chunks) and all(
+        _FRAMING.fullmatch(c) or (n > 0 and " " not in c and _FRAMING.fullmatch(f"{chunks[n - 1]} {c}"))
+        for n, c in enumerate(chunks)
+    )
+
+
+def classify(sentence: str) -> ClaimKind:
+    """``"directive"`` for a question, a request or instruction, or a stated goal; else ``"user_input"``."""
+    # The last letter, digit or punctuation mark, looking past closing quotes, brackets and emoji.
+    last = next((ch for ch in reversed(sentence) if ch.isalnum() or ch in ".!?…;:,"), "")
+    if last == "?":
+        return "directive"
+    head = sentence[:200].translate(_QUOTES).lower()
+    head = head[next((i for i, ch in enumerate(head) if ch.isalnum()), len(head)) :]
+    leaders = _LEADERS.match(head)
+    if leaders:
+        head = head[leaders.end() :]
+    first, second, third = ([w.strip(_PUNCT) for w in head.split(None, 3)[:3]] + ["", "", ""])[:3]
+    # "When we deploy, ..." ends with a period and is a statement; without one it reads as a question.
+    if first in _QUESTION_WORDS and last not in ".!":
+        return "directive"
+    if _REQUEST.match(head) or _GOAL.match(head):
+        return "directive"
+    # "Research is ongoing" and "Review meetings are weekly" start like "Review the PR": a verb right
+    # after the first word or after a plural makes the first word part of a noun subject.
+    if first in _IMPERATIVES and second not in _COPULAS and not (second.endswith("s") and third in _COPULAS):
+        return "directive"
+    return "user_input"
+
+
+def _strip(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _sentences(text: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """Sentence spans of ``text[start:end]``, in one left-to-right pass."""
+    depth, quoted, seg, i = 0, False, start, start
+    while i < end:
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)  # a smiley or "2)" must not leave the rest of the line unsplittable
+        elif ch == '"' and not (i > start and text[i - 1].isdigit()):  # 27" is inches, not a quote
+            quoted = not quoted
+        elif ch in "“”":
+            quoted = ch == "“"
+        elif ch in _TERMINALS:
+            j = i
+            while j < end and text[j] in _TERMINALS:
+                j += 1
+            k = j  # closing quotes and brackets after the punctuation belong to the sentence it ends
+            while k < end and text[k] in _TRAILERS:
+                if text[k] == '"' and not quoted:
+                    break
+                if text[k] in ")]}":
+                    depth = max(0, depth - 1)
+                elif text[k] in '"”':
+                    quoted = False
+                k += 1
+            at_space = k == end or text[k].isspace()
+            if at_space and not depth and not quoted and _is_boundary(text, start, i, j, k, end):
+                yield seg, k
+                seg = k
+            i = k
+            continue
+        i += 1
+    yield seg, end
+
+
+def _is_boundary(text: str, lo: int, i: int, j: int, k: int, end: int) -> bool:
+    """Whether the punctuation ``text[i:j]`` (followed by whitespace at ``k``) ends a sentence."""
+    run = text[i:j]
+    if "?" not in run and "!" not in run and run != ".":
+        return False  # an ellipsis trails off mid-thought
+    m = k
+    while m < end and text[m].isspace():
+        m += 1
+    if m == end:
+        return True
+    nxt = text[m]
+    if nxt.islower():
+        return False  # "approx. ten", "Acme Inc. is": a sentence rarely starts in lowercase
+    if run != ".":
+        return True
+    a, floor = i, max(lo, i - 16)
+    while a > floor and not text[a - 1].isspace():
+        a -= 1
+    if a == floor and a > lo and not text[a - 1].isspace():
+        return True  # a long token (URL, path) is not an abbreviation
+    token = text[a:i].lstrip("([{\"'“‘").lower()
+    if token in _NEVER_FINAL or _DOTTED.fullmatch(token + "."):
+        return False
+    if len(token) == 1 and text[i - 1].isupper():
+        return False  # an initial: "J. Smith"
+    return not (token in _BEFORE_NUMBER and nxt.isdigit())
+
+
+def _skip_framing_prefix(text: str, start: int, end: int) -> int:
+    """Move ``start`` past leading framing such as ``Hi team,`` or ``Quick update:``."""
+    while True:
+        sep = _PREFIX_SEP.search(text, start, min(end, start + 80))
+        if sep is None or not is_framing(text[start : sep.start()]):
+            return start
+        new, _ = _strip(text, sep.end(), end)
+        if new >= end:
+            return start
+        start = new
+
+
+def _opens_clause(tokens: list[tuple[int, int, str]], lo: int, hi: int) -> bool:
+    """Whether ``tokens[lo:hi]`` open an independent clause: a subject, then a finite verb."""
+    words = [w.translate(_QUOTES).strip(_PUNCT).lower() for _, _, w in tokens[lo : min(hi, lo + 6)]]
+    words = [w for w in words if w]
+    if not words:
+        return False
+    if words[0] in _SUBJECT_CONTRACTIONS or (words[0] in _SUBJECTS and len(words) >= 2):
+        return True
+    return any(w in _FINITE for w in words[1:6])
+
+
+def _clauses(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Cut a sentence at ``;`` and at ``, and`` / ``and also`` where both sides stand alone."""
+    tokens = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text, start, end)]
+    # Candidates: (left end, right start, is semicolon, index of last left token, index of first right token).
+    cands: list[tuple[int, int, bool, int, int]] = []
+    depth, quoted = 0, False
+    for n, (_, b, tok) in enumerate(tokens):
+        for ch in tok:
+            if ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth = max(0, depth - 1)
+            elif ch in '"“”':
+                quoted = ch == "“" or (ch == '"' and not quoted)
+        if depth or quoted or n + 1 >= len(tokens):
+            continue
+        nxt = tokens[n + 1][2].lower()
+        if tok.endswith(";"):
+            cands.append((b - 1, tokens[n + 1][0], True, n, n + 1))
+        elif tok.endswith(",") and nxt == "and" and n + 2 < len(tokens):
+            skip = 3 if tokens[n + 2][2].lower() == "also" and n + 3 < len(tokens) else 2
+            cands.append((b - 1, tokens[n + skip][0], False, n, n + skip))
+        elif (
+            tok.lower() == "and" and nxt == "also" and 0 < n < len(tokens) - 2 and tokens[n - 1][2][-1] != ","
+        ):
+            cands.append((tokens[n - 1][1], tokens[n + 2][0], False, n - 1, n + 2))
+    pieces: list[tuple[int, int]] = []
+    prev, prev_tok = start, 0
+    for idx, (left_end, right_start, semicolon, last_left, first_right) in enumerate(cands):
+        right_last = cands[idx + 1][3] if idx + 1 < len(cands) else len(tokens) - 1
+        left = _opens_clause(tokens, prev_tok, last_left + 1)
+        right = _opens_clause(tokens, first_right, right_last + 1)
+        if semicolon:  # ";" is a deliberate separator: a short constraint phrase may stand on either side
+            left = left or last_left + 1 - prev_tok >= 3
+            right = right or right_last + 1 - first_right >= 3
+        if left and right:
+            pieces.append((prev, left_end))
+            prev, prev_tok = right_start, first_right
+    pieces.append((prev, end))
+    return pieces

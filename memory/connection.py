@@ -49,7 +49,9 @@ def ensure_vector_extension(url: str) -> None:
         raise DatabaseUnavailableError(f"cannot connect to Postgres: {exc}") from exc
 
 
-def open_pool(url: str | None = None, *, min_size: int = 1, max_size: int = 10, **kwargs: Any) -> ConnectionPool:
+def open_pool(
+    url: str | None = None, *, min_size: int = 1, max_size: int = 10, **kwargs: Any
+) -> ConnectionPool:
     """An open sync pool; the caller closes it (or uses it as a context manager)."""
     url = url or resolve_database_url()
     ensure_vector_extension(url)

@@ -63,8 +63,10 @@ def setup(conn: psycopg.Connection) -> list[int]:
         # inside the lock: CREATE EXTENSION IF NOT EXISTS is not safe against a concurrent twin
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         conn.execute(_BOOTSTRAP)
-        applied = {row[0] if isinstance(row, tuple) else row["version"]
-                   for row in conn.execute("SELECT version FROM beads.schema_migrations").fetchall()}
+        applied = {
+            row[0] if isinstance(row, tuple) else row["version"]
+            for row in conn.execute("SELECT version FROM beads.schema_migrations").fetchall()
+        }
         done: list[int] = []
         for migration in migrations():
             if migration.version in applied:

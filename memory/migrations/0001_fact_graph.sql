@@ -103,3 +103,12 @@ CREATE TABLE beads.passage_vectors (
     PRIMARY KEY (embedder_id, passage_id)
 );
 CREATE INDEX passage_vectors_passage ON beads.passage_vectors (passage_id);
+
+-- A session whose every fact has a vector in this space. Search embeds missing vectors lazily
+-- (a user who switches embedders keeps their memory) and records the session here, so the common
+-- path checks one row instead of anti-joining every fact. A write clears other spaces' rows.
+CREATE TABLE beads.vector_coverage (
+    session_id   text NOT NULL,
+    embedder_id  smallint NOT NULL REFERENCES beads.embedders (id) ON DELETE CASCADE,
+    PRIMARY KEY (session_id, embedder_id)
+);

@@ -1,0 +1,331 @@
+"""The write path of the fact graph: insert facts idempotently, relate them, supersede, compact, forget.
+
+Every function takes a psycopg connection in autocommit mode and opens its own transaction where
+several statements must land together. Vectors arrive computed: nothing here calls a model.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from memory import vectors
+from memory.errors import (
+    BeadsMemoryError,
+    CycleError,
+    FactNotFoundError,
+    SupersedeRefusedError,
+    UntrustedWriteError,
+)
+from memory.ids import body_sha256, fact_id, passage_id
+from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Relation, Source, Status
+
+# Below this cosine similarity two facts are not "the same claim, revised": the guard that stopped
+# "The investigation into Weaviate has been completed." from retiring a user's constraints.
+SUPERSEDE_MIN_SIMILARITY = 0.55
+
+FACT_COLUMNS = (
+    "id, session_id, namespace_id, kind, status, source, source_key, agent_id, acting_on_behalf_of, body, "
+    "passage_id, thread_id, message_id, span_start, span_end, head_id, valid_from, valid_to, recorded_at, metadata"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NewFact:
+    """A fact about to be written, with its vectors already computed."""
+
+    body: str
+    kind: Kind
+    source: Source
+    source_key: str
+    claim_vector: Sequence[float]
+    passage: str | None = None
+    passage_vector: Sequence[float] | None = None
+    span: tuple[int, int] | None = None
+    metadata: dict | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    agent_id: str
+    acting_on_behalf_of: str | None = None
+    thread_id: str | None = None
+    message_id: str | None = None
+    valid_from: datetime | None = None
+
+
+def check_trust(source: Source, kind: Kind) -> None:
+    if source in UNTRUSTED_SOURCES and kind is Kind.DIRECTIVE:
+        raise UntrustedWriteError(f"content from {source.value} cannot be stored as a directive")
+
+
+def insert_facts(
+    conn: psycopg.Connection,
+    ns: Namespace,
+    items: Sequence[NewFact],
+    provenance: Provenance,
+    embedder_id: int,
+) -> tuple[list[uuid.UUID], int]:
+    """Write `items` into `ns`; returns every item's fact id and how many rows were new.
+
+    Ids are content-addressed, so writing the same items again (a checkpoint replay re-running a
+    capture hook) inserts nothing.
+    """
+    for item in items:
+        check_trust(item.source, item.kind)
+    ids: list[uuid.UUID] = []
+    written = 0
+    with conn.transaction():
+        passage_rows: dict[uuid.UUID, Sequence[float] | None] = {}
+        for item in items:
+            if item.passage is not None and passage_id(ns.session_id, item.passage) not in passage_rows:
+                pid = passage_id(ns.session_id, item.passage)
+                conn.execute(
+                    "INSERT INTO beads.passages (id, session_id, body) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (id) DO NOTHING",
+                    (pid, ns.session_id, item.passage),
+                )
+                passage_rows[pid] = item.passage_vector
+        fact_vectors: list[tuple[uuid.UUID, Sequence[float]]] = []
+        for item in items:
+            fid = fact_id(ns.session_id, ns.id, item.source.value, item.source_key, item.body)
+            pid = passage_id(ns.session_id, item.passage) if item.passage is not None else None
+            row = conn.execute(
+                """
+                INSERT INTO beads.facts (id, session_id, namespace_id, kind, source, source_key, agent_id,
+                    acting_on_behalf_of, body, passage_id, thread_id, message_id, span_start, span_end,
+                    head_id, valid_from, metadata)
+                VALUES (%(id)s, %(session)s, %(ns)s, %(kind)s, %(source)s, %(source_key)s, %(agent)s,
+                    %(behalf)s, %(body)s, %(passage)s, %(thread)s, %(message)s, %(start)s, %(end)s,
+                    %(id)s, coalesce(%(valid_from)s, now()), %(metadata)s)
+                ON CONFLICT (id) DO NOTHING
+                RETURNING id
+                """,
+                {
+                    "id": fid,
+                    "session": ns.session_id,
+                    "ns": ns.id,
+                    "kind": item.kind.value,
+                    "source": item.source.value,
+                    "source_key": item.source_key,
+                    "agent": provenance.agent_id,
+                    "behalf": provenance.acting_on_behalf_of,
+                    "body": item.body,
+                    "passage": pid,
+                    "thread": provenance.thread_id,
+                    "message": provenance.message_id,
+                    "start": item.span[0] if item.span else None,
+                    "end": item.span[1] if item.span else None,
+                    "valid_from": provenance.valid_from,
+                    "metadata": Jsonb(item.metadata or {}),
+                },
+            ).fetchone()
+            ids.append(fid)
+            if row is not None:
+                written += 1
+                fact_vectors.append((fid, item.claim_vector))
+        vectors.write_fact_vectors(conn, embedder_id, fact_vectors)
+        vectors.write_passage_vectors(
+            conn, embedder_id, [(pid, vec) for pid, vec in passage_rows.items() if vec is not None]
+        )
+        if written:
+            vectors.mark_written(conn, ns.session_id, embedder_id)
+    return ids, written
+
+
+def get_facts(conn: psycopg.Connection, ids: Iterable[uuid.UUID]) -> list[Fact]:
+    ids = list(ids)
+    rows = conn.execute(f"SELECT {FACT_COLUMNS} FROM beads.facts WHERE id = ANY(%s)", (ids,)).fetchall()
+    by_id = {r["id"]: Fact.from_row(r) for r in rows}
+    return [by_id[i] for i in ids if i in by_id]
+
+
+def get_fact(conn: psycopg.Connection, fid: uuid.UUID) -> Fact:
+    facts = get_facts(conn, [fid])
+    if not facts:
+        raise FactNotFoundError(f"no fact {fid}")
+    return facts[0]
+
+
+def resolve_short_id(conn: psycopg.Connection, session_id: str, short_id: str) -> Fact:
+    """The fact of this session whose id starts with `short_id` (what tools hand to agents)."""
+    cleaned = short_id.strip().lower().replace("-", "")
+    if len(cleaned) < 6 or any(c not in "0123456789abcdef" for c in cleaned):
+        raise FactNotFoundError(f"{short_id!r} is not a fact id (expected at least 6 hex digits)")
+    rows = conn.execute(
+        f"SELECT {FACT_COLUMNS} FROM beads.facts WHERE session_id = %s AND replace(id::text, '-', '') LIKE %s "
+        "LIMIT 2",
+        (session_id, cleaned + "%"),
+    ).fetchall()
+    if not rows:
+        raise FactNotFoundError(f"no fact {short_id!r} in this session")
+    if len(rows) > 1:
+        raise FactNotFoundError(f"{short_id!r} matches several facts; give more digits")
+    return Fact.from_row(rows[0])
+
+
+def _lock(conn: psycopg.Connection, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Fact]:
+    # lock in id order so two concurrent supersedes of overlapping facts cannot deadlock
+    rows = conn.execute(
+        f"SELECT {FACT_COLUMNS} FROM beads.facts WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
+        (list(ids),),
+    ).fetchall()
+    return {r["id"]: Fact.from_row(r) for r in rows}
+
+
+def claim_similarity(conn: psycopg.Connection, a: uuid.UUID, b: uuid.UUID, embedder_id: int) -> float | None:
+    row = conn.execute(
+        """
+        SELECT 1 - (va.embedding <=> vb.embedding) AS similarity
+          FROM beads.fact_vectors va, beads.fact_vectors vb
+         WHERE va.fact_id = %s AND vb.fact_id = %s AND va.embedder_id = %s AND vb.embedder_id = %s
+        """,
+        (a, b, embedder_id, embedder_id),
+    ).fetchone()
+    return None if row is None else float(row["similarity"])
+
+
+def supersede(
+    conn: psycopg.Connection,
+    new_id: uuid.UUID,
+    old_id: uuid.UUID,
+    embedder_id: int,
+    min_similarity: float = SUPERSEDE_MIN_SIMILARITY,
+) -> Fact:
+    """Make `new_id` replace the current version of `old_id`'s claim; returns the retired fact.
+
+    The old fact stays queryable (status superseded, valid_to closed) and every earlier version of
+    the chain now resolves to the new head. Replaying the same supersede is a no-op.
+    """
+    with conn.transaction():
+        first = _lock(conn, [new_id, old_id])
+        if new_id not in first:
+            raise FactNotFoundError(f"no fact {new_id}")
+        if old_id not in first:
+            raise FactNotFoundError(f"no fact {old_id}")
+        new, old = first[new_id], first[old_id]
+        if new.session_id != old.session_id:
+            raise FactNotFoundError(f"no fact {old_id} in session {new.session_id!r}")
+        if old.head_id == new.id:
+            return old  # already done: a replay
+        if new_id == old_id:
+            raise CycleError("a fact cannot supersede itself")
+        if new.head_id != new.id:
+            raise CycleError(f"fact {new.short_id} is itself superseded; supersede with the current version")
+        target = old if old.head_id == old.id else _lock(conn, [old.head_id])[old.head_id]
+        if target.status is Status.ARCHIVED:
+            raise BeadsMemoryError(f"fact {target.short_id} is archived and cannot be superseded")
+        if new.source in UNTRUSTED_SOURCES and target.kind is Kind.USER_INPUT:
+            raise UntrustedWriteError(
+                f"content from {new.source.value} cannot supersede the user's fact {target.short_id}"
+            )
+        similarity = claim_similarity(conn, new.id, target.id, embedder_id)
+        if similarity is None:
+            raise SupersedeRefusedError(
+                f"cannot compare {new.short_id} and {target.short_id}: one has no vector in this embedding space"
+            )
+        if similarity < min_similarity:
+            raise SupersedeRefusedError(
+                f"refused: {new.short_id} ({new.body[:60]!r}) is not about the same thing as "
+                f"{target.short_id} ({target.body[:60]!r}); cosine similarity {similarity:.3f} is below "
+                f"{min_similarity:.2f}"
+            )
+        conn.execute(
+            "INSERT INTO beads.edges (src, relation, dst, session_id) VALUES (%s, 'supersedes', %s, %s)",
+            (new.id, target.id, new.session_id),
+        )
+        conn.execute(
+            "UPDATE beads.facts SET status = 'superseded', valid_to = greatest(valid_from, %s) WHERE id = %s",
+            (new.valid_from, target.id),
+        )
+        # every version of the old chain (the target included) now resolves to the new head
+        conn.execute("UPDATE beads.facts SET head_id = %s WHERE head_id = %s", (new.id, target.id))
+    return get_fact(conn, target.id)
+
+
+def relate(conn: psycopg.Connection, src: uuid.UUID, relation: Relation, dst: uuid.UUID) -> None:
+    """Add a non-supersedes edge (supersedes has its own guarded path)."""
+    if relation is Relation.SUPERSEDES:
+        raise ValueError("use supersede() for supersedes edges: it is guarded")
+    if src == dst:
+        raise CycleError("a fact cannot relate to itself")
+    with conn.transaction():
+        found = _lock(conn, [src, dst])
+        if src not in found or dst not in found or found[src].session_id != found[dst].session_id:
+            raise FactNotFoundError("both facts must exist in the same session")
+        if (
+            relation is Relation.CONTRADICTS
+            and found[src].source in UNTRUSTED_SOURCES
+            and (found[dst].kind is Kind.USER_INPUT)
+        ):
+            raise UntrustedWriteError(
+                f"content from {found[src].source.value} cannot contradict the user's fact {found[dst].short_id}"
+            )
+        conn.execute(
+            "INSERT INTO beads.edges (src, relation, dst, session_id) VALUES (%s, %s, %s, %s) "
+            "ON CONFLICT DO NOTHING",
+            (src, relation.value, dst, found[src].session_id),
+        )
+
+
+def edges_of(conn: psycopg.Connection, fid: uuid.UUID) -> list[tuple[uuid.UUID, str, uuid.UUID]]:
+    rows = conn.execute(
+        "SELECT src, relation, dst FROM beads.edges WHERE src = %s OR dst = %s ORDER BY created_at, relation",
+        (fid, fid),
+    ).fetchall()
+    return [(r["src"], r["relation"], r["dst"]) for r in rows]
+
+
+def archive(conn: psycopg.Connection, ids: Sequence[uuid.UUID], summary_id: uuid.UUID) -> None:
+    """Compaction: archive `ids` behind `summary_id` (derived_from edges), all or nothing."""
+    with conn.transaction():
+        found = _lock(conn, [summary_id, *ids])
+        if summary_id not in found or any(i not in found for i in ids):
+            raise FactNotFoundError("every fact to compact, and the summary, must exist")
+        session = found[summary_id].session_id
+        if any(found[i].session_id != session for i in ids):
+            raise FactNotFoundError("compaction cannot cross sessions")
+        for i in ids:
+            conn.execute(
+                "INSERT INTO beads.edges (src, relation, dst, session_id) VALUES (%s, 'derived_from', %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                (summary_id, i, session),
+            )
+        conn.execute(
+            "UPDATE beads.facts SET status = 'archived', valid_to = coalesce(valid_to, now()) WHERE id = ANY(%s)",
+            (list(ids),),
+        )
+
+
+def forget_session(conn: psycopg.Connection, session_id: str) -> int:
+    """Delete everything the session stored, in one transaction; returns the number of facts removed."""
+    with conn.transaction():
+        conn.execute("DELETE FROM beads.edges WHERE session_id = %s", (session_id,))
+        removed = conn.execute("DELETE FROM beads.facts WHERE session_id = %s", (session_id,)).rowcount
+        conn.execute("DELETE FROM beads.passages WHERE session_id = %s", (session_id,))
+        conn.execute("DELETE FROM beads.namespaces WHERE session_id = %s", (session_id,))
+        conn.execute("DELETE FROM beads.vector_coverage WHERE session_id = %s", (session_id,))
+    return removed
+
+
+__all__ = [
+    "FACT_COLUMNS",
+    "SUPERSEDE_MIN_SIMILARITY",
+    "NewFact",
+    "Provenance",
+    "archive",
+    "body_sha256",
+    "edges_of",
+    "forget_session",
+    "get_fact",
+    "get_facts",
+    "insert_facts",
+    "relate",
+    "resolve_short_id",
+    "supersede",
+]

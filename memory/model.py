@@ -1,0 +1,159 @@
+"""The vocabulary of the fact graph: kinds, statuses, sources, relations, and the records we return."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+
+class Kind(StrEnum):
+    USER_INPUT = "user_input"  # a claim the user stated
+    DIRECTIVE = "directive"  # a question, instruction or goal: stored, held out of retrieval
+    CONCLUSION = "conclusion"  # the agent concluded it
+    SUMMARY = "summary"  # a sub-agent's rollup into its parent, or a compaction
+
+
+class Status(StrEnum):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"  # replaced; a hit on it resolves to the head of its chain
+    ARCHIVED = "archived"  # compacted: out of retrieval, kept for audit
+
+
+class Source(StrEnum):
+    PASSIVE_CAPTURE = "passive_capture"
+    REMEMBER_TOOL = "remember_tool"
+    TOOL_RESULT = "tool_result"
+    CONCLUDE_TASK = "conclude_task"
+    FALLBACK_CONCLUDE = "fallback_conclude"
+    COMPACTION = "compaction"
+
+
+# Content that did not come from the user or the agent's own reasoning: it may never write a directive
+# nor retire a user's fact.
+UNTRUSTED_SOURCES = frozenset({Source.TOOL_RESULT})
+
+
+class Relation(StrEnum):
+    SUPERSEDES = "supersedes"
+    ROLLUP_OF = "rollup_of"
+    CONTRADICTS = "contradicts"
+    RELATES_TO = "relates_to"
+    DERIVED_FROM = "derived_from"
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    id: uuid.UUID
+    session_id: str
+    parent_id: uuid.UUID | None
+    lineage: tuple[uuid.UUID, ...]  # root .. self
+    path: tuple[str, ...]
+    agent_id: str
+
+    @property
+    def is_root(self) -> bool:
+        return self.parent_id is None
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Namespace:
+        return cls(
+            id=row["id"],
+            session_id=row["session_id"],
+            parent_id=row["parent_id"],
+            lineage=tuple(row["lineage"]),
+            path=tuple(row["path"]),
+            agent_id=row["agent_id"],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Fact:
+    id: uuid.UUID
+    session_id: str
+    namespace_id: uuid.UUID
+    kind: Kind
+    status: Status
+    source: Source
+    agent_id: str
+    body: str
+    head_id: uuid.UUID
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+    acting_on_behalf_of: str | None = None
+    thread_id: str | None = None
+    message_id: str | None = None
+    span: tuple[int, int] | None = None
+    passage_id: uuid.UUID | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def short_id(self) -> str:
+        """What agents use to refer to a fact: the first 8 hex digits of its id."""
+        return self.id.hex[:8]
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Fact:
+        span = None if row.get("span_start") is None else (row["span_start"], row["span_end"])
+        return cls(
+            id=row["id"],
+            session_id=row["session_id"],
+            namespace_id=row["namespace_id"],
+            kind=Kind(row["kind"]),
+            status=Status(row["status"]),
+            source=Source(row["source"]),
+            agent_id=row["agent_id"],
+            body=row["body"],
+            head_id=row["head_id"],
+            valid_from=row["valid_from"],
+            valid_to=row["valid_to"],
+            recorded_at=row["recorded_at"],
+            acting_on_behalf_of=row.get("acting_on_behalf_of"),
+            thread_id=row.get("thread_id"),
+            message_id=row.get("message_id"),
+            span=span,
+            passage_id=row.get("passage_id"),
+            metadata=row.get("metadata") or {},
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One ranked fact of a search, with why it ranks where it does."""
+
+    fact: Fact
+    score: float  # blended similarity after penalties; higher is better
+    distance: float  # 1 - blended cosine similarity, before penalties
+    claim_similarity: float
+    passage_similarity: float | None
+    demoted: bool  # lives in a descendant namespace (a sub-agent's): rank penalty applied
+    resolved_from: Fact | None  # the superseded fact that matched, when the hit was resolved to its head
+    flags: tuple[str, ...] = ()
+
+    @property
+    def why(self) -> str:
+        return ", ".join(self.flags) if self.flags else "direct match"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    hits: tuple[Hit, ...]
+    query: str
+    not_in_memory: bool  # nothing cleared the relevance floor: say so instead of returning noise
+    best_score: float | None
+    dropped: tuple[tuple[str, str], ...] = ()  # (short id, reason) for candidates left out
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureResult:
+    facts: tuple[Fact, ...]  # every fact the input maps to, new or already stored
+    written: int  # how many rows this call inserted (0 on a replay)

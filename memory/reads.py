@@ -1,0 +1,93 @@
+"""Read API for audit and time travel: what a namespace holds, what was true when, how a claim changed."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+import psycopg
+
+from memory.facts import FACT_COLUMNS
+from memory.model import Fact
+
+_F = ", ".join(f"f.{c.strip()}" for c in FACT_COLUMNS.split(","))
+
+
+def facts_in_namespace(conn: psycopg.Connection, ns_id: uuid.UUID) -> list[Fact]:
+    """Everything stored in one namespace, retired facts included, oldest first (the audit view)."""
+    rows = conn.execute(
+        f"SELECT {_F} FROM beads.facts f WHERE f.namespace_id = %s ORDER BY f.recorded_at, f.id", (ns_id,)
+    ).fetchall()
+    return [Fact.from_row(r) for r in rows]
+
+
+def subtree_facts(
+    conn: psycopg.Connection, ns_id: uuid.UUID, agent_id: str | None = None, include_retired: bool = False
+) -> list[Fact]:
+    """Active facts in the namespaces below `ns_id` (not its own), optionally of one sub-agent."""
+    rows = conn.execute(
+        f"""
+        SELECT {_F} FROM beads.facts f
+          JOIN beads.namespaces n ON n.id = f.namespace_id
+         WHERE n.lineage @> ARRAY[%(ns)s]::uuid[] AND n.id <> %(ns)s
+           AND (%(agent)s::text IS NULL OR f.agent_id = %(agent)s)
+           AND (%(all)s OR f.status = 'active')
+         ORDER BY f.recorded_at, f.id
+        """,
+        {"ns": ns_id, "agent": agent_id, "all": include_retired},
+    ).fetchall()
+    return [Fact.from_row(r) for r in rows]
+
+
+def session_facts(conn: psycopg.Connection, session_id: str) -> list[Fact]:
+    rows = conn.execute(
+        f"SELECT {_F} FROM beads.facts f WHERE f.session_id = %s ORDER BY f.recorded_at, f.id", (session_id,)
+    ).fetchall()
+    return [Fact.from_row(r) for r in rows]
+
+
+def facts_as_of(
+    conn: psycopg.Connection, session_id: str, at: datetime, include_directives: bool = False
+) -> list[Fact]:
+    """The facts that were true at `at`, as the system knew them then.
+
+    "What is true now" is the same query with `at = now()`: valid at that time, and already learned.
+    """
+    rows = conn.execute(
+        f"""
+        SELECT {_F} FROM beads.facts f
+         WHERE f.session_id = %(session)s
+           AND f.valid_from <= %(at)s AND (f.valid_to IS NULL OR f.valid_to > %(at)s)
+           AND f.recorded_at <= %(at)s
+           AND (%(directives)s OR f.kind <> 'directive')
+         ORDER BY f.valid_from, f.id
+        """,
+        {"session": session_id, "at": at, "directives": include_directives},
+    ).fetchall()
+    return [Fact.from_row(r) for r in rows]
+
+
+def supersede_history(conn: psycopg.Connection, fid: uuid.UUID) -> list[Fact]:
+    """Every version of the claim `fid` belongs to, oldest first; the last one is current."""
+    rows = conn.execute(
+        f"""
+        SELECT {_F} FROM beads.facts f
+         WHERE f.head_id = (SELECT head_id FROM beads.facts WHERE id = %s)
+         ORDER BY f.valid_from, f.recorded_at, f.id
+        """,
+        (fid,),
+    ).fetchall()
+    facts = [Fact.from_row(r) for r in rows]
+    # the head last, whatever the clocks said
+    return sorted(facts, key=lambda f: f.id == f.head_id)
+
+
+def session_stats(conn: psycopg.Connection, session_id: str) -> list[dict[str, object]]:
+    """Counts by kind, source and status: what a session stored, at a glance."""
+    return conn.execute(
+        """
+        SELECT kind, source, status, count(*) AS facts FROM beads.facts WHERE session_id = %s
+         GROUP BY kind, source, status ORDER BY kind, source, status
+        """,
+        (session_id,),
+    ).fetchall()

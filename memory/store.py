@@ -1,0 +1,345 @@
+"""`FactStore`: the fact graph's public face, binding a connection pool, an embedder and the splitter.
+
+The store is synchronous; `AsyncFactStore` runs the same methods on a small thread pool sized to the
+connection pool. One implementation, two faces: the logic and SQL exist once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import datetime
+from typing import Any, ParamSpec, TypeVar
+
+from psycopg_pool import ConnectionPool
+
+from memory import facts as fact_sql
+from memory import namespaces as ns_sql
+from memory import reads, retrieval, vectors
+from memory.embedders.base import Embedder
+from memory.facts import NewFact, Provenance
+from memory.migrate import setup as migrate
+from memory.model import (
+    UNTRUSTED_SOURCES,
+    CaptureResult,
+    Fact,
+    Kind,
+    Namespace,
+    Relation,
+    SearchResult,
+    Source,
+)
+from memory.retrieval import SearchOptions
+from memory.splitting import split_message
+
+FactRef = uuid.UUID | str | Fact
+
+
+class FactStore:
+    """Facts as individual claims in Postgres, with kinds, statuses, provenance, edges and validity."""
+
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        embedder: Embedder,
+        *,
+        search_options: SearchOptions | None = None,
+        supersede_min_similarity: float = fact_sql.SUPERSEDE_MIN_SIMILARITY,
+    ) -> None:
+        self.pool = pool
+        self.embedder = embedder
+        self.search_options = search_options or SearchOptions()
+        self.supersede_min_similarity = supersede_min_similarity
+        self._embedder_id: int | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Apply migrations and register the embedder's space (idempotent; run once at start)."""
+        with self.pool.connection() as conn:
+            migrate(conn)
+            self._embedder_id = vectors.register_embedder(conn, self.embedder.name, self.embedder.dims)
+
+    @property
+    def embedder_id(self) -> int:
+        if self._embedder_id is None:
+            with self.pool.connection() as conn:
+                self._embedder_id = vectors.register_embedder(conn, self.embedder.name, self.embedder.dims)
+        return self._embedder_id
+
+    # -- namespaces --------------------------------------------------------------------------------
+
+    def root(self, session_id: str, agent_id: str = "root") -> Namespace:
+        with self.pool.connection() as conn:
+            return ns_sql.root_namespace(conn, session_id, agent_id)
+
+    def fork(self, parent: Namespace, label: str, agent_id: str | None = None) -> Namespace:
+        with self.pool.connection() as conn:
+            return ns_sql.fork_namespace(conn, parent, label, agent_id or label)
+
+    def namespace(self, ns_id: uuid.UUID) -> Namespace:
+        with self.pool.connection() as conn:
+            return ns_sql.get_namespace(conn, ns_id)
+
+    def children(self, ns_id: uuid.UUID) -> list[Namespace]:
+        with self.pool.connection() as conn:
+            return ns_sql.children(conn, ns_id)
+
+    def session_namespaces(self, session_id: str) -> list[Namespace]:
+        with self.pool.connection() as conn:
+            return ns_sql.session_namespaces(conn, session_id)
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def capture_message(
+        self,
+        ns: Namespace,
+        text: str,
+        *,
+        source: Source = Source.PASSIVE_CAPTURE,
+        agent_id: str | None = None,
+        acting_on_behalf_of: str | None = None,
+        thread_id: str | None = None,
+        message_id: str | None = None,
+        valid_from: datetime | None = None,
+    ) -> CaptureResult:
+        """Split `text` verbatim into claims and store one fact per claim (questions as directives).
+
+        Untrusted sources (tool results) never yield directives: their questions and instructions are
+        stored as plain content, so a web page cannot plant an instruction in memory.
+        """
+        claims = split_message(text)
+        if not claims:
+            return CaptureResult(facts=(), written=0)
+        untrusted = source in UNTRUSTED_SOURCES
+        kinds = [Kind.CONCLUSION if untrusted else Kind(c.kind) for c in claims]
+        source_key = message_id or fact_sql.body_sha256(text).hex()
+        passage = text if len(claims) > 1 or claims[0].text != text.strip() else None
+        # embed before any transaction opens
+        vecs = self.embedder.embed([c.text for c in claims] + ([passage] if passage else []))
+        passage_vec = vecs[-1] if passage else None
+        items = [
+            NewFact(
+                body=c.text,
+                kind=kind,
+                source=source,
+                source_key=f"{source_key}:{c.start}",
+                claim_vector=vec,
+                passage=passage,
+                passage_vector=passage_vec,
+                span=(c.start, c.end),
+            )
+            for c, kind, vec in zip(claims, kinds, vecs, strict=False)
+        ]
+        return self._write(ns, items, agent_id, acting_on_behalf_of, thread_id, message_id, valid_from)
+
+    def remember(
+        self,
+        ns: Namespace,
+        text: str,
+        *,
+        kind: Kind = Kind.CONCLUSION,
+        source: Source = Source.REMEMBER_TOOL,
+        source_key: str = "",
+        agent_id: str | None = None,
+        acting_on_behalf_of: str | None = None,
+        thread_id: str | None = None,
+        message_id: str | None = None,
+        valid_from: datetime | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Fact:
+        """Store `text` as one fact, unsplit (an agent's deliberate note, a conclusion, a summary)."""
+        body = text.strip()
+        if not body:
+            raise ValueError("a fact needs some text")
+        [vec] = self.embedder.embed([body])
+        item = NewFact(
+            body=body,
+            kind=kind,
+            source=source,
+            source_key=source_key or (message_id or ""),
+            claim_vector=vec,
+            metadata=metadata,
+        )
+        result = self._write(ns, [item], agent_id, acting_on_behalf_of, thread_id, message_id, valid_from)
+        return result.facts[0]
+
+    def _write(
+        self,
+        ns: Namespace,
+        items: Sequence[NewFact],
+        agent_id: str | None,
+        acting_on_behalf_of: str | None,
+        thread_id: str | None,
+        message_id: str | None,
+        valid_from: datetime | None,
+    ) -> CaptureResult:
+        provenance = Provenance(
+            agent_id=agent_id or ns.agent_id,
+            acting_on_behalf_of=acting_on_behalf_of,
+            thread_id=thread_id,
+            message_id=message_id,
+            valid_from=valid_from,
+        )
+        embedder_id = self.embedder_id
+        with self.pool.connection() as conn:
+            ids, written = fact_sql.insert_facts(conn, ns, items, provenance, embedder_id)
+            return CaptureResult(facts=tuple(fact_sql.get_facts(conn, dict.fromkeys(ids))), written=written)
+
+    def supersede(self, new: FactRef, old: FactRef) -> Fact:
+        """`new` replaces the current version of `old`'s claim; refused unless the two are close."""
+        with self.pool.connection() as conn:
+            new_id, old_id = self._id(conn, new), self._id(conn, old)
+            return fact_sql.supersede(conn, new_id, old_id, self.embedder_id, self.supersede_min_similarity)
+
+    def relate(self, src: FactRef, relation: Relation | str, dst: FactRef) -> None:
+        with self.pool.connection() as conn:
+            fact_sql.relate(conn, self._id(conn, src), Relation(relation), self._id(conn, dst))
+
+    def compact(
+        self, ns: Namespace, members: Sequence[FactRef], summary: str, agent_id: str | None = None
+    ) -> Fact:
+        """Archive `members` behind one summary fact that is derived_from each of them."""
+        fact = self.remember(
+            ns,
+            summary,
+            kind=Kind.SUMMARY,
+            source=Source.COMPACTION,
+            agent_id=agent_id,
+            source_key="compaction:" + ",".join(sorted(str(self._plain_id(m)) for m in members)),
+        )
+        with self.pool.connection() as conn:
+            fact_sql.archive(conn, [self._id(conn, m) for m in members], fact.id)
+            return fact_sql.get_fact(conn, fact.id)
+
+    def forget(self, session_id: str) -> int:
+        """Delete everything this session stored (a real delete, unlike retirement)."""
+        with self.pool.connection() as conn:
+            return fact_sql.forget_session(conn, session_id)
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def search(
+        self, ns: Namespace, query: str, options: SearchOptions | None = None, **overrides: Any
+    ) -> SearchResult:
+        """Ranked facts for `query` as `ns` may see them (see memory.retrieval for the pipeline)."""
+        options = (
+            replace(options or self.search_options, **overrides)
+            if overrides
+            else (options or self.search_options)
+        )
+        if not query.strip():
+            return SearchResult(hits=(), query=query, not_in_memory=True, best_score=None)
+        [qvec] = self.embedder.embed([query])
+        with self.pool.connection() as conn:
+            # a session last written with another embedder gets its vectors here, once
+            vectors.ensure_coverage(conn, ns.session_id, self.embedder, self.embedder_id)
+            return retrieval.search(conn, ns, query, qvec, self.embedder_id, self.embedder.dims, options)
+
+    def get(self, ref: FactRef, session_id: str | None = None) -> Fact:
+        with self.pool.connection() as conn:
+            if isinstance(ref, str) and session_id is not None:
+                return fact_sql.resolve_short_id(conn, session_id, ref)
+            return fact_sql.get_fact(conn, self._id(conn, ref))
+
+    def facts_in_namespace(self, ns_id: uuid.UUID) -> list[Fact]:
+        with self.pool.connection() as conn:
+            return reads.facts_in_namespace(conn, ns_id)
+
+    def subtree_facts(self, ns_id: uuid.UUID, agent_id: str | None = None) -> list[Fact]:
+        with self.pool.connection() as conn:
+            return reads.subtree_facts(conn, ns_id, agent_id)
+
+    def session_facts(self, session_id: str) -> list[Fact]:
+        with self.pool.connection() as conn:
+            return reads.session_facts(conn, session_id)
+
+    def facts_as_of(self, session_id: str, at: datetime, include_directives: bool = False) -> list[Fact]:
+        with self.pool.connection() as conn:
+            return reads.facts_as_of(conn, session_id, at, include_directives)
+
+    def history(self, ref: FactRef) -> list[Fact]:
+        with self.pool.connection() as conn:
+            return reads.supersede_history(conn, self._id(conn, ref))
+
+    def edges(self, ref: FactRef) -> list[tuple[uuid.UUID, str, uuid.UUID]]:
+        with self.pool.connection() as conn:
+            return fact_sql.edges_of(conn, self._id(conn, ref))
+
+    def stats(self, session_id: str) -> list[dict[str, object]]:
+        with self.pool.connection() as conn:
+            return reads.session_stats(conn, session_id)
+
+    # -- helpers -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _plain_id(ref: FactRef) -> uuid.UUID | str:
+        return ref.id if isinstance(ref, Fact) else ref
+
+    @staticmethod
+    def _id(conn: Any, ref: FactRef) -> uuid.UUID:
+        if isinstance(ref, Fact):
+            return ref.id
+        if isinstance(ref, uuid.UUID):
+            return ref
+        try:
+            return uuid.UUID(ref)
+        except ValueError:
+            raise fact_sql.FactNotFoundError(
+                f"{ref!r} is not a fact id; use store.get(short_id, session_id)"
+            ) from None
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _threaded(method: Callable[..., R]) -> Callable[..., Any]:
+    name = method.__name__
+
+    @functools.wraps(method)
+    async def run(self: AsyncFactStore, *args: Any, **kwargs: Any) -> R:
+        loop = asyncio.get_running_loop()
+        call = functools.partial(getattr(self.sync, name), *args, **kwargs)
+        return await loop.run_in_executor(self._executor, call)
+
+    return run
+
+
+class AsyncFactStore:
+    """The same store for async code: each call runs on a worker thread, never on the event loop."""
+
+    def __init__(self, store: FactStore, max_workers: int | None = None) -> None:
+        self.sync = store
+        self._executor = ThreadPoolExecutor(
+            max_workers=max_workers or store.pool.max_size, thread_name_prefix="beads-store"
+        )
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=True)
+
+    setup = _threaded(FactStore.setup)
+    root = _threaded(FactStore.root)
+    fork = _threaded(FactStore.fork)
+    namespace = _threaded(FactStore.namespace)
+    children = _threaded(FactStore.children)
+    session_namespaces = _threaded(FactStore.session_namespaces)
+    capture_message = _threaded(FactStore.capture_message)
+    remember = _threaded(FactStore.remember)
+    supersede = _threaded(FactStore.supersede)
+    relate = _threaded(FactStore.relate)
+    compact = _threaded(FactStore.compact)
+    forget = _threaded(FactStore.forget)
+    search = _threaded(FactStore.search)
+    get = _threaded(FactStore.get)
+    facts_in_namespace = _threaded(FactStore.facts_in_namespace)
+    subtree_facts = _threaded(FactStore.subtree_facts)
+    session_facts = _threaded(FactStore.session_facts)
+    facts_as_of = _threaded(FactStore.facts_as_of)
+    history = _threaded(FactStore.history)
+    edges = _threaded(FactStore.edges)
+    stats = _threaded(FactStore.stats)

@@ -1,0 +1,132 @@
+"""Embedding spaces and the vectors stored in them.
+
+Each embedder (name, dims) is registered once and gets its own partial HNSW indexes over the shared
+vector tables; queries name the embedder and cast to its dimension, so the planner uses that index and
+vectors of different spaces are never compared. Embedding happens before a transaction opens, never
+inside one: a slow model must not hold row locks.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import psycopg
+from pgvector import Vector
+from psycopg import sql
+
+from memory.embedders.base import Embedder
+from memory.errors import ConfigurationError
+
+_INDEX_LOCK_KEY = 0x6265616474  # serialises index creation between processes
+
+
+def register_embedder(conn: psycopg.Connection, name: str, dims: int) -> int:
+    """The id of the embedding space `name`, creating it and its indexes on first use."""
+    if not 1 <= int(dims) <= 2000:
+        # pgvector's HNSW index stops at 2,000 dimensions for `vector`
+        raise ConfigurationError(f"embedder {name!r} has {dims} dimensions; 1 to 2000 are supported")
+    row = conn.execute("SELECT id, dims FROM beads.embedders WHERE name = %s", (name,)).fetchone()
+    if row is not None:
+        if row["dims"] != dims:
+            raise ConfigurationError(
+                f"embedder {name!r} was registered with {row['dims']} dimensions, now reports {dims}"
+            )
+        return int(row["id"])
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_INDEX_LOCK_KEY,))
+        row = conn.execute(
+            "INSERT INTO beads.embedders (name, dims) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING RETURNING id",
+            (name, dims),
+        ).fetchone()
+        if row is None:
+            row = conn.execute("SELECT id FROM beads.embedders WHERE name = %s", (name,)).fetchone()
+        embedder_id = int(row["id"])
+        for table in ("fact_vectors", "passage_vectors"):
+            # ids and dims are integers we produced: safe to place in DDL as literals
+            conn.execute(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS {index} ON beads.{table} "
+                    "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE embedder_id = {eid}"
+                ).format(
+                    index=sql.Identifier(f"{table}_hnsw_{embedder_id}"),
+                    table=sql.Identifier(table),
+                    dims=sql.Literal(int(dims)),
+                    eid=sql.Literal(embedder_id),
+                )
+            )
+    return embedder_id
+
+
+def as_vector(values: Sequence[float]) -> Vector:
+    return Vector(list(values))
+
+
+def write_fact_vectors(
+    conn: psycopg.Connection, embedder_id: int, rows: Sequence[tuple[uuid.UUID, Sequence[float]]]
+) -> None:
+    if rows:
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO beads.fact_vectors (embedder_id, fact_id, embedding) VALUES (%s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                [(embedder_id, fid, as_vector(vec)) for fid, vec in rows],
+            )
+
+
+def write_passage_vectors(
+    conn: psycopg.Connection, embedder_id: int, rows: Sequence[tuple[uuid.UUID, Sequence[float]]]
+) -> None:
+    if rows:
+        with conn.cursor() as cur:
+            cur.executemany(
+                "INSERT INTO beads.passage_vectors (embedder_id, passage_id, embedding) VALUES (%s, %s, %s) "
+                "ON CONFLICT DO NOTHING",
+                [(embedder_id, pid, as_vector(vec)) for pid, vec in rows],
+            )
+
+
+def mark_written(conn: psycopg.Connection, session_id: str, embedder_id: int) -> None:
+    """After a write embedded with `embedder_id`, other spaces no longer cover the session."""
+    conn.execute(
+        "DELETE FROM beads.vector_coverage WHERE session_id = %s AND embedder_id <> %s",
+        (session_id, embedder_id),
+    )
+
+
+_MISSING_FACTS = """
+SELECT f.id, f.body FROM beads.facts f
+ WHERE f.session_id = %(session)s
+   AND NOT EXISTS (SELECT 1 FROM beads.fact_vectors v WHERE v.fact_id = f.id AND v.embedder_id = %(eid)s)
+ LIMIT %(batch)s
+"""
+_MISSING_PASSAGES = """
+SELECT p.id, p.body FROM beads.passages p
+ WHERE p.session_id = %(session)s
+   AND NOT EXISTS (SELECT 1 FROM beads.passage_vectors v WHERE v.passage_id = p.id AND v.embedder_id = %(eid)s)
+ LIMIT %(batch)s
+"""
+
+
+def ensure_coverage(
+    conn: psycopg.Connection, session_id: str, embedder: Embedder, embedder_id: int, batch: int = 256
+) -> int:
+    """Embed every fact and passage of the session that lacks a vector in this space; returns how many."""
+    covered = conn.execute(
+        "SELECT 1 FROM beads.vector_coverage WHERE session_id = %s AND embedder_id = %s",
+        (session_id, embedder_id),
+    ).fetchone()
+    if covered:
+        return 0
+    done = 0
+    params = {"session": session_id, "eid": embedder_id, "batch": batch}
+    for query, writer in ((_MISSING_FACTS, write_fact_vectors), (_MISSING_PASSAGES, write_passage_vectors)):
+        while rows := conn.execute(query, params).fetchall():
+            vectors = embedder.embed([r["body"] for r in rows])
+            writer(conn, embedder_id, [(r["id"], v) for r, v in zip(rows, vectors, strict=True)])
+            done += len(rows)
+    conn.execute(
+        "INSERT INTO beads.vector_coverage (session_id, embedder_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        (session_id, embedder_id),
+    )
+    return done

@@ -202,6 +202,8 @@ def supersede(
     The old fact stays queryable (status superseded, valid_to closed) and every earlier version of
     the chain now resolves to the new head. Replaying the same supersede is a no-op.
     """
+    if new_id == old_id:
+        raise CycleError("a fact cannot supersede itself")
     with conn.transaction():
         first = _lock(conn, [new_id, old_id])
         if new_id not in first:
@@ -213,8 +215,6 @@ def supersede(
             raise FactNotFoundError(f"no fact {old_id} in session {new.session_id!r}")
         if old.head_id == new.id:
             return old  # already done: a replay
-        if new_id == old_id:
-            raise CycleError("a fact cannot supersede itself")
         if new.head_id != new.id:
             raise CycleError(f"fact {new.short_id} is itself superseded; supersede with the current version")
         target = old if old.head_id == old.id else _lock(conn, [old.head_id])[old.head_id]

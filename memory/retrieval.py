@@ -196,19 +196,26 @@ def rank(rows: Sequence[dict[str, Any]], query: str, options: SearchOptions) -> 
 
     ordered = sorted(best.values(), key=lambda c: (-round(c["score"], 6), _tiebreak(c["head"].body)))
     selected: list[Hit] = []
-    selected_ids: set[uuid.UUID] = set()
+    derived_from: dict[uuid.UUID, set[uuid.UUID]] = {}
     per_agent: Counter[str] = Counter()
     for cand in ordered:
         head: Fact = cand["head"]
         if cand["score"] < options.relevance_floor:
             dropped[head.id] = "below the relevance floor"
             continue
-        if cand["derived_from"] & selected_ids:
+        if cand["derived_from"] & derived_from.keys():
             dropped[head.id] = "restates a fact already selected"
             continue
         if cand["demoted"] and per_agent[head.agent_id] >= options.per_agent_cap:
             dropped[head.id] = f"cap of {options.per_agent_cap} facts for sub-agent {head.agent_id}"
             continue
+        # a restatement that outranked its source gives its slot back when the source arrives
+        for earlier in [h for h in selected if head.id in derived_from[h.fact.id]]:
+            selected.remove(earlier)
+            del derived_from[earlier.fact.id]
+            if earlier.demoted:
+                per_agent[earlier.fact.agent_id] -= 1
+            dropped[earlier.fact.id] = "restates a fact already selected"
         if len(selected) >= options.k:
             dropped[head.id] = f"beyond k={options.k}"
             continue
@@ -230,7 +237,7 @@ def rank(rows: Sequence[dict[str, Any]], query: str, options: SearchOptions) -> 
                 flags=tuple(flags),
             )
         )
-        selected_ids.add(head.id)
+        derived_from[head.id] = cand["derived_from"]
         if cand["demoted"]:
             per_agent[head.agent_id] += 1
 
@@ -240,5 +247,5 @@ def rank(rows: Sequence[dict[str, Any]], query: str, options: SearchOptions) -> 
         query=query,
         not_in_memory=not selected,
         best_score=top,
-        dropped=tuple((fid.hex[:8], why) for fid, why in dropped.items() if fid not in selected_ids),
+        dropped=tuple((fid.hex[:8], why) for fid, why in dropped.items() if fid not in derived_from),
     )

@@ -54,7 +54,9 @@ def _create_database(pg_server_url: str, template: str | None) -> str:
     with psycopg.connect(pg_server_url, autocommit=True) as admin:
         if template:
             admin.execute(
-                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template))
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                    sql.Identifier(name), sql.Identifier(template)
+                )
             )
         else:
             admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
@@ -69,6 +71,14 @@ def _drop_database(pg_server_url: str, name: str) -> None:
 @pytest.fixture
 def db_url(pg_server_url: str, template_db: str) -> Iterator[str]:
     """A fresh database with every migration applied, dropped after the test."""
+    name = _create_database(pg_server_url, template_db)
+    yield database_url(pg_server_url, name)
+    _drop_database(pg_server_url, name)
+
+
+@pytest.fixture
+def another_db_url(pg_server_url: str, template_db: str) -> Iterator[str]:
+    """A second fresh migrated database, for replay tests."""
     name = _create_database(pg_server_url, template_db)
     yield database_url(pg_server_url, name)
     _drop_database(pg_server_url, name)

@@ -168,3 +168,38 @@ def test_restart_after_sigkill_reuses_the_server_and_keeps_rows(tmp_path: Path) 
     while _postmaster_pid(pgdata) is not None and time.monotonic() < deadline:
         time.sleep(0.2)
     assert _postmaster_pid(pgdata) is None
+
+
+def test_the_embedded_server_computes_full_size_distances(db_url: str) -> None:
+    """A CPU-specific pgvector build dies with SIGILL here; the portable rebuild must be in place."""
+    with psycopg.connect(db_url) as conn:
+        distance = conn.execute(
+            "SELECT (SELECT array_agg(1.0)::vector(768) FROM generate_series(1, 768))"
+            " <=> (SELECT array_agg(g::float)::vector(768) FROM generate_series(1, 768) g)"
+        ).fetchone()[0]
+    assert 0.0 < distance < 1.0
+
+
+def test_a_native_avx512_build_is_detected_only_on_cpus_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import hashlib
+    import platform
+
+    from memory import portable_pgvector
+
+    so = tmp_path / "lib" / "postgresql" / "vector.so"
+    so.parent.mkdir(parents=True)
+    so.write_bytes(b"native build")
+    monkeypatch.setattr(
+        portable_pgvector, "NATIVE_AVX512_BUILDS", frozenset({hashlib.sha256(b"native build").hexdigest()})
+    )
+    monkeypatch.setattr(platform, "system", lambda: "Linux")
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(portable_pgvector, "cpu_has_avx512", lambda: False)
+    assert portable_pgvector.needs_portable_build(tmp_path)
+    monkeypatch.setattr(portable_pgvector, "cpu_has_avx512", lambda: True)
+    assert not portable_pgvector.needs_portable_build(tmp_path)
+    monkeypatch.setattr(portable_pgvector, "cpu_has_avx512", lambda: False)
+    so.write_bytes(b"portable build")
+    assert not portable_pgvector.needs_portable_build(tmp_path)

@@ -15,6 +15,7 @@ from memory.embedders.cache import CachedEmbedder, CacheStats
 from memory.embedders.fake import FakeEmbedder
 from memory.embedders.minilm import MiniLMEmbedder
 from memory.embedders.ollama import OllamaEmbedder
+from memory.embedders.select import embedder_from_name
 
 __all__ = [
     "CacheStats",
@@ -26,5 +27,6 @@ __all__ = [
     "aembed_one",
     "cosine",
     "embed_one",
+    "embedder_from_name",
     "l2_normalise",
 ]

@@ -1,0 +1,273 @@
+"""`python -m memory`: look inside a session's memory, or forget it.
+
+    python -m memory show SESSION [--query TEXT] [--k 8] [--namespace ID] [--all]
+    python -m memory forget SESSION --yes
+
+Exit codes: 0 done, 1 nothing to show (or a refused forget), 2 the database or the configuration failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import uuid
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import cast
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg_pool import PoolTimeout
+from pydantic import ValidationError
+from rich.console import Console
+from rich.table import Column, Table
+from rich.text import Text
+from rich.tree import Tree
+
+from memory.connection import open_pool, resolve_database_url
+from memory.embedders.select import embedder_from_name
+from memory.errors import ConfigurationError, DatabaseUnavailableError
+from memory.model import Fact, Namespace, SearchResult, Status
+from memory.store import FactStore
+
+STATUSES = tuple(s.value for s in Status)
+BODY_WIDTH = 100
+
+
+def mask_url(url: str) -> str:
+    """`url` with any password replaced by ***, for URLs and key=value conninfo strings alike."""
+    if "://" not in url:
+        params = conninfo_to_dict(url)  # the caller has checked that it parses
+        return make_conninfo(**{k: "***" if k == "password" else v for k, v in params.items()})
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}{':***' if ':' in user else ''}@{host}"
+    query = urlencode(
+        [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
+        safe="/*",
+    )
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def body(text: str, width: int = BODY_WIDTH) -> Text:
+    """A fact's body on one line, cut at `width` characters (as plain text: never read as markup)."""
+    flat = " ".join(text.split())
+    return Text(flat if len(flat) <= width else flat[: width - 1] + "…")
+
+
+def when(at: datetime | None) -> str:
+    return "-" if at is None else at.isoformat(sep=" ", timespec="seconds")
+
+
+class Failure(Exception):
+    """A one-line reason to stop, and the exit code that goes with it."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return " ".join(lines[0].split()) if lines else type(exc).__name__
+
+
+@contextmanager
+def open_store(url: str | None, embedder_name: str) -> Iterator[tuple[FactStore, str]]:
+    """A set-up store on `url` (or the library default) and the masked URL it reads."""
+    try:
+        embedder = embedder_from_name(embedder_name)
+        url = url or resolve_database_url()
+    except (ConfigurationError, DatabaseUnavailableError, ValidationError) as exc:
+        raise Failure(first_line(exc), 2) from exc
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise Failure(f"not a valid database URL: {first_line(exc)}", 2) from None
+    try:
+        with open_pool(url, min_size=1, max_size=2) as pool:
+            store = FactStore(pool, embedder)
+            store.setup()
+            yield store, mask_url(url)
+    except (DatabaseUnavailableError, ConfigurationError, psycopg.OperationalError, PoolTimeout) as exc:
+        raise Failure(f"database {mask_url(url)}: {first_line(exc)}", 2) from exc
+
+
+def titled(title: str, *columns: str | Column) -> Table:
+    return Table(*columns, title=title, title_justify="left")
+
+
+def header(session: str, database: str, embedder: str) -> Text:
+    fields = {"session": session, "database": database, "embedder": embedder}
+    return Text("\n").join(Text.assemble((f"{name:<10}", "bold"), value) for name, value in fields.items())
+
+
+def counts_table(stats: Sequence[dict[str, object]]) -> Table:
+    cells: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: dict.fromkeys(STATUSES, 0))
+    for row in stats:
+        cells[(str(row["kind"]), str(row["source"]))][str(row["status"])] += cast(int, row["facts"])
+    numbers = [Column(c, justify="right") for c in (*STATUSES, "total")]
+    table = titled("What was stored", "kind", "source", *numbers)
+    for (kind, source), by_status in sorted(cells.items()):
+        counts = [by_status[s] for s in STATUSES]
+        table.add_row(kind, source, *map(str, counts), str(sum(counts)))
+    totals = [sum(c[s] for c in cells.values()) for s in STATUSES]
+    table.add_row("total", "", *map(str, totals), str(sum(totals)), style="bold", end_section=True)
+    return table
+
+
+def namespace_tree(namespaces: Sequence[Namespace], facts: Sequence[Fact]) -> Tree:
+    held: dict[uuid.UUID, list[Fact]] = defaultdict(list)
+    for fact in facts:
+        held[fact.namespace_id].append(fact)
+
+    def label(ns: Namespace) -> Text:
+        name = "root" if ns.is_root else ns.path[-1]
+        total, active = len(held[ns.id]), sum(f.status is Status.ACTIVE for f in held[ns.id])
+        held_text = f"{total} fact{'s' * (total != 1)} ({active} active)"
+        return Text.assemble((name, "bold"), f"  agent {ns.agent_id}  {held_text}  ns {ns.id.hex[:8]}")
+
+    tree = Tree(Text("Namespaces", style="bold"))
+    nodes: dict[uuid.UUID | None, Tree] = {None: tree}
+    for ns in namespaces:  # parents come before their children
+        nodes[ns.id] = nodes.get(ns.parent_id, tree).add(label(ns))
+    return tree
+
+
+def supersede_chains(facts: Sequence[Fact]) -> list[list[Fact]]:
+    """Every claim with more than one version, oldest version first and the current one last."""
+    chains: dict[uuid.UUID, list[Fact]] = defaultdict(list)
+    for fact in facts:
+        chains[fact.head_id].append(fact)
+    ordered = [
+        sorted(versions, key=lambda f: (f.id == f.head_id, f.valid_from, f.recorded_at, f.id.hex))
+        for versions in chains.values()
+        if len(versions) > 1
+    ]
+    return sorted(ordered, key=lambda chain: chain[-1].valid_from)
+
+
+def chains_table(chains: Sequence[Sequence[Fact]]) -> Table:
+    table = titled("Supersede chains", "chain", "id", "status", "valid_from", "valid_to", "body")
+    for number, chain in enumerate(chains, 1):
+        for i, f in enumerate(chain):
+            current = f.id == f.head_id
+            first = (str(number) if i == 0 else "", f.short_id, "current" if current else f.status.value)
+            cells = (*first, when(f.valid_from), when(f.valid_to), body(f.body))
+            table.add_row(*cells, style=None if current else "strike", end_section=i == len(chain) - 1)
+    return table
+
+
+def facts_table(facts: Sequence[Fact], show_all: bool) -> Table:
+    shown = [f for f in facts if show_all or f.status is Status.ACTIVE]
+    columns = ("id", "kind", "source", "agent", *(("status",) if show_all else ()), "body")
+    table = titled(f"Facts ({'all' if show_all else 'active'}: {len(shown)})", *columns)
+    for f in shown:
+        status = (f.status.value,) if show_all else ()
+        table.add_row(f.short_id, f.kind.value, f.source.value, f.agent_id, *status, body(f.body))
+    return table
+
+
+def ranked(console: Console, result: SearchResult) -> None:
+    console.print(Text(f"Ranked for: {result.query}", style="bold"), soft_wrap=True)
+    if result.not_in_memory:
+        best = "none" if result.best_score is None else f"{result.best_score:.3f}"
+        console.print(Text(f"not in memory: nothing cleared the relevance floor (best score {best})"))
+    else:
+        rank, distance, score = (Column(c, justify="right") for c in ("rank", "distance", "score"))
+        table = Table(rank, "id", distance, score, "kind", "source", "flags", "body")
+        for number, hit in enumerate(result.hits, 1):
+            f, flags = hit.fact, Text("; ".join(hit.flags) or "-")
+            cells = (str(number), f.short_id, f"{hit.distance:.3f}", f"{hit.score:.3f}", f.kind.value)
+            table.add_row(*cells, f.source.value, flags, body(f.body))
+        console.print(table)
+    if result.dropped:
+        dropped = titled("Dropped candidates", "id", "reason")
+        for short_id, reason in result.dropped:
+            dropped.add_row(short_id, Text(reason))
+        console.print(dropped)
+
+
+def search_namespace(namespaces: Sequence[Namespace], wanted: str | None) -> Namespace:
+    """The root, or the namespace whose id (or its hex) starts with `wanted`."""
+    if wanted is None:
+        return next(ns for ns in namespaces if ns.is_root)
+    prefix = wanted.strip().lower()
+    matches = [ns for ns in namespaces if str(ns.id).startswith(prefix) or ns.id.hex.startswith(prefix)]
+    if len(matches) != 1:
+        found = "no" if not matches else "more than one"
+        raise Failure(f"{found} namespace {wanted!r} in session {namespaces[0].session_id!r}", 1)
+    return matches[0]
+
+
+def show(args: argparse.Namespace, console: Console) -> int:
+    with open_store(args.database_url, args.embedder) as (store, database):
+        facts = store.session_facts(args.session)
+        if not facts:
+            raise Failure(f"no facts stored for session {args.session!r}", 1)
+        namespaces = store.session_namespaces(args.session)
+        ns = search_namespace(namespaces, args.namespace)
+        console.print(header(args.session, database, store.embedder.name))
+        console.print(counts_table(store.stats(args.session)))
+        console.print(namespace_tree(namespaces, facts))
+        chains = supersede_chains(facts)
+        console.print(chains_table(chains) if chains else Text("Supersede chains: none"))
+        console.print(facts_table(facts, args.all))
+        if args.query is not None:
+            ranked(console, store.search(ns, args.query, k=args.k))
+    return 0
+
+
+def forget(args: argparse.Namespace, console: Console) -> int:
+    if not args.yes:
+        raise Failure(f"refusing to delete session {args.session!r} without --yes", 1)
+    with open_store(args.database_url, args.embedder) as (store, _):
+        removed = store.forget(args.session)
+    console.print(Text(f"forgot session {args.session!r}: {removed} facts deleted"))
+    return 0
+
+
+def positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(
+        prog="python -m memory", description="Inspect or forget a session's memory."
+    )
+    commands = root.add_subparsers(dest="command", required=True)
+    show_cmd = commands.add_parser("show", help="what a session stored, and what a query would retrieve")
+    show_cmd.add_argument("--query", help="rank the facts for this text, as the model would get them")
+    show_cmd.add_argument("--k", type=positive, default=8, help="how many hits to rank (default 8)")
+    show_cmd.add_argument("--namespace", help="search as this namespace (id or id prefix; default the root)")
+    show_cmd.add_argument("--all", action="store_true", help="list retired facts too, not only active ones")
+    forget_cmd = commands.add_parser("forget", help="delete everything a session stored")
+    forget_cmd.add_argument("--yes", action="store_true", help="really delete")
+    for command, run in ((show_cmd, show), (forget_cmd, forget)):
+        command.add_argument("session", help="the session id")
+        command.add_argument(
+            "--embedder", default="minilm", help="minilm (default), ollama[:MODEL], fake[-DIMS]"
+        )
+        command.add_argument("--database-url", help="default: DATABASE_URL, else the embedded server")
+        command.set_defaults(run=run)
+    return root
+
+
+def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error argparse has already printed
+        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
+    errors = console or Console(stderr=True)
+    try:
+        return int(args.run(args, console or Console()))
+    except Failure as exc:
+        errors.print(Text(f"error: {exc}", style="red"), soft_wrap=True)
+        return exc.code

@@ -273,6 +273,15 @@ def relate(conn: psycopg.Connection, src: uuid.UUID, relation: Relation, dst: uu
         )
 
 
+def relate_many(
+    conn: psycopg.Connection, src: uuid.UUID, relation: Relation, dsts: Sequence[uuid.UUID]
+) -> None:
+    """`relate` for one source and many targets, all or nothing."""
+    with conn.transaction():
+        for dst in dsts:
+            relate(conn, src, relation, dst)
+
+
 def edges_of(conn: psycopg.Connection, fid: uuid.UUID) -> list[tuple[uuid.UUID, str, uuid.UUID]]:
     rows = conn.execute(
         "SELECT src, relation, dst FROM beads.edges WHERE src = %s OR dst = %s ORDER BY created_at, relation",
@@ -326,6 +335,7 @@ __all__ = [
     "get_facts",
     "insert_facts",
     "relate",
+    "relate_many",
     "resolve_short_id",
     "supersede",
 ]

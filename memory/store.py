@@ -7,6 +7,7 @@ connection pool. One implementation, two faces: the logic and SQL exist once.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import uuid
 from collections.abc import Callable, Sequence
@@ -57,6 +58,11 @@ class FactStore:
         self._embedder_id: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
+
+    @functools.cached_property
+    def aio(self) -> AsyncFactStore:
+        """The async face of this store (one small thread pool, shared by every caller)."""
+        return AsyncFactStore(self)
 
     def setup(self) -> None:
         """Apply migrations and register the embedder's space (idempotent; run once at start)."""
@@ -200,6 +206,11 @@ class FactStore:
         with self.pool.connection() as conn:
             fact_sql.relate(conn, self._id(conn, src), Relation(relation), self._id(conn, dst))
 
+    def relate_many(self, src: FactRef, relation: Relation | str, dsts: Sequence[FactRef]) -> None:
+        with self.pool.connection() as conn:
+            targets = [self._id(conn, d) for d in dsts]
+            fact_sql.relate_many(conn, self._id(conn, src), Relation(relation), targets)
+
     def compact(
         self, ns: Namespace, members: Sequence[FactRef], summary: str, agent_id: str | None = None
     ) -> Fact:
@@ -303,9 +314,7 @@ def _threaded(method: Callable[..., R]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     async def run(self: AsyncFactStore, *args: Any, **kwargs: Any) -> R:
-        loop = asyncio.get_running_loop()
-        call = functools.partial(getattr(self.sync, name), *args, **kwargs)
-        return await loop.run_in_executor(self._executor, call)
+        return await self.run(getattr(self.sync, name), *args, **kwargs)
 
     return run
 
@@ -322,6 +331,13 @@ class AsyncFactStore:
     def close(self) -> None:
         self._executor.shutdown(wait=True)
 
+    async def run(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
+        """Run any blocking function that uses this store on the store's threads."""
+        loop = asyncio.get_running_loop()
+        # carry the caller's context (LangGraph's config and stream writer live in context variables)
+        context = contextvars.copy_context()
+        return await loop.run_in_executor(self._executor, functools.partial(context.run, fn, *args, **kwargs))
+
     setup = _threaded(FactStore.setup)
     root = _threaded(FactStore.root)
     fork = _threaded(FactStore.fork)
@@ -332,6 +348,7 @@ class AsyncFactStore:
     remember = _threaded(FactStore.remember)
     supersede = _threaded(FactStore.supersede)
     relate = _threaded(FactStore.relate)
+    relate_many = _threaded(FactStore.relate_many)
     compact = _threaded(FactStore.compact)
     forget = _threaded(FactStore.forget)
     search = _threaded(FactStore.search)

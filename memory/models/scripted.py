@@ -47,6 +47,7 @@ class ScriptedChatModel(BaseChatModel):
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _bound_tools: list[str] = PrivateAttr(default_factory=list)
+    _tool_history: list[list[str]] = PrivateAttr(default_factory=list)
     _queue: list[Any] = PrivateAttr(default_factory=list)
 
     def model_post_init(self, context: Any, /) -> None:
@@ -65,6 +66,11 @@ class ScriptedChatModel(BaseChatModel):
     def bound_tools(self) -> list[str]:
         return self._bound_tools
 
+    @property
+    def tool_history(self) -> list[list[str]]:
+        """The tool names bound for each call, in order (agents bind per model call)."""
+        return self._tool_history
+
     def enqueue(self, *replies: Reply) -> None:
         with self._lock:
             self._queue.extend(replies)
@@ -74,6 +80,8 @@ class ScriptedChatModel(BaseChatModel):
         for t in tools:
             names.append(t.get("name") if isinstance(t, dict) else getattr(t, "name", str(t)))
         self._bound_tools = names
+        with self._lock:
+            self._tool_history.append(names)
         return self  # shares the queue and the prompt log: a bound model is the same script
 
     def _next(self, messages: list[BaseMessage]) -> AIMessage:

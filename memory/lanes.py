@@ -1,0 +1,114 @@
+"""The two lanes of the comparison, built the same way so only the memory differs.
+
+Both get the same model, the same web-search tool, the same core system prompt and a research
+sub-agent. The stock lane remembers through LangMem's manage_memory / search_memory on LangGraph's
+PostgresStore (namespace ("memories", session_id)); our lane through BeadsMemoryMiddleware. The
+playground and the evaluation build their agents here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import BaseTool, StructuredTool
+
+from memory.middleware import BeadsMemoryMiddleware
+from memory.stock import STOCK_NAMESPACE_ROOT
+from memory.store import FactStore
+from memory.subagents import make_subagent_tool
+
+CORE_SYSTEM_PROMPT = (
+    "You are a capable assistant working with the user over many separate conversations. "
+    "Be concise. Use the user's stated constraints and their latest corrections. "
+    "Use web_search for current information and delegate_research for a larger research task."
+)
+STOCK_MEMORY_PROMPT = (
+    "You have a long-term memory: save durable facts the user states with manage_memory, and call "
+    "search_memory before answering anything that may depend on what they said earlier."
+)
+BEADS_MEMORY_PROMPT = (
+    "Relevant facts from earlier conversations appear below under Memory. When the user corrects a "
+    "fact, record the correction with remember_fact, passing the old fact's id as `supersedes`."
+)
+RESEARCH_NAME = "delegate_research"
+
+
+def stock_research_tool(model: BaseChatModel, tools: Sequence[BaseTool]) -> BaseTool:
+    """The stock lane's sub-agent: its result comes back as a message, with no link to memory."""
+
+    def delegate_research(task: str, researcher: str = "researcher") -> str:
+        """Delegate a research task to a sub-agent; returns its answer."""
+        agent = create_agent(
+            model, tools=list(tools), system_prompt="You are a research sub-agent. Answer the task."
+        )
+        try:
+            final = agent.invoke({"messages": [HumanMessage(task)]})["messages"][-1]
+        except Exception as exc:  # a crashed researcher silently returns nothing in the stock design
+            return f"The research sub-agent failed: {type(exc).__name__}"
+        return final.text if isinstance(final, AIMessage) else ""
+
+    return StructuredTool.from_function(delegate_research)
+
+
+def build_stock_agent(
+    model: BaseChatModel,
+    store: Any,
+    *,
+    tools: Sequence[BaseTool] = (),
+    checkpointer: Any = None,
+    research: bool = True,
+) -> Any:
+    """create_agent + LangMem tools on `store` (PostgresStore or AsyncPostgresStore).
+
+    Run it with config {"configurable": {"thread_id": ..., "session_id": ...}}: LangMem fills its
+    namespace template from `configurable`, not from the runtime context.
+    """
+    from langmem import create_manage_memory_tool, create_search_memory_tool
+
+    namespace = (STOCK_NAMESPACE_ROOT, "{session_id}")
+    memory_tools = [
+        create_manage_memory_tool(namespace=namespace),
+        create_search_memory_tool(namespace=namespace),
+    ]
+    all_tools = [*memory_tools, *tools]
+    if research:
+        all_tools.append(stock_research_tool(model, tools))
+    return create_agent(
+        model,
+        tools=all_tools,
+        system_prompt=f"{CORE_SYSTEM_PROMPT}\n\n{STOCK_MEMORY_PROMPT}",
+        store=store,
+        checkpointer=checkpointer,
+        name="stock",
+    )
+
+
+def build_beads_agent(
+    model: BaseChatModel,
+    store: FactStore,
+    session_id: str,
+    *,
+    tools: Sequence[BaseTool] = (),
+    checkpointer: Any = None,
+    research: bool = True,
+    window: int = 10,
+) -> tuple[Any, BeadsMemoryMiddleware]:
+    """create_agent + BeadsMemoryMiddleware on the session's root namespace."""
+    root = store.root(session_id)
+    all_tools = list(tools)
+    if research:
+        all_tools.append(make_subagent_tool(store, root, model, tools, name=RESEARCH_NAME))
+    middleware = BeadsMemoryMiddleware(store, root, window=window, skip_capture_tools={RESEARCH_NAME})
+    agent = create_agent(
+        model,
+        tools=all_tools,
+        system_prompt=f"{CORE_SYSTEM_PROMPT}\n\n{BEADS_MEMORY_PROMPT}",
+        middleware=[middleware],
+        checkpointer=checkpointer,
+        name="beads",
+    )
+    return agent, middleware

@@ -1,0 +1,70 @@
+"""LangGraph's stock memory, set up the way a user of it would: `PostgresStore` with a pgvector index
+over LangMem's `content` field.
+
+The store fixes its vector dimension at its first `setup()`, so each embedder gets its own schema
+(`lg_<embedder>`): a user who switches from the offline embedder (384-d) to Ollama (768-d) keeps both.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import psycopg
+from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from memory.embedders.base import Embedder
+
+STOCK_NAMESPACE_ROOT = "memories"
+
+
+def stock_schema(embedder: Embedder) -> str:
+    """`lg_` plus the embedder's name reduced to identifier characters (a whitelist, never quoted input)."""
+    return "lg_" + re.sub(r"[^a-z0-9]+", "_", embedder.name.lower()).strip("_")[:50]
+
+
+def _index(embedder: Embedder) -> dict[str, Any]:
+    return {"dims": embedder.dims, "embed": embedder.embed, "fields": ["content"]}
+
+
+def _kwargs(schema: str) -> dict[str, Any]:
+    # the store's SQL names its tables unqualified: the search path puts them in this embedder's schema
+    return {
+        "autocommit": True,
+        "prepare_threshold": None,
+        "row_factory": dict_row,
+        "options": f"-c search_path={schema},public",
+    }
+
+
+def _create_schema(url: str, schema: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
+
+
+def open_stock_store(url: str, embedder: Embedder, max_size: int = 4) -> tuple[PostgresStore, ConnectionPool]:
+    """A set-up PostgresStore for `embedder` and the pool behind it (close the pool when done)."""
+    schema = stock_schema(embedder)
+    _create_schema(url, schema)
+    pool = ConnectionPool(url, min_size=1, max_size=max_size, kwargs=_kwargs(schema), open=True)
+    store = PostgresStore(pool, index=_index(embedder))  # type: ignore[arg-type]
+    store.setup()
+    return store, pool
+
+
+async def open_async_stock_store(
+    url: str, embedder: Embedder, max_size: int = 4
+) -> tuple[AsyncPostgresStore, AsyncConnectionPool]:
+    import asyncio
+
+    schema = stock_schema(embedder)
+    await asyncio.to_thread(_create_schema, url, schema)
+    pool = AsyncConnectionPool(url, min_size=1, max_size=max_size, kwargs=_kwargs(schema), open=False)
+    await pool.open()
+    store = AsyncPostgresStore(pool, index={**_index(embedder), "embed": embedder.aembed})  # type: ignore[arg-type]
+    await store.setup()
+    return store, pool

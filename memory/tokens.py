@@ -1,0 +1,37 @@
+"""One token count for the whole project: the bundled all-MiniLM-L6-v2 WordPiece tokenizer.
+
+It needs no download (tiktoken would) and is deterministic. It is not any chat model's own tokenizer,
+so counts compare sizes fairly (injected blocks, budgets, lanes) rather than predict a model's bill.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from memory.embedders.minilm import TOKENIZER_PATH
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
+
+
+@lru_cache(maxsize=1)
+def _tokenizer() -> Tokenizer:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+    # the published file pads and truncates to 128; a count must see the whole text
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return tokenizer
+
+
+def count_tokens(text: str) -> int:
+    """How many tokens `text` costs."""
+    return len(_tokenizer().encode(text, add_special_tokens=False).ids)
+
+
+def count_many(texts: Sequence[str]) -> list[int]:
+    """`count_tokens` of each text, in one batch."""
+    return [len(e.ids) for e in _tokenizer().encode_batch(list(texts), add_special_tokens=False)]

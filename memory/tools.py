@@ -1,0 +1,118 @@
+"""The tools the middleware binds: remember_fact (every agent), conclude_task (forked sub-agents),
+recall_from_subagents (orchestrators). Each returns plain text the model can read; refusals are
+answers, not exceptions, so one bad call does not abort the turn."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langchain_core.tools import BaseTool, StructuredTool
+
+from memory.block import clip
+from memory.errors import BeadsMemoryError
+from memory.model import Kind, Namespace, Relation, Source, Status
+from memory.store import FactStore
+
+MEMORY_TOOL_NAMES = frozenset({"remember_fact", "conclude_task", "recall_from_subagents"})
+
+
+def _remember_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
+    def remember_fact(
+        fact: str,
+        supersedes: str | None = None,
+        contradicts: str | None = None,
+        relates_to: str | None = None,
+    ) -> str:
+        """Record one durable fact or conclusion in memory. To correct a remembered fact, pass its id
+        (the 8-character id shown in brackets in the Memory section) as `supersedes`; use
+        `contradicts` or `relates_to` to link it to another fact."""
+        try:
+            stored = store.remember(
+                ns, fact, kind=Kind.CONCLUSION, source=Source.REMEMBER_TOOL, agent_id=agent_id
+            )
+        except (BeadsMemoryError, ValueError) as exc:
+            return f"Not stored: {exc}"
+        notes = [f"Stored fact [{stored.short_id}]."]
+        for target, relation in (
+            (supersedes, Relation.SUPERSEDES),
+            (contradicts, Relation.CONTRADICTS),
+            (relates_to, Relation.RELATES_TO),
+        ):
+            if not target:
+                continue
+            try:
+                other = store.get(target, session_id=ns.session_id)
+                if relation is Relation.SUPERSEDES:
+                    store.supersede(stored, other)
+                    notes.append(f"It replaces [{other.short_id}].")
+                else:
+                    store.relate(stored, relation, other)
+                    notes.append(f"Linked: {relation.value} [{other.short_id}].")
+            except BeadsMemoryError as exc:
+                notes.append(f"Could not link to {target!r}: {exc}")
+        return " ".join(notes)
+
+    return StructuredTool.from_function(remember_fact)
+
+
+def _conclude_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
+    def conclude_task(summary: str) -> str:
+        """Finish your delegated task: write the summary of what you found for the agent that
+        delegated it. Required before you give your final answer; call it once."""
+        if ns.parent_id is None:
+            return "conclude_task is only for delegated sub-agents."
+        if concluded_summary(store, ns) is not None:
+            return "Already concluded; give your final answer now."
+        parent = store.namespace(ns.parent_id)
+        try:
+            rollup = store.remember(
+                parent,
+                summary,
+                kind=Kind.SUMMARY,
+                source=Source.CONCLUDE_TASK,
+                agent_id=agent_id,
+                source_key=f"conclude:{ns.id}",
+                metadata={"from_namespace": str(ns.id)},
+            )
+        except (BeadsMemoryError, ValueError) as exc:
+            return f"Not concluded: {exc}"
+        raw = [f.id for f in store.facts_in_namespace(ns.id) if f.kind is not Kind.DIRECTIVE]
+        store.relate_many(rollup, Relation.ROLLUP_OF, raw)
+        return f"Concluded: summary [{rollup.short_id}] recorded for the delegating agent, linked to {len(raw)} facts."
+
+    return StructuredTool.from_function(conclude_task)
+
+
+def concluded_summary(store: FactStore, ns: Namespace):  # type: ignore[no-untyped-def]
+    """The summary a fork wrote into its parent, if it has concluded."""
+    if ns.parent_id is None:
+        return None
+    for fact in store.facts_in_namespace(ns.parent_id):
+        if fact.source in (Source.CONCLUDE_TASK, Source.FALLBACK_CONCLUDE) and fact.metadata.get(
+            "from_namespace"
+        ) == str(ns.id):
+            return fact
+    return None
+
+
+def _recall_tool(store: FactStore, ns: Namespace) -> BaseTool:
+    def recall_from_subagents(researcher: str, limit: int = 20) -> str:
+        """Read what a named sub-agent you delegated to actually recorded (not just its summary)."""
+        facts = [f for f in store.subtree_facts(ns.id, agent_id=researcher) if f.status is Status.ACTIVE]
+        if not facts:
+            known = sorted({child.agent_id for child in store.children(ns.id)})
+            return f"No sub-agent named {researcher!r} recorded anything. Known sub-agents: {', '.join(known) or 'none'}."
+        lines = [
+            f"- [{f.short_id}] ({f.kind.value}) {clip(f.body)}" for f in facts[-max(1, min(limit, 50)) :]
+        ]
+        return f"{researcher} recorded {len(facts)} facts:\n" + "\n".join(lines)
+
+    return StructuredTool.from_function(recall_from_subagents)
+
+
+def memory_tools(
+    store: FactStore, ns: Namespace, agent_id: str, role: Literal["orchestrator", "subagent"]
+) -> list[BaseTool]:
+    tools = [_remember_tool(store, ns, agent_id)]
+    tools.append(_conclude_tool(store, ns, agent_id) if role == "subagent" else _recall_tool(store, ns))
+    return tools

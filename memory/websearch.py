@@ -1,0 +1,38 @@
+"""Web search for both lanes (ddgs). With no network it answers the agent with a clear message instead
+of raising: a tool exception would abort the whole turn."""
+
+from __future__ import annotations
+
+from langchain_core.tools import BaseTool, StructuredTool
+
+from memory.block import clip
+
+MAX_RESULTS = 5
+
+
+def search_web(query: str, max_results: int = MAX_RESULTS, timeout: int = 8) -> str:
+    """Search the web and return the top results as text."""
+    from ddgs import DDGS
+    from ddgs.exceptions import DDGSException
+
+    query = query.strip()
+    if not query:
+        return "Web search needs a query."
+    try:
+        results = DDGS(timeout=timeout).text(query, max_results=max(1, min(max_results, 10)))
+    except DDGSException as exc:
+        return f"Web search is unavailable right now ({clip(str(exc), 160)}). Answer from what you know and say so."
+    if not results:
+        return f"No web results for {query!r}."
+    return "\n".join(
+        f"{i}. {r.get('title', '').strip()} ({r.get('href', '')})\n   {clip(r.get('body', ''), 300)}"
+        for i, r in enumerate(results, 1)
+    )
+
+
+def web_search_tool() -> BaseTool:
+    def web_search(query: str) -> str:
+        """Search the web for current information. Returns titles, links and snippets."""
+        return search_web(query)
+
+    return StructuredTool.from_function(web_search)

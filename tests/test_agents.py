@@ -324,3 +324,17 @@ def test_remember_fact_reports_a_refused_supersede(store: FactStore) -> None:
 def test_web_search_without_network_answers_with_a_clear_message() -> None:
     assert search_web("pgvector release notes", timeout=2).startswith("Web search is unavailable")
     assert search_web("   ") == "Web search needs a query."
+
+
+def test_the_stock_store_keeps_one_schema_per_embedder(db_url: str) -> None:
+    from memory.stock import stock_schema
+
+    small, large = FakeEmbedder(16, seed=1), FakeEmbedder(24, seed=2)
+    assert stock_schema(small) != stock_schema(large)
+    for embedder in (small, large, small):  # reopening the first one must still work
+        stock, stock_pool = open_stock_store(db_url, embedder)
+        try:
+            stock.put(("memories", "s"), f"k{embedder.dims}", {"content": "Budget is $100k per year."})
+            assert stock.search(("memories", "s"), query="budget")[0].value["content"].startswith("Budget")
+        finally:
+            stock_pool.close()

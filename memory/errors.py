@@ -25,6 +25,10 @@ class EmbedderUnavailableError(BeadsMemoryError):
     """The embedding model could not be loaded or reached."""
 
 
+class ModelUnavailableError(BeadsMemoryError):
+    """The chat model could not be loaded or reached."""
+
+
 class SupersedeRefusedError(BeadsMemoryError):
     """A fact may only supersede a fact it is semantically close to."""
 

@@ -1,0 +1,117 @@
+"""The llama.cpp model behind :class:`memory.models.local.LocalChatModel`, loaded once per process.
+
+A llama.cpp context is not thread-safe: every :class:`Engine` carries the lock that generations
+hold for as long as they run. Models are freed at interpreter exit, while the interpreter is whole.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from memory.errors import ModelUnavailableError
+from memory.models.settings import ModelSettings
+from memory.models.weights import ensure_weights
+
+
+class LlamaLike(Protocol):
+    """The part of ``llama_cpp.Llama`` this model uses (tests pass a stand-in)."""
+
+    def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]: ...
+
+    def n_ctx(self) -> int: ...
+
+    def create_completion(
+        self,
+        prompt: list[int],
+        *,
+        max_tokens: int | None,
+        temperature: float,
+        stop: list[str],
+        seed: int | None,
+        stream: bool,
+    ) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A loaded model, its lock, and its own thread for async callers.
+
+    The lock gives one generation at a time the context, which is not thread-safe. The thread is
+    the model's own so that async generations waiting for their turn do not tie up the event loop's
+    default executor, which the embedder and the database need meanwhile.
+    """
+
+    llama: LlamaLike
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    executor: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="beads-local-model")
+    )
+
+
+_engines: dict[tuple[Path, int, int], Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def shared_engine(settings: ModelSettings) -> Engine:
+    """The process's model for these settings, loaded (and its weights assembled) on first use."""
+    key = (settings.model_cache_dir, settings.local_num_ctx, settings.local_threads)
+    with _engines_lock:
+        engine = _engines.get(key)
+        if engine is None:
+            path = ensure_weights(settings.model_cache_dir)
+            engine = Engine(_load_llama(path, settings))
+            if not _engines:
+                atexit.register(_close_engines)
+            _engines[key] = engine
+        return engine
+
+
+def _close_engines() -> None:
+    # Freed here, while the interpreter is whole: left to Llama.__del__ at shutdown, the native
+    # handles are released after llama_cpp's module globals are gone, which prints a TypeError.
+    with _engines_lock:
+        for engine in _engines.values():
+            if engine.lock.acquire(timeout=5):
+                try:
+                    close = getattr(engine.llama, "close", None)
+                    if close is not None:
+                        close()
+                finally:
+                    engine.lock.release()
+        _engines.clear()
+    # llama_cpp opens two /dev/null files at import (to silence the native log) and never closes
+    # them, which shows up as a ResourceWarning at exit. Nothing of ours needs them any more.
+    utils = sys.modules.get("llama_cpp._utils")
+    for name in ("outnull_file", "errnull_file"):
+        handle = getattr(utils, name, None)
+        if handle is not None:
+            handle.close()
+
+
+def _load_llama(path: Path, settings: ModelSettings) -> LlamaLike:
+    # llama.cpp's OpenMP threads spin while they wait for work. On a small machine that also runs
+    # Postgres and the embedder, spinning threads fight the others for the cores: measured on 2 busy
+    # cores, passive waiting generated 4-15x faster. Read once, when the OpenMP runtime starts, so
+    # it must be set before llama_cpp is imported; an explicit setting wins.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    try:
+        from llama_cpp import Llama
+    except ImportError as e:  # a broken build of the native extension
+        raise ModelUnavailableError(f"llama-cpp-python cannot be imported: {e}") from e
+    try:
+        llama: LlamaLike = Llama(
+            model_path=str(path),
+            n_ctx=settings.local_num_ctx,
+            n_threads=settings.local_threads,
+            verbose=False,
+        )
+    except (ValueError, RuntimeError) as e:
+        raise ModelUnavailableError(f"llama.cpp could not load {path}: {e}") from e
+    return llama

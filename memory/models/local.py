@@ -1,0 +1,249 @@
+"""The offline chat model: Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) in-process through llama.cpp.
+
+No server and no network: the weights are joined from the installed packages on first use (see
+:mod:`memory.models.weights`). It binds tools and streams like any chat model: content tokens as they
+are generated, tool calls (parsed from the text the model writes, see :mod:`memory.models.toolcalls`)
+as ``tool_call_chunks`` on the last chunk, with token counts on that chunk too.
+
+One model is loaded per process and shared by every instance with the same settings. A llama.cpp
+context is not thread-safe, so generations take turns under a lock; async calls generate in a worker
+thread so the event loop keeps running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import json
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from concurrent.futures import Executor
+from typing import Any
+
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models.chat_models import agenerate_from_stream, generate_from_stream
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import ConfigDict, Field, PrivateAttr
+
+from memory.models.chatml import IM_END, format_prompt, tool_choice_instruction
+from memory.models.engine import Engine, LlamaLike, shared_engine
+from memory.models.settings import ModelSettings
+from memory.models.toolcalls import hold_index, parse_tool_calls
+
+MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
+
+
+class LocalChatModel(BaseChatModel):
+    """Qwen2.5-Coder-0.5B-Instruct in-process. ``llama`` replaces the real model (for tests)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    model_name: str = MODEL_NAME
+    settings: ModelSettings = Field(default_factory=ModelSettings)
+    max_tokens: int = Field(default=512, ge=1)
+    #: None: ``settings.temperature``.
+    temperature: float | None = None
+    #: Fixes the sampler's seed; None draws a new one per call.
+    seed: int | None = None
+
+    _injected: Engine | None = PrivateAttr(default=None)
+
+    def __init__(self, *, llama: LlamaLike | None = None, **data: Any) -> None:
+        super().__init__(**data)
+        if llama is not None:
+            self._injected = Engine(llama)
+
+    @property
+    def _llm_type(self) -> str:
+        return "llama-cpp-local"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name, "n_ctx": self.settings.local_num_ctx}
+
+    def load(self) -> None:
+        """Load the model now rather than at the first call (at startup, say, to fail early)."""
+        self._engine()
+
+    def bind_tools(
+        self,
+        tools: Sequence[Any],
+        *,
+        tool_choice: Any = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        formatted = [convert_to_openai_tool(tool) for tool in tools]
+        return self.bind(tools=formatted, tool_choice=tool_choice, **kwargs)
+
+    def _engine(self) -> Engine:
+        return self._injected if self._injected is not None else shared_engine(self.settings)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return generate_from_stream(self._stream(messages, stop, run_manager, **kwargs))
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return await agenerate_from_stream(self._astream(messages, stop, run_manager, **kwargs))
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Generator[ChatGenerationChunk, None, None]:
+        tools: list[dict[str, Any]] = list(kwargs.get("tools") or [])
+        tool_choice = kwargs.get("tool_choice")
+        if tool_choice == "none":
+            tools = []
+        names = [tool["function"]["name"] for tool in tools]
+        prompt = format_prompt(messages, tools, instruction=tool_choice_instruction(tool_choice, names))
+        engine = self._engine()
+        text, shown, finish_reason = "", 0, None
+        with engine.lock:
+            llama = engine.llama
+            prompt_tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+            self._check_fits(len(prompt_tokens), llama.n_ctx())
+            pieces = llama.create_completion(
+                prompt_tokens,
+                max_tokens=self.max_tokens,
+                temperature=self.settings.temperature if self.temperature is None else self.temperature,
+                stop=[IM_END, *(stop or [])],
+                seed=self.seed,
+                stream=True,
+            )
+            for piece in pieces:
+                choice = piece["choices"][0]
+                text += choice["text"]
+                finish_reason = choice.get("finish_reason") or finish_reason
+                # With tools bound, text that may be a call is held back until the reply is complete.
+                ready = hold_index(text) if names else len(text)
+                if ready > shown:
+                    yield self._token(text[shown:ready], run_manager)
+                    shown = ready
+            completion_tokens = len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        reply = parse_tool_calls(text[shown:], names, allow_bare=shown == 0)
+        if reply.content:
+            yield self._token(reply.content, run_manager)
+        usage = UsageMetadata(
+            input_tokens=len(prompt_tokens),
+            output_tokens=completion_tokens,
+            total_tokens=len(prompt_tokens) + completion_tokens,
+        )
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                tool_call_chunks=[
+                    {
+                        "name": call.name,
+                        "args": json.dumps(call.args, ensure_ascii=False),
+                        "id": f"call_{uuid.uuid4().hex[:24]}",
+                        "index": index,
+                        "type": "tool_call_chunk",
+                    }
+                    for index, call in enumerate(reply.tool_calls)
+                ],
+                usage_metadata=usage,
+                response_metadata={
+                    "model_name": self.model_name,
+                    "model_provider": "llama-cpp",
+                    "finish_reason": finish_reason,
+                },
+                chunk_position="last",
+            )
+        )
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        # Loading and generating block for seconds: both run in worker threads, never on the loop.
+        engine = await asyncio.to_thread(self._engine)
+        chunks = _in_worker_thread(engine.executor, lambda: self._stream(messages, stop, None, **kwargs))
+        async for chunk in chunks:
+            if run_manager and chunk.text:
+                await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
+            yield chunk
+
+    def _token(self, text: str, run_manager: CallbackManagerForLLMRun | None) -> ChatGenerationChunk:
+        chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
+        if run_manager:
+            run_manager.on_llm_new_token(text, chunk=chunk)
+        return chunk
+
+    def _check_fits(self, prompt_tokens: int, n_ctx: int) -> None:
+        # llama.cpp would refuse too, but without saying which setting to change.
+        if prompt_tokens >= n_ctx:
+            raise ValueError(
+                f"the prompt is {prompt_tokens} tokens but the offline model's context window is "
+                f"{n_ctx}: raise BEADS_LOCAL_NUM_CTX (the model supports up to 32768) or shorten the prompt"
+            )
+
+
+class _Failure:
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+_DONE = object()
+
+
+async def _in_worker_thread(
+    executor: Executor,
+    make: Callable[[], Generator[ChatGenerationChunk, None, None]],
+) -> AsyncIterator[ChatGenerationChunk]:
+    """Run a sync generator on ``executor`` and yield its items here, as they come."""
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    abandoned = threading.Event()
+
+    def put(item: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nobody is listening
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+    def work() -> None:
+        if abandoned.is_set():
+            return  # the caller left while this waited for its turn
+        try:
+            with contextlib.closing(make()) as items:
+                for item in items:
+                    if abandoned.is_set():
+                        return  # closing the generator releases the model's lock
+                    put(item)
+        except BaseException as e:
+            put(_Failure(e))
+            return
+        put(_DONE)
+
+    loop.run_in_executor(executor, contextvars.copy_context().run, work)
+    try:
+        while True:
+            item = await queue.get()
+            if item is _DONE:
+                return
+            if isinstance(item, _Failure):
+                raise item.error
+            yield item
+    finally:
+        abandoned.set()

@@ -1,0 +1,132 @@
+"""Model settings from the environment, and which backend gets picked."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+from ollama_fakes import MODEL, FakeOllama
+from pydantic import ValidationError
+
+from memory.models.local import LocalChatModel
+from memory.models.ollama import OllamaChatModel
+from memory.models.scripted import ScriptedChatModel
+from memory.models.select import select_chat_model
+from memory.models.settings import ModelSettings, normalise_ollama_url
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A loopback port on which nothing listens: bound (so nobody else takes it) but not listening."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OLLAMA_HOST", "BEADS_OLLAMA_BASE_URL", "BEADS_MODEL_BACKEND", "BEADS_OLLAMA_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_defaults() -> None:
+    settings = ModelSettings()
+    assert settings.model_backend == "auto"
+    assert settings.ollama_model == "gemma3:12b"
+    assert settings.ollama_base_url == "http://127.0.0.1:11434"
+    assert settings.num_ctx == 16384
+    assert settings.reasoning is False
+    assert settings.local_num_ctx == 4096
+    assert settings.local_threads == 2
+    assert settings.model_cache_dir.parts[-2:] == ("langgraph-beads-memory", "models")
+
+
+def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BEADS_MODEL_BACKEND", "local")
+    monkeypatch.setenv("BEADS_OLLAMA_MODEL", "qwen3:14b")
+    monkeypatch.setenv("BEADS_NUM_CTX", "32768")
+    settings = ModelSettings()
+    assert (settings.model_backend, settings.ollama_model, settings.num_ctx) == ("local", "qwen3:14b", 32768)
+    monkeypatch.setenv("BEADS_MODEL_BACKEND", "openai")
+    with pytest.raises(ValidationError):
+        ModelSettings()
+
+
+def test_a_small_context_window_is_refused() -> None:
+    with pytest.raises(ValidationError, match="num_ctx must be at least 2048"):
+        ModelSettings(num_ctx=1024)
+    assert ModelSettings(num_ctx=2048).num_ctx == 2048
+
+
+def test_ollama_host_is_honoured_unless_overridden(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", "gpu-box:9999")
+    assert ModelSettings().ollama_base_url == "http://gpu-box:9999"
+    monkeypatch.setenv("BEADS_OLLAMA_BASE_URL", "http://127.0.0.1:11500/")
+    assert ModelSettings().ollama_base_url == "http://127.0.0.1:11500"
+
+
+@pytest.mark.parametrize(
+    ("raw", "url"),
+    [
+        ("", "http://127.0.0.1:11434"),
+        ("example.com", "http://example.com:11434"),
+        (":56789", "http://127.0.0.1:56789"),
+        ("1.2.3.4:56789", "http://1.2.3.4:56789"),
+        ("http://example.com", "http://example.com"),
+        ("https://example.com:8443/ollama/", "https://example.com:8443/ollama"),
+        ("[::1]:11434", "http://[::1]:11434"),
+    ],
+)
+def test_ollama_urls_read_like_the_ollama_client_reads_them(raw: str, url: str) -> None:
+    assert normalise_ollama_url(raw) == url
+
+
+def test_auto_without_ollama_uses_the_offline_model(closed_port: int) -> None:
+    url = f"http://127.0.0.1:{closed_port}"
+    active = select_chat_model(ModelSettings(ollama_base_url=url))
+    assert active.backend == "local"
+    assert isinstance(active.chat_model, LocalChatModel)
+    assert active.model_name == "qwen2.5-coder-0.5b-instruct-q4_k_m"
+    assert active.note == f"Ollama not reachable at {url}: using the offline model"
+
+
+def test_auto_with_ollama_and_the_model_uses_ollama() -> None:
+    with FakeOllama(models=(f"{MODEL}:latest",)) as server:
+        active = select_chat_model(ModelSettings(ollama_base_url=server.url, ollama_model=MODEL))
+    assert active.backend == "ollama"
+    assert active.model_name == MODEL
+    assert isinstance(active.chat_model, OllamaChatModel)
+    assert active.chat_model.num_ctx == 16384
+    assert server.url in active.note
+
+
+def test_auto_with_ollama_but_not_the_model_says_to_pull_it() -> None:
+    with FakeOllama(models=("llama3.2:3b",)) as server:
+        active = select_chat_model(ModelSettings(ollama_base_url=server.url, ollama_model="gemma3:12b"))
+    assert active.backend == "local"
+    assert "`ollama pull gemma3:12b`" in active.note
+
+
+def test_forced_backends(closed_port: int) -> None:
+    url = f"http://127.0.0.1:{closed_port}"
+    forced = select_chat_model(ModelSettings(model_backend="ollama", ollama_base_url=url))
+    assert forced.backend == "ollama"
+    assert isinstance(forced.chat_model, OllamaChatModel)
+    assert f"Ollama not reachable at {url}" in forced.note
+
+    local = select_chat_model(ModelSettings(model_backend="local"))
+    assert local.backend == "local" and isinstance(local.chat_model, LocalChatModel)
+
+    scripted = select_chat_model(ModelSettings(model_backend="scripted"))
+    assert isinstance(scripted.chat_model, ScriptedChatModel)
+    assert scripted.chat_model.invoke("hello").content == "(scripted) You said: hello"
+
+
+def test_every_export_resolves() -> None:
+    import memory.models
+
+    for name in memory.models.__all__:
+        assert getattr(memory.models, name) is not None
+    with pytest.raises(AttributeError):
+        memory.models.nothing_here  # noqa: B018

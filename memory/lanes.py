@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain.agents.middleware import ModelCallLimitMiddleware
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
@@ -35,6 +36,16 @@ BEADS_MEMORY_PROMPT = (
     "fact, record the correction with remember_fact, passing the old fact's id as `supersedes`."
 )
 RESEARCH_NAME = "delegate_research"
+# small models can call the same tool again and again; both lanes stop at the same bound
+MAX_MODEL_CALLS = 12
+
+
+def _call_limit(max_model_calls: int | None) -> list[Any]:
+    return (
+        []
+        if max_model_calls is None
+        else [ModelCallLimitMiddleware(run_limit=max_model_calls, exit_behavior="end")]
+    )
 
 
 def stock_research_tool(model: BaseChatModel, tools: Sequence[BaseTool]) -> BaseTool:
@@ -61,6 +72,7 @@ def build_stock_agent(
     tools: Sequence[BaseTool] = (),
     checkpointer: Any = None,
     research: bool = True,
+    max_model_calls: int | None = MAX_MODEL_CALLS,
 ) -> Any:
     """create_agent + LangMem tools on `store` (PostgresStore or AsyncPostgresStore).
 
@@ -81,6 +93,7 @@ def build_stock_agent(
         model,
         tools=all_tools,
         system_prompt=f"{CORE_SYSTEM_PROMPT}\n\n{STOCK_MEMORY_PROMPT}",
+        middleware=_call_limit(max_model_calls),
         store=store,
         checkpointer=checkpointer,
         name="stock",
@@ -96,6 +109,7 @@ def build_beads_agent(
     checkpointer: Any = None,
     research: bool = True,
     window: int = 10,
+    max_model_calls: int | None = MAX_MODEL_CALLS,
 ) -> tuple[Any, BeadsMemoryMiddleware]:
     """create_agent + BeadsMemoryMiddleware on the session's root namespace."""
     root = store.root(session_id)
@@ -107,7 +121,7 @@ def build_beads_agent(
         model,
         tools=all_tools,
         system_prompt=f"{CORE_SYSTEM_PROMPT}\n\n{BEADS_MEMORY_PROMPT}",
-        middleware=[middleware],
+        middleware=[middleware, *_call_limit(max_model_calls)],
         checkpointer=checkpointer,
         name="beads",
     )

@@ -41,7 +41,8 @@ def describe_injection(result: SearchResult | None, block: str) -> dict[str, Any
     hits = [] if result is None else result.hits
     return {
         "query": None if result is None else result.query,
-        "not_in_memory": bool(result and result.not_in_memory),
+        # an empty SearchResult is falsy (it has __len__): test for None, not truthiness
+        "not_in_memory": result is not None and result.not_in_memory,
         "tokens": count_tokens(block) if block else 0,
         "chars": len(block),
         "facts": [

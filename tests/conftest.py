@@ -8,6 +8,7 @@ template is a file copy inside Postgres: tens of milliseconds, however large the
 from __future__ import annotations
 
 import os
+import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -33,7 +34,9 @@ def pg_server_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     external = os.environ.get("TEST_DATABASE_URL")
     if external:
         return external
-    return start_embedded(Path(tmp_path_factory.mktemp("embedded")) / "pgdata")
+    # not under pytest's basetemp: every pytest session resets that tree to 0700, which would lock
+    # the server's own system user out of a concurrently running session's data directory
+    return start_embedded(Path(tempfile.mkdtemp(prefix="beads-test-pg-")) / "pgdata")
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,351 @@
+"""The per-turn event log, its writer, and the SSE streams that replay it and follow it live.
+
+Every event of a turn (the user's message, tokens, tool calls and results, injected facts, usage,
+done, error) is a row in `playground.events` with two exact numbers: `seq`, its place in the turn,
+and `event_no`, its place in the chat. Both are handed out under row locks (the turn's, then the
+chat's) in the transaction that inserts the rows, so numbers are dense and every row becomes visible
+in number order: a reader that has seen event N has seen everything before it. A stream replays the
+rows after the client's last id, then follows new ones. Postgres NOTIFY wakes it up; a slow poll
+covers a lost notification. A subscriber's queue holds wake-ups, never data, so a full queue loses
+nothing: the next read catches up from the log.
+
+Tokens are not written one transaction each: the writer buffers events and flushes them in order
+every `token_flush_ms`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import psycopg
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool
+from sse_starlette import ServerSentEvent
+
+_log = logging.getLogger(__name__)
+
+EVENTS_CHANNEL = "playground_events"
+TURNS_CHANNEL = "playground_turns"
+LANES = ("stock", "beads")
+Lane = Literal["turn", "stock", "beads"]
+#: rows read from the log per query while replaying
+REPLAY_BATCH = 500
+
+
+class LeaseLostError(Exception):
+    """Another worker holds this turn now: this one must stop writing to it."""
+
+
+@dataclass(frozen=True, slots=True)
+class EventRow:
+    chat_id: uuid.UUID
+    event_no: int
+    turn_id: uuid.UUID
+    seq: int
+    lane: str
+    kind: str
+    payload: dict[str, Any]
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> EventRow:
+        return cls(**{f: row[f] for f in cls.__slots__})  # type: ignore[attr-defined]
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+# The fence and the numbering in one statement each: no row comes back once another worker owns the
+# turn, and the row locks taken here serialise writers, so numbers are handed out in commit order.
+_TAKE_SEQ = """
+UPDATE playground.turns SET last_seq = last_seq + %(n)s
+ WHERE id = %(turn)s AND lease_owner = %(owner)s AND status = 'running'
+RETURNING last_seq
+"""
+_TAKE_EVENT_NO = """
+UPDATE playground.chats SET last_event_no = last_event_no + %(n)s, updated_at = now()
+ WHERE id = %(chat)s
+RETURNING last_event_no
+"""
+INSERT_EVENT = """
+INSERT INTO playground.events (chat_id, event_no, turn_id, seq, lane, kind, payload)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
+"""
+_LANE_STATUS = {
+    "stock": "UPDATE playground.turns SET stock_status = %s WHERE id = %s",
+    "beads": "UPDATE playground.turns SET beads_status = %s WHERE id = %s",
+}
+_SAVE_REPLY = """
+INSERT INTO playground.messages (turn_id, chat_id, author, body) VALUES (%s, %s, %s, %s)
+ON CONFLICT (turn_id, author) DO NOTHING
+"""
+_FINISH_TURN = """
+UPDATE playground.turns
+   SET status = 'done', finished_at = now(), lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
+ WHERE id = %s
+"""
+
+
+class EventWriter:
+    """Appends one turn's events in order; both lanes share it. Use as an async context manager."""
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool,
+        turn_id: uuid.UUID,
+        chat_id: uuid.UUID,
+        owner: uuid.UUID,
+        flush_seconds: float = 0.05,
+    ) -> None:
+        self.pool = pool
+        self.turn_id = turn_id
+        self.chat_id = chat_id
+        self.owner = owner
+        self.flush_seconds = flush_seconds
+        self._buffer: list[tuple[str, str, dict[str, Any]]] = []
+        self._lock = asyncio.Lock()
+        self._flusher: asyncio.Task[None] | None = None
+        self._failure: BaseException | None = None
+
+    async def __aenter__(self) -> EventWriter:
+        self._flusher = asyncio.create_task(self._flush_periodically())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._flusher is not None:
+            self._flusher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._flusher
+        if exc[0] is None:
+            await self.flush()
+
+    def emit(self, lane: Lane, kind: str, payload: dict[str, Any] | None = None) -> None:
+        """Queue an event; it is numbered and written at the next flush, in the order emitted."""
+        if self._failure is not None:
+            raise self._failure
+        self._buffer.append((lane, kind, payload or {}))
+
+    async def flush(self) -> None:
+        await self._write([])
+
+    async def finish_lane(
+        self,
+        lane: Literal["stock", "beads"],
+        status: Literal["done", "error"],
+        kind: str,
+        payload: dict[str, Any],
+    ) -> None:
+        """The lane's last event, its status and its final reply, in one transaction with what is pending."""
+        self.emit(lane, kind, payload)
+        reply = payload.get("text") if status == "done" else None
+        extra: list[tuple[str, tuple[Any, ...]]] = [(_LANE_STATUS[lane], (status, self.turn_id))]
+        if isinstance(reply, str):
+            extra.append((_SAVE_REPLY, (self.turn_id, self.chat_id, lane, reply)))
+        await self._write(extra)
+
+    async def finish_turn(self) -> None:
+        """The turn's `turn_done` event, and the turn marked done (its lease released), together."""
+        self.emit("turn", "turn_done", {})
+        await self._write([(_FINISH_TURN, (self.turn_id,))])
+
+    async def _flush_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_seconds)
+            if not self._buffer:
+                continue
+            try:
+                await self.flush()
+            except psycopg.OperationalError as exc:  # the database blinked: keep the batch, try again
+                _log.warning("event flush for turn %s failed, retrying: %s", self.turn_id, exc)
+            except (LeaseLostError, psycopg.Error) as exc:  # the next emit or flush raises it in the lane
+                self._failure = exc
+                return
+
+    async def _write(self, extra: list[tuple[str, tuple[Any, ...]]]) -> None:
+        async with self._lock:
+            if self._failure is not None:
+                raise self._failure
+            batch, self._buffer = self._buffer, []
+            try:
+                await self._insert(batch, extra)
+            except BaseException:
+                self._buffer[:0] = batch  # nothing was committed: keep the order for the next try
+                raise
+
+    async def _insert(
+        self, batch: list[tuple[str, str, dict[str, Any]]], extra: list[tuple[str, Any]]
+    ) -> None:
+        if not batch and not extra:
+            return
+        n = len(batch)
+        async with self.pool.connection() as conn, conn.transaction():
+            cur = await conn.execute(_TAKE_SEQ, {"n": n, "turn": self.turn_id, "owner": self.owner})
+            row = await cur.fetchone()
+            if row is None:
+                raise LeaseLostError()
+            if n:
+                last_seq = row["last_seq"]
+                cur = await conn.execute(_TAKE_EVENT_NO, {"n": n, "chat": self.chat_id})
+                last_no = (await cur.fetchone())["last_event_no"]  # type: ignore[index]
+                rows = [
+                    (
+                        self.chat_id,
+                        last_no - n + 1 + i,
+                        self.turn_id,
+                        last_seq - n + 1 + i,
+                        lane,
+                        kind,
+                        Jsonb(p),
+                    )
+                    for i, (lane, kind, p) in enumerate(batch)
+                ]
+                async with conn.cursor() as insert:
+                    await insert.executemany(INSERT_EVENT, rows)
+            for statement, params in extra:
+                await conn.execute(statement, params)  # type: ignore[arg-type]
+            await conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, str(self.chat_id)))
+
+
+# -- following -----------------------------------------------------------------------------------
+
+
+class Hub:
+    """One LISTEN connection per process: wakes SSE subscribers per chat, and the turn worker."""
+
+    def __init__(self, conninfo: str, poll_seconds: float = 1.0) -> None:
+        self.conninfo = conninfo
+        self.poll_seconds = poll_seconds
+        self.turns_ready = asyncio.Event()
+        self._subscribers: dict[str, set[asyncio.Queue[None]]] = defaultdict(set)
+        self._task: asyncio.Task[None] | None = None
+        self.listening = asyncio.Event()
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._listen_forever())
+        # a subscriber that connects before LISTEN runs still catches up by polling; wait briefly anyway
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.listening.wait(), timeout=5)
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    def subscribe(self, chat_id: uuid.UUID, maxsize: int) -> asyncio.Queue[None]:
+        queue: asyncio.Queue[None] = asyncio.Queue(maxsize=maxsize)
+        self._subscribers[str(chat_id)].add(queue)
+        return queue
+
+    def unsubscribe(self, chat_id: uuid.UUID, queue: asyncio.Queue[None]) -> None:
+        subscribers = self._subscribers.get(str(chat_id))
+        if subscribers is not None:
+            subscribers.discard(queue)
+            if not subscribers:
+                del self._subscribers[str(chat_id)]
+
+    def wake(self, chat_id: str) -> None:
+        for queue in list(self._subscribers.get(chat_id, ())):
+            with contextlib.suppress(asyncio.QueueFull):  # it already has a wake-up pending: enough
+                queue.put_nowait(None)
+
+    async def _listen_forever(self) -> None:
+        while True:
+            try:
+                async with await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True) as conn:
+                    await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
+                    await conn.execute(f"LISTEN {TURNS_CHANNEL}")
+                    self.listening.set()
+                    async for note in conn.notifies():
+                        if note.channel == TURNS_CHANNEL:
+                            self.turns_ready.set()
+                        else:
+                            self.wake(note.payload)
+            except psycopg.OperationalError as exc:
+                self.listening.clear()
+                _log.warning("LISTEN connection lost (%s); subscribers poll until it is back", exc)
+                await asyncio.sleep(self.poll_seconds)
+
+
+_CHAT_AFTER = """
+SELECT chat_id, event_no, turn_id, seq, lane, kind, payload FROM playground.events
+ WHERE chat_id = %s AND event_no > %s ORDER BY event_no LIMIT %s
+"""
+_TURN_AFTER = """
+SELECT chat_id, event_no, turn_id, seq, lane, kind, payload FROM playground.events
+ WHERE turn_id = %s AND seq > %s ORDER BY seq LIMIT %s
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamScope:
+    """A chat's stream (ids are event numbers; it never ends) or one turn's (ids are seqs; it ends
+    after `turn_done`)."""
+
+    chat_id: uuid.UUID
+    turn_id: uuid.UUID | None = None
+
+    def cursor(self, event: EventRow) -> int:
+        return event.seq if self.turn_id is not None else event.event_no
+
+
+Renderer = Callable[[EventRow], Awaitable[str]]
+
+
+async def read_after(pool: AsyncConnectionPool, scope: StreamScope, after: int) -> list[EventRow]:
+    query, key = (_TURN_AFTER, scope.turn_id) if scope.turn_id is not None else (_CHAT_AFTER, scope.chat_id)
+    async with pool.connection() as conn:
+        cur = await conn.execute(query, (key, after, REPLAY_BATCH))
+        return [EventRow.from_row(r) for r in await cur.fetchall()]  # type: ignore[arg-type]
+
+
+async def event_stream(
+    pool: AsyncConnectionPool,
+    hub: Hub,
+    scope: StreamScope,
+    after: int,
+    render: Renderer,
+    *,
+    retry_ms: int = 2_000,
+    queue_size: int = 64,
+    poll_seconds: float = 1.0,
+) -> AsyncIterator[ServerSentEvent]:
+    """Every event after `after`, then each new one as it is committed; ids are the scope's cursor."""
+    wake = hub.subscribe(scope.chat_id, queue_size)  # before the first read: no wake-up is missed
+    try:
+        yield ServerSentEvent(retry=retry_ms, comment="stream open")
+        while True:
+            rows = await read_after(pool, scope, after)
+            for event in rows:
+                after = scope.cursor(event)
+                yield ServerSentEvent(id=str(after), event="ev", data=await render(event))
+                if scope.turn_id is not None and event.kind == "turn_done":
+                    return
+            if len(rows) == REPLAY_BATCH:
+                continue
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.get(), timeout=poll_seconds)
+            while not wake.empty():
+                wake.get_nowait()
+    finally:
+        hub.unsubscribe(scope.chat_id, wake)
+
+
+def parse_last_event_id(header: str | None, after: int | None) -> int:
+    """The client's position: the Last-Event-ID header (a browser's own reconnect) or `after`
+    (htmx's SSE extension reconnects with a new EventSource, which sends no header)."""
+    for value in (header, after):
+        if value is None:
+            continue
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            continue
+        if number >= 0:
+            return number
+    return 0

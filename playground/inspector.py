@@ -1,0 +1,118 @@
+"""The memory inspector: what one chat's session holds in each lane.
+
+Our lane: counts by kind, source and status; facts by kind; supersede chains (old values struck
+through, the current one last); the namespace tree of the supervisor and its sub-agents, each with the
+rollup it sent up. The stock lane: the items under ("memories", session), which is all it has.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from memory.cli import supersede_chains
+from memory.model import Fact, Kind, Namespace, Source, Status
+from memory.stock import STOCK_NAMESPACE_ROOT
+from playground.chats import Chat
+
+ROLLUP_SOURCES = (Source.CONCLUDE_TASK, Source.FALLBACK_CONCLUDE)
+STOCK_ITEM_LIMIT = 200
+
+
+@dataclass
+class NamespaceNode:
+    id: uuid.UUID
+    name: str
+    agent_id: str
+    facts: int
+    active: int
+    rollups: list[Fact] = field(default_factory=list)  # the summaries this sub-agent sent to its parent
+    children: list[NamespaceNode] = field(default_factory=list)
+
+    @property
+    def short_id(self) -> str:
+        return self.id.hex[:8]
+
+
+@dataclass(frozen=True, slots=True)
+class StockItem:
+    key: str
+    content: str
+    created: str
+
+
+@dataclass(frozen=True)
+class InspectorView:
+    counts: list[tuple[tuple[str, str], dict[str, int]]]
+    by_kind: list[tuple[str, list[Fact]]]
+    chains: list[list[Fact]]
+    tree: list[NamespaceNode]
+    stock_items: list[StockItem]
+    statuses: tuple[str, ...] = tuple(s.value for s in Status)
+
+
+def count_table(stats: list[dict[str, object]]) -> list[tuple[tuple[str, str], dict[str, int]]]:
+    cells: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
+    for row in stats:
+        cells[(str(row["kind"]), str(row["source"]))][str(row["status"])] = int(row["facts"])  # type: ignore[call-overload]
+    return sorted(cells.items())
+
+
+def namespace_tree(namespaces: list[Namespace], facts: list[Fact]) -> list[NamespaceNode]:
+    held: dict[uuid.UUID, list[Fact]] = defaultdict(list)
+    rollups: dict[str, list[Fact]] = defaultdict(list)
+    for fact in facts:
+        held[fact.namespace_id].append(fact)
+        if fact.source in ROLLUP_SOURCES and fact.metadata.get("from_namespace"):
+            rollups[str(fact.metadata["from_namespace"])].append(fact)
+    nodes: dict[uuid.UUID, NamespaceNode] = {}
+    roots: list[NamespaceNode] = []
+    for ns in namespaces:  # parents come before their children
+        node = NamespaceNode(
+            ns.id,
+            "root (supervisor)" if ns.is_root else ns.path[-1],
+            ns.agent_id,
+            len(held[ns.id]),
+            sum(f.status is Status.ACTIVE for f in held[ns.id]),
+            rollups.get(str(ns.id), []),
+        )
+        nodes[ns.id] = node
+        parent = nodes.get(ns.parent_id) if ns.parent_id else None
+        (parent.children if parent else roots).append(node)
+    return roots
+
+
+def facts_by_kind(facts: list[Fact]) -> list[tuple[str, list[Fact]]]:
+    order = [k.value for k in Kind]
+    grouped: dict[str, list[Fact]] = defaultdict(list)
+    for fact in facts:
+        grouped[fact.kind.value].append(fact)
+    return [(kind, sorted(grouped[kind], key=lambda f: f.source.value)) for kind in order if grouped[kind]]
+
+
+async def stock_items(store: Any, session_id: str) -> list[StockItem]:
+    items = await store.asearch((STOCK_NAMESPACE_ROOT, session_id), limit=STOCK_ITEM_LIMIT)
+    return [
+        StockItem(
+            item.key,
+            str((item.value or {}).get("content", item.value)),
+            item.created_at.isoformat(sep=" ", timespec="seconds"),
+        )
+        for item in sorted(items, key=lambda i: i.created_at)
+    ]
+
+
+async def load_inspector(facts_store: Any, stock_store: Any, chat: Chat) -> InspectorView:
+    """`facts_store` is the FactStore's async face (`FactStore.aio`)."""
+    facts = await facts_store.session_facts(chat.session_id)
+    namespaces = await facts_store.session_namespaces(chat.session_id)
+    stats = await facts_store.stats(chat.session_id)
+    return InspectorView(
+        counts=count_table(stats),
+        by_kind=facts_by_kind(facts),
+        chains=supersede_chains(facts),
+        tree=namespace_tree(namespaces, facts),
+        stock_items=await stock_items(stock_store, chat.session_id),
+    )

@@ -1,0 +1,98 @@
+"""Writes: create, rename and delete chats; send a message. Every one is a same-origin form POST
+(see playground.security); htmx requests get a fragment back, plain forms a redirect."""
+
+from __future__ import annotations
+
+import uuid
+
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from playground.chats import DEFAULT_TITLE, InvalidTitleError, create_chat, delete_chat, rename_chat
+from playground.deps import ChatDep, RuntimeDep, TemplatesDep, is_htmx
+from playground.routes.common import composer_context, frame_context
+from playground.security import read_form
+from playground.turns import submit_message
+
+MAX_IDEMPOTENCY_KEY = 100
+
+
+def go_to(request: Request, url: str) -> Response:
+    if is_htmx(request):
+        return Response(status_code=204, headers={"HX-Redirect": url})
+    return RedirectResponse(url, status_code=303)
+
+
+def actions_router() -> APIRouter:
+    router = APIRouter()
+
+    @router.post("/chats")
+    async def new_chat(request: Request, rt: RuntimeDep) -> Response:
+        chat = await create_chat(rt.pool, DEFAULT_TITLE)
+        return go_to(request, f"/chats/{chat.id}")
+
+    @router.post("/walkthrough")
+    async def new_walkthrough(request: Request, rt: RuntimeDep) -> Response:
+        chat = await create_chat(rt.pool, "Walkthrough: a corrected budget", walkthrough=True)
+        return go_to(request, f"/chats/{chat.id}")
+
+    @router.post("/chats/{chat_id}/rename", response_class=HTMLResponse)
+    async def rename(request: Request, chat: ChatDep, rt: RuntimeDep, templates: TemplatesDep) -> Response:
+        form = await read_form(request, rt.settings.max_body_bytes)
+        try:
+            renamed = await rename_chat(rt.pool, chat.id, form.get("title", ""))
+        except InvalidTitleError as exc:
+            context = {"chat": chat, "title_error": str(exc)}
+            return templates.TemplateResponse(request, "partials/chat_header.html", context, status_code=422)
+        if renamed is None:
+            raise HTTPException(404, "No such chat.")
+        if not is_htmx(request):
+            return RedirectResponse(f"/chats/{chat.id}", status_code=303)
+        header = templates.get_template("partials/chat_header.html").render({"chat": renamed})
+        frame = await frame_context(rt, renamed)
+        chat_list = templates.get_template("partials/chat_list.html").render({**frame, "oob": True})
+        return HTMLResponse(header + chat_list)
+
+    @router.post("/chats/{chat_id}/delete")
+    async def delete(request: Request, chat: ChatDep, rt: RuntimeDep) -> Response:
+        await delete_chat(
+            rt.pool,
+            chat.id,
+            facts=rt.facts.aio,
+            stock=rt.stock_store,
+            checkpointer=rt.saver,
+            stop_turns=rt.worker.stop_chat,
+        )
+        return go_to(request, "/")
+
+    @router.post("/chats/{chat_id}/messages", response_class=HTMLResponse)
+    async def send_message(
+        request: Request, chat: ChatDep, rt: RuntimeDep, templates: TemplatesDep
+    ) -> Response:
+        form = await read_form(request, rt.settings.max_body_bytes)
+        text = form.get("text", "")
+        key = form.get("idempotency_key", "").strip() or uuid.uuid4().hex  # no key: no double-submit guard
+        limit = rt.settings.max_message_chars
+        error = None
+        if not text.strip():
+            error = "Type a message first: an empty message is not sent."
+        elif len(text) > limit:
+            error = f"That message is too long: {len(text)} characters, and the limit is {limit}."
+        elif len(key) > MAX_IDEMPOTENCY_KEY:
+            error = f"The idempotency key is longer than {MAX_IDEMPOTENCY_KEY} characters."
+        if error is not None:
+            context = await composer_context(rt, chat, text=text[:limit], error=error)
+            return templates.TemplateResponse(request, "partials/composer.html", context, status_code=422)
+        submitted = await submit_message(rt.pool, chat.id, text.strip(), key)
+        if submitted is None:
+            raise HTTPException(404, "No such chat.")
+        if not is_htmx(request):
+            return RedirectResponse(f"/chats/{chat.id}", status_code=303)
+        headers = {"X-Turn-Id": str(submitted.turn_id), "X-Turn-Created": str(submitted.created).lower()}
+        composer = templates.get_template("partials/composer.html").render(await composer_context(rt, chat))
+        chat_list = templates.get_template("partials/chat_list.html").render(
+            {**await frame_context(rt, chat), "oob": True}  # its message counts just changed
+        )
+        return HTMLResponse(composer + chat_list, headers=headers)
+
+    return router

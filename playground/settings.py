@@ -1,0 +1,78 @@
+"""The playground's settings: one class, read from ``PLAYGROUND_*`` variables, refusing unsafe values.
+
+The database and the chat model follow the library's own settings unless overridden here:
+``DATABASE_URL`` (else the embedded Postgres) and ``BEADS_MODEL_BACKEND`` (auto, ollama, local, scripted).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+#: A message longer than this is refused whatever the settings say: one message is not a document.
+MAX_MESSAGE_CHARS_CEILING = 100_000
+
+
+class PlaygroundSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PLAYGROUND_", env_file=".env", extra="ignore")
+
+    #: Overrides DATABASE_URL for the playground only; unset, the library decides (DATABASE_URL or embedded).
+    database_url: str | None = None
+    #: The embedder both lanes use: minilm (offline default), ollama[:MODEL], fake[-DIMS].
+    embedder: str = "minilm"
+    #: Overrides BEADS_MODEL_BACKEND for the playground only.
+    model_backend: Literal["auto", "ollama", "local", "scripted"] | None = None
+    #: The scripted model waits this long per token, so streaming is visible (and a test can stop it mid-reply).
+    scripted_token_delay_ms: int = Field(default=0, ge=0, le=5_000)
+
+    #: Longest message accepted, in characters (a longer one gets a 422 and nothing is stored).
+    max_message_chars: int = Field(default=8_000)
+    #: Turns run at once across all chats (each runs both lanes concurrently; one turn per chat at a time).
+    workers: int = Field(default=4, ge=1, le=32)
+    #: A running turn's lease; a worker renews it every third of this, and a lapsed lease is reclaimed.
+    lease_seconds: float = Field(default=30.0, ge=2.0, le=3_600.0)
+    #: A turn that has been claimed this many times without finishing is given up (its lanes show an error).
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    #: Tokens are written to the event log in batches, at most this far apart.
+    token_flush_ms: int = Field(default=50, ge=5, le=1_000)
+    #: How often an idle worker looks for turns when no notification arrives.
+    poll_seconds: float = Field(default=1.0, ge=0.05, le=60.0)
+
+    #: SSE: a keepalive comment this often, the reconnect delay suggested to browsers, and how many
+    #: wake-ups a slow subscriber may have pending (data always comes from the log, so none is lost).
+    sse_ping_seconds: int = Field(default=15, ge=1, le=300)
+    sse_retry_ms: int = Field(default=2_000, ge=100, le=60_000)
+    sse_queue_size: int = Field(default=64, ge=1, le=10_000)
+
+    #: Give both lanes the web-search tool and the research sub-agent.
+    web_search: bool = True
+    research: bool = True
+
+    @field_validator("max_message_chars")
+    @classmethod
+    def _bounded_message_size(cls, value: int) -> int:
+        if not 1 <= value <= MAX_MESSAGE_CHARS_CEILING:
+            raise ValueError(f"max_message_chars must be between 1 and {MAX_MESSAGE_CHARS_CEILING}")
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _postgres_only(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        if "://" in value and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("database_url must be a postgresql:// URL or a key=value connection string")
+        return value
+
+    @model_validator(mode="after")
+    def _heartbeat_fits_lease(self) -> PlaygroundSettings:
+        if self.poll_seconds >= self.lease_seconds:
+            raise ValueError("poll_seconds must be shorter than lease_seconds")
+        return self
+
+    @property
+    def max_body_bytes(self) -> int:
+        """The largest request body read at all: the message limit in UTF-8 worst case, plus form overhead."""
+        return self.max_message_chars * 4 * 3 + 4_096  # form encoding triples a byte at worst (%XX)

@@ -1,0 +1,144 @@
+"""Shared by the playground tests: a migrated template database, app settings, and waiting helpers.
+
+Every playground table, LangGraph's checkpointer tables and the stock store's schema are created once
+per run in a template database; each test gets a clone (tens of milliseconds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import psycopg
+import pytest
+import uvicorn
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from playground.runtime import Runtime, open_runtime
+from playground.settings import PlaygroundSettings
+
+ORIGIN = {"origin": "http://testserver"}
+HTMX = {**ORIGIN, "hx-request": "true"}
+
+
+def settings_for(db_url: str, **overrides: Any) -> PlaygroundSettings:
+    """The app on the test database with the scripted model and the fake embedder: no model, no network."""
+    values: dict[str, Any] = {
+        "database_url": db_url,
+        "embedder": "fake",
+        "model_backend": "scripted",
+        "web_search": False,
+        "poll_seconds": 0.2,
+        "token_flush_ms": 20,
+        "lease_seconds": 5,
+        **overrides,
+    }
+    return PlaygroundSettings(**values)
+
+
+def _admin(server_url: str, statement: sql.Composable) -> None:
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(statement)
+
+
+@pytest.fixture(scope="session")
+def playground_template(pg_server_url: str, template_db: str) -> str:
+    name = f"playground_tpl_{os.getpid()}"
+    _admin(pg_server_url, sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    _admin(
+        pg_server_url,
+        sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template_db)),
+    )
+
+    async def build() -> None:
+        settings = settings_for(make_conninfo(pg_server_url, dbname=name), workers=1)
+        async with open_runtime(settings):
+            pass
+
+    asyncio.run(build())
+    return name
+
+
+@pytest.fixture
+def play_db(pg_server_url: str, playground_template: str) -> Iterator[str]:
+    """A fresh database with the library's, LangGraph's and the playground's tables."""
+    name = f"p_{uuid.uuid4().hex[:12]}"
+    _admin(
+        pg_server_url,
+        sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+            sql.Identifier(name), sql.Identifier(playground_template)
+        ),
+    )
+    yield make_conninfo(pg_server_url, dbname=name)
+    _admin(pg_server_url, sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@contextlib.asynccontextmanager
+async def running(db_url: str, **overrides: Any) -> AsyncIterator[Runtime]:
+    async with open_runtime(settings_for(db_url, **overrides)) as rt:
+        yield rt
+
+
+def scalar(db_url: str, query: str, params: Any = None) -> Any:
+    with psycopg.connect(db_url) as conn:
+        row = conn.execute(query, params).fetchone()
+    return None if row is None else row[0]
+
+
+def rows(db_url: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
+    with psycopg.connect(db_url) as conn:
+        return conn.execute(query, params).fetchall()
+
+
+def wait_until_idle(db_url: str, timeout: float = 30.0) -> None:
+    """Until every turn in the database is done."""
+    deadline = time.monotonic() + timeout
+    while scalar(db_url, "SELECT count(*) FROM playground.turns WHERE status <> 'done'"):
+        if time.monotonic() > deadline:
+            raise AssertionError("turns did not finish in time")
+        time.sleep(0.05)
+
+
+async def await_idle(db_url: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while await asyncio.to_thread(
+        scalar, db_url, "SELECT count(*) FROM playground.turns WHERE status <> 'done'"
+    ):
+        if time.monotonic() > deadline:
+            raise AssertionError("turns did not finish in time")
+        await asyncio.sleep(0.05)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serve(app: Any) -> Iterator[str]:
+    """The app on 127.0.0.1 in a thread (lifespan included); yields its base URL."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the app did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

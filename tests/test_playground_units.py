@@ -1,0 +1,159 @@
+"""The playground's small pure pieces: settings, origin checks, stream positions, the fold, the
+scripted lanes' rules and the walkthrough's verdict."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from pydantic import ValidationError
+from starlette.datastructures import Headers
+
+from memory.lanes import BEADS_MEMORY_PROMPT, CORE_SYSTEM_PROMPT, STOCK_MEMORY_PROMPT
+from playground.events import EventRow, parse_last_event_id
+from playground.lanes_runner import search_results
+from playground.render import dom_id
+from playground.scripted import corrected_claim, is_question, lane_rules
+from playground.security import same_origin
+from playground.settings import PlaygroundSettings
+from playground.views import TurnView, apply
+from playground.walkthrough import STEPS, verdict
+
+
+@pytest.mark.parametrize("chars", [0, -5, 100_001])
+def test_settings_refuse_unsafe_message_limits(chars: int) -> None:
+    with pytest.raises(ValidationError, match="max_message_chars"):
+        PlaygroundSettings(max_message_chars=chars)
+
+
+def test_settings_refuse_other_unsafe_values() -> None:
+    with pytest.raises(ValidationError):
+        PlaygroundSettings(workers=0)
+    with pytest.raises(ValidationError):
+        PlaygroundSettings(database_url="mysql://localhost/db")
+    with pytest.raises(ValidationError, match="poll_seconds"):
+        PlaygroundSettings(lease_seconds=2, poll_seconds=5)
+    assert PlaygroundSettings(max_message_chars=10).max_body_bytes > 10 * 4
+
+
+def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLAYGROUND_MAX_MESSAGE_CHARS", "123")
+    monkeypatch.setenv("PLAYGROUND_MODEL_BACKEND", "scripted")
+    settings = PlaygroundSettings()
+    assert (settings.max_message_chars, settings.model_backend) == (123, "scripted")
+
+
+@pytest.mark.parametrize(
+    ("headers", "allowed"),
+    [
+        ({"host": "127.0.0.1:8000", "origin": "http://127.0.0.1:8000"}, True),
+        ({"host": "127.0.0.1:8000", "origin": "http://127.0.0.1:8001"}, False),
+        ({"host": "127.0.0.1:8000", "origin": "null", "referer": "http://127.0.0.1:8000/chats/x"}, True),
+        ({"host": "127.0.0.1:8000", "referer": "http://evil.example/"}, False),
+        ({"host": "127.0.0.1:8000", "origin": "javascript://127.0.0.1:8000"}, False),
+        ({"host": "127.0.0.1:8000"}, False),
+    ],
+)
+def test_same_origin(headers: dict[str, str], allowed: bool) -> None:
+    assert same_origin(Headers(headers)) is allowed
+
+
+def test_stream_position_prefers_the_header_then_after() -> None:
+    assert parse_last_event_id("7", 3) == 7
+    assert parse_last_event_id(None, 3) == 3
+    assert parse_last_event_id("garbage", 3) == 3
+    assert parse_last_event_id("-4", None) == 0
+    assert parse_last_event_id(None, None) == 0
+
+
+def test_dom_ids_keep_only_safe_characters() -> None:
+    assert dom_id('call_1"><script>') == "call_1___script_"
+
+
+def event(seq: int, lane: str, kind: str, **payload: object) -> EventRow:
+    return EventRow(uuid.UUID(int=1), seq, uuid.UUID(int=2), seq, lane, kind, dict(payload))
+
+
+def test_the_fold_resets_on_resume_and_keys_tool_calls_by_id() -> None:
+    turn = TurnView(uuid.UUID(int=2), uuid.UUID(int=1), 1, "")
+    for e in [
+        event(1, "turn", "turn", text="hi", turn_no=1),
+        event(2, "stock", "start", attempt=1),
+        event(3, "stock", "tool_call", id="c1", name="search_memory", args={"query": "hi"}),
+        event(4, "stock", "token", text="Half a rep"),
+        event(5, "stock", "resume", text=""),
+        event(6, "stock", "tool_result", id="c1", name="search_memory", content="no items"),
+        event(7, "stock", "token", text="Hello"),
+        event(8, "stock", "token", text=" there."),
+    ]:
+        apply(turn, e)
+    lane = turn.lanes["stock"]
+    assert (turn.user_text, lane.text, lane.status, lane.resumed) == ("hi", "Hello there.", "running", True)
+    assert list(lane.tool_calls) == ["c1"] and lane.tool_calls["c1"].result == "no items"
+    apply(turn, event(9, "stock", "done", text="Hello there!", metrics={"model_calls": 2}))
+    apply(turn, event(10, "turn", "turn_done"))
+    assert (lane.text, lane.status, turn.status, turn.last_event_no) == ("Hello there!", "done", "done", 10)
+
+
+def test_search_results_read_as_scores_and_contents() -> None:
+    raw = json.dumps(
+        [{"value": {"content": "Budget is $100k."}, "score": 0.71234}, {"value": {"content": "x"}}]
+    )
+    assert search_results(raw) == "2 items: [0.712] Budget is $100k. | x"
+    assert search_results("[]") == "no items"
+    assert search_results("not json") == "not json"
+
+
+def test_questions_and_corrections() -> None:
+    assert is_question("What is our budget per year?") and is_question("which one fits")
+    assert not is_question("Our budget is $100k per year.")
+    assert corrected_claim("Correction: our budget is $120k per year.") == "Our budget is $120k per year."
+
+
+def test_scripted_lanes_use_their_memory_tools() -> None:
+    stock = SystemMessage(f"{CORE_SYSTEM_PROMPT}\n\n{STOCK_MEMORY_PROMPT}")
+    statement = lane_rules([stock, HumanMessage("Our budget is $100k per year.")])
+    assert isinstance(statement, AIMessage) and statement.tool_calls[0]["name"] == "manage_memory"
+    question = lane_rules([stock, HumanMessage("What is our budget?")])
+    assert isinstance(question, AIMessage) and question.tool_calls[0]["name"] == "search_memory"
+    found = json.dumps([{"value": {"content": "Our budget is $100k per year."}, "score": 0.8}])
+    answer = lane_rules(
+        [
+            stock,
+            HumanMessage("What is our budget?"),
+            question,
+            ToolMessage(found, tool_call_id="c", name="search_memory"),
+        ]
+    )
+    assert answer == "From memory: Our budget is $100k per year."
+
+    memory = "## Memory\nFacts recalled (current values; ids in brackets):\n- [0123abcd] Our budget is $100k per year."
+    ours = SystemMessage(f"{CORE_SYSTEM_PROMPT}\n\n{BEADS_MEMORY_PROMPT}\n\n{memory}")
+    assert (
+        lane_rules([ours, HumanMessage("What is our budget?")])
+        == "From memory: Our budget is $100k per year."
+    )
+    assert lane_rules([ours, HumanMessage("What's a good name for a cat?")]).startswith("Nothing relevant")
+    correction = lane_rules([ours, HumanMessage("Correction: our budget is $120k per year.")])
+    assert isinstance(correction, AIMessage)
+    assert correction.tool_calls[0]["args"] == {
+        "fact": "Our budget is $120k per year.",
+        "supersedes": "0123abcd",
+    }
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("From memory: Our budget is $120k per year.", "corrected"),
+        ("Your budget is $120,000 a year.", "corrected"),
+        ("From memory: Our budget is $100k per year.", "stale"),
+        ("Budget: $120k per year. Budget: $100k per year.", "both"),
+        ("I do not know. You spent $1100k.", "neither"),
+    ],
+)
+def test_the_verdict_reads_the_values(reply: str, expected: str) -> None:
+    assert verdict(reply) == expected
+    assert len(STEPS) == 4

@@ -17,6 +17,7 @@ from fastapi.templating import Jinja2Templates
 from playground.events import EventRow
 from playground.views import LANE_BLURBS, LANE_TITLES, LaneView, ToolCallView, TurnView, apply
 
+
 def _asset_dir(name: str) -> Path:
     # a checkout keeps templates/ and static/ at the top level; an installed wheel puts them in the package
     here = Path(__file__).resolve().parent

@@ -1,0 +1,9 @@
+"""Budget-matched evaluation of what reaches a fixed context window, on external conversations.
+
+Loaders normalise LoCoMo, BEAM and LongMemEval into one model (`conversation`); ingestion writes each
+conversation once into the fact graph and LangGraph's PostgresStore (`ingest`); the arms build a
+window per question at each token budget (`arms`, `window`, counted by `tokens`); `metrics` scores
+windows with no model, `judging` answers and grades when models are given; `runner` writes one JSONL
+row per (question, arm, budget) and `report` turns the rows into a summary and a plot. Run
+`python -m memory.eval --help`.
+"""

@@ -1,0 +1,156 @@
+"""`python -m memory.eval`: run the budget-matched evaluation, or rebuild its report from the rows.
+
+    python -m memory.eval run --locomo PATH --beam DIR [--longmemeval PATH] [--out results]
+        [--budgets 1200 3000 6000] [--arms tail docstore bm25 facts full] [--embedder minilm]
+        [--database-url URL] [--sample N] [--limit N] [--answer-model SPEC --judge-model SPEC]
+    python -m memory.eval report [--out results]
+
+Exit codes: 0 done, 2 the configuration, the database or a model failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from rich.console import Console
+from rich.text import Text
+
+from memory.errors import BeadsMemoryError
+from memory.eval.arms import ARM_NAMES
+from memory.eval.report import write_report
+from memory.eval.runner import (
+    ROWS_FILE,
+    ROWS_SNAPSHOT,
+    Evaluation,
+    RunConfig,
+    read_rows,
+    write_run_info,
+    write_snapshot,
+)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m memory.eval",
+        description="Budget-matched memory evaluation on external conversations.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="ingest (cached), evaluate every arm at every budget, write the report")
+    run.add_argument("--locomo", type=Path, help="a LoCoMo JSON file (locomo10.json layout)")
+    run.add_argument("--beam", type=Path, help="a BEAM chat folder, or a folder of them (e.g. chats/100K)")
+    run.add_argument("--longmemeval", type=Path, help="a LongMemEval JSON file (oracle, S or M, cleaned)")
+    run.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results)")
+    run.add_argument("--budgets", type=int, nargs="+", default=[1200, 3000, 6000])
+    run.add_argument("--arms", nargs="+", choices=ARM_NAMES, default=list(ARM_NAMES))
+    run.add_argument(
+        "--embedder", default="minilm", help="minilm (offline, default), ollama[:model], fake-<dims>"
+    )
+    run.add_argument(
+        "--database-url",
+        help="a Postgres server: one database per dataset and embedder is created on it and reused "
+        "(default: DATABASE_URL, else the embedded server in the user's data dir)",
+    )
+    run.add_argument(
+        "--exact-database",
+        action="store_true",
+        help="use --database-url as it is instead of per-dataset databases",
+    )
+    run.add_argument(
+        "--sample", type=int, help="at most N questions of each question type, at an even stride"
+    )
+    run.add_argument("--limit", type=int, help="at most N questions per dataset (after --sample)")
+    run.add_argument("--conversations", type=int, help="only the first N conversations of each dataset")
+    run.add_argument("--facts-share", type=float, default=1 / 3, help="the facts arm's share of the budget")
+    run.add_argument("--answer-model", help="chat model that answers: ollama:<model> or <module>:<factory>")
+    run.add_argument("--judge-model", help="chat model that grades (should differ from the answer model)")
+    run.add_argument("--num-ctx", type=int, default=16384, help="context length for ollama: models")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(handler=_run)
+    report = sub.add_parser("report", help="rebuild summary.md and the plot from rows.jsonl")
+    report.add_argument("--out", type=Path, default=Path("results"))
+    report.set_defaults(handler=_report)
+    return p
+
+
+class UsageError(BeadsMemoryError):
+    """The command line asks for something the harness cannot do."""
+
+
+def _config(args: argparse.Namespace, console: Console) -> RunConfig:
+    datasets = [(name, path) for name in ("locomo", "beam", "longmemeval") if (path := getattr(args, name))]
+    if not datasets:
+        raise UsageError("name at least one dataset: --locomo, --beam or --longmemeval")
+    for _, path in datasets:
+        if not path.exists():
+            raise UsageError(f"{path} does not exist")
+    config = RunConfig(
+        datasets=datasets,
+        out_dir=args.out,
+        budgets=tuple(sorted(set(args.budgets))),
+        arms=tuple(dict.fromkeys(args.arms)),
+        embedder=args.embedder,
+        database_url=args.database_url,
+        exact_database=args.exact_database,
+        sample=args.sample,
+        limit=args.limit,
+        conversations=args.conversations,
+        facts_share=args.facts_share,
+        show_progress=not args.no_progress,
+    )
+    if bool(args.answer_model) != bool(args.judge_model):
+        raise UsageError(
+            "answering needs both --answer-model and --judge-model (a model never grades itself)"
+        )
+    if args.answer_model:
+        from memory.eval.judging import chat_model_from_spec
+
+        config.answer_model = chat_model_from_spec(args.answer_model, num_ctx=args.num_ctx)
+        config.judge_model = chat_model_from_spec(args.judge_model, num_ctx=args.num_ctx)
+        config.answer_model_name, config.judge_model_name = args.answer_model, args.judge_model
+    else:
+        console.print("No answer model configured: skipping answers and grades (model-free figures only).")
+    return config
+
+
+def _run(args: argparse.Namespace, console: Console) -> int:
+    config = _config(args, console)
+    started = time.perf_counter()
+    records = Evaluation(config, console).run()
+    write_run_info(config.out_dir, config, records, time.perf_counter() - started)
+    for record in records:
+        console.print(
+            f"{record.name}: {record.questions_selected} questions selected, {record.rows_written} rows written "
+            f"in {record.seconds:.0f} s"
+        )
+    return _report(args, console)
+
+
+def _report(args: argparse.Namespace, console: Console) -> int:
+    """Rebuild the summary and plot from rows.jsonl (refreshing rows.jsonl.gz), or from the snapshot alone."""
+    working, snapshot = args.out / ROWS_FILE, args.out / ROWS_SNAPSHOT
+    rows = read_rows(working) if working.exists() else read_rows(snapshot)
+    if not rows:
+        console.print(f"no rows in {working} or {snapshot}")
+        return 0
+    if working.exists():
+        write_snapshot(snapshot, rows)
+    summary, plot, markdown = write_report(args.out, rows)
+    console.print(markdown, markup=False, highlight=False, soft_wrap=True)
+    console.print(f"wrote {summary}, {plot} and {snapshot} ({len(rows):,} rows)")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
+    try:
+        args = parser().parse_args(argv)
+    except SystemExit as exc:  # --help, or a usage error argparse has already printed
+        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
+    console = console or Console()
+    try:
+        return int(args.handler(args, console))
+    except BeadsMemoryError as exc:
+        console.print(Text(f"error: {exc}", style="red"), soft_wrap=True)
+        return 2

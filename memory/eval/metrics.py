@@ -1,0 +1,131 @@
+"""Figures that need no model: evidence recall, knowledge updates, abstention, tokens.
+
+Per question and window (`window_metrics`), then aggregated over rows (`aggregate`), so every figure in
+the summary is recomputable from the JSONL rows alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from memory.eval.conversation import Question
+from memory.eval.window import Window
+
+
+def _first_priority(window: Window, turn_ids: Sequence[str]) -> int | None:
+    """The best (lowest) priority of any window item from one of `turn_ids`."""
+    wanted = set(turn_ids)
+    found = [item.priority for item in window.items if item.turn_id in wanted]
+    return min(found) if found else None
+
+
+def window_metrics(window: Window, question: Question) -> dict[str, Any]:
+    """Evidence, knowledge-update and abstention fields of one (question, window) row.
+
+    An evidence turn counts as present when the turn itself, or any fact carved from it (the fact's
+    message_id is the turn id), is in the window; a turn clipped to its end counts (rows list the
+    clipped ids, so a stricter figure can be recomputed).
+    """
+    present = {item.turn_id for item in window.items}
+    row: dict[str, Any] = {"tokens": window.tokens, "items": len(window.items)}
+
+    evidence = list(question.evidence_ids)
+    if evidence and not question.abstention:
+        found = [e for e in evidence if e in present]
+        row.update(
+            evidence_found=found,
+            hit_any=bool(found),
+            hit_all=len(found) == len(evidence),
+        )
+    else:
+        row.update(evidence_found=[], hit_any=None, hit_all=None)
+
+    if question.current_ids and question.stale_ids:
+        current_rank = _first_priority(window, question.current_ids)
+        stale_rank = _first_priority(window, question.stale_ids)
+        stale_items = [i for i in window.items if i.turn_id in set(question.stale_ids)]
+        stale_as_current = any(not i.marked_outdated for i in stale_items)
+        row.update(
+            ku_current_present=current_rank is not None,
+            ku_stale_present=stale_rank is not None,
+            ku_stale_as_current=stale_as_current,
+            ku_current_rank=current_rank,
+            ku_stale_rank=stale_rank,
+            # current ranked above stale: the current value is in the window and the stale one is either
+            # absent or chosen later
+            ku_current_above_stale=current_rank is not None
+            and (stale_rank is None or current_rank < stale_rank),
+        )
+    best = None if window.best_score is None else round(window.best_score, 4)
+    row.update(nothing_relevant=window.nothing_relevant, best_score=best)
+    return row
+
+
+def _mean(values: Iterable[float | bool | None]) -> float | None:
+    kept = [float(v) for v in values if v is not None]
+    return sum(kept) / len(kept) if kept else None
+
+
+def auroc(scores_positive: Sequence[float], scores_negative: Sequence[float]) -> float | None:
+    """P(a positive outranks a negative), ties counted half: threshold-free, comparable across arms."""
+    if not scores_positive or not scores_negative:
+        return None
+    wins = 0.0
+    for p in scores_positive:
+        for n in scores_negative:
+            wins += 1.0 if p > n else 0.5 if p == n else 0.0
+    return wins / (len(scores_positive) * len(scores_negative))
+
+
+def _doubt(row: dict[str, Any]) -> float:
+    """How strongly a row suggests memory holds nothing: minus its best score (nothing found: highest)."""
+    best = row.get("best_score")
+    return float("inf") if best is None else -float(best)
+
+
+def abstention_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Precision and recall of the "nothing relevant" signal for unanswerable questions.
+
+    Positives are the unanswerable questions. Arms with no signal (tail, full) get None. The AUROC
+    ranks questions by their best retrieval score (lower = more likely unanswerable), independent of
+    where any arm puts its floor.
+    """
+    signalled = [r for r in rows if r.get("nothing_relevant") is not None]
+    if not signalled:
+        return {"abstain_precision": None, "abstain_recall": None, "abstain_auroc": None, "abstain_n": 0}
+    tp = sum(1 for r in signalled if r["nothing_relevant"] and r["abstention"])
+    fp = sum(1 for r in signalled if r["nothing_relevant"] and not r["abstention"])
+    fn = sum(1 for r in signalled if not r["nothing_relevant"] and r["abstention"])
+    pos = [_doubt(r) for r in signalled if r["abstention"]]
+    neg = [_doubt(r) for r in signalled if not r["abstention"]]
+    return {
+        "abstain_precision": tp / (tp + fp) if tp + fp else None,
+        "abstain_recall": tp / (tp + fn) if tp + fn else None,
+        "abstain_auroc": auroc(pos, neg),
+        "abstain_n": sum(1 for r in signalled if r["abstention"]),
+        "abstain_signalled": tp + fp,
+    }
+
+
+def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Every model-free figure for one (dataset, arm, budget) group of rows."""
+    ku = [r for r in rows if "ku_current_present" in r]
+    figures: dict[str, Any] = {
+        "questions": len(rows),
+        "evidence_n": sum(1 for r in rows if r.get("hit_any") is not None),
+        "recall_any": _mean(r.get("hit_any") for r in rows),
+        "recall_all": _mean(r.get("hit_all") for r in rows),
+        "ku_n": len(ku),
+        "ku_current_present": _mean(r["ku_current_present"] for r in ku),
+        "ku_stale_as_current": _mean(r["ku_stale_as_current"] for r in ku),
+        "ku_both_unmarked": _mean(r["ku_current_present"] and r["ku_stale_as_current"] for r in ku),
+        "ku_current_above_stale": _mean(r["ku_current_above_stale"] for r in ku),
+        "tokens_mean": _mean(r.get("tokens") for r in rows),
+        "tokens_max": max((r.get("tokens") or 0 for r in rows), default=0),
+    }
+    figures.update(abstention_figures(rows))
+    graded = [r for r in rows if r.get("correct") is not None]
+    figures["graded_n"] = len(graded)
+    figures["accuracy"] = _mean(r["correct"] for r in graded)
+    return figures

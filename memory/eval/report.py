@@ -1,0 +1,382 @@
+"""The summary (markdown) and the plot (PNG), computed from the rows file alone.
+
+Nothing here reads the data or the database: `python -m memory.eval report` rebuilds both from a
+committed rows.jsonl (plus run-info.json for load issues and runtime, when present).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memory.eval.arms import ARM_NAMES
+from memory.eval.judging import accuracy_by_type, pairwise
+from memory.eval.metrics import aggregate
+
+SUMMARY_FILE = "summary.md"
+PLOT_FILE = "metrics-by-budget.png"
+HEADLINE_BUDGET = 1200
+
+Group = tuple[str, str, int | None]  # dataset, arm, budget
+
+
+def _arm_order(arm: str) -> int:
+    return ARM_NAMES.index(arm) if arm in ARM_NAMES else len(ARM_NAMES)
+
+
+def group_rows(rows: Sequence[dict[str, Any]]) -> dict[Group, list[dict[str, Any]]]:
+    groups: dict[Group, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[(row["dataset"], row["arm"], row["budget"])].append(row)
+    return dict(sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][2] or 1 << 30, _arm_order(kv[0][1]))))
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[Group, dict[str, Any]]:
+    return {group: aggregate(members) for group, members in group_rows(rows).items()}
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def _budget(budget: int | None) -> str:
+    return "none (all)" if budget is None else f"{budget:,}"
+
+
+def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in body]
+    return lines
+
+
+def _figure_cells(figures: dict[str, Any]) -> list[str]:
+    return [
+        f"{figures['questions']}",
+        f"{_pct(figures['recall_any'])} ({figures['evidence_n']})",
+        _pct(figures["recall_all"]),
+        f"{_pct(figures['ku_current_present'])} ({figures['ku_n']})" if figures["ku_n"] else "–",
+        _pct(figures["ku_stale_as_current"]) if figures["ku_n"] else "–",
+        _pct(figures["ku_current_above_stale"]) if figures["ku_n"] else "–",
+        _pct(figures["abstain_precision"]),
+        f"{_pct(figures['abstain_recall'])} ({figures['abstain_n']})" if figures["abstain_n"] else "–",
+        "–" if figures["abstain_auroc"] is None else f"{figures['abstain_auroc']:.3f}",
+        f"{figures['tokens_mean']:.0f}" if figures["tokens_mean"] is not None else "–",
+        f"{figures['tokens_max']}",
+    ]
+
+
+FIGURE_HEADER = [
+    "arm",
+    "budget",
+    "questions",
+    "evidence recall any (n)",
+    "recall all",
+    "KU current present (n)",
+    "KU stale shown as current",
+    "KU current above stale",
+    "abstain precision",
+    "abstain recall (n)",
+    "abstain AUROC",
+    "tokens mean",
+    "tokens max",
+]
+
+
+def render_markdown(rows: Sequence[dict[str, Any]], run_info: dict[str, Any] | None) -> str:
+    summary = summarise(rows)
+    datasets = sorted({r["dataset"] for r in rows})
+    graded = any(r.get("correct") is not None for r in rows)
+    out = ["# Evaluation summary", ""]
+    out.append(
+        f"{len(rows):,} rows (one per question, arm and budget). Budgets are counted with the bundled "
+        "all-MiniLM-L6-v2 tokenizer, the same count for every arm; `full` has no budget."
+    )
+    if not graded:
+        out += [
+            "",
+            "**No answer model was configured**: answers, judge grades, accuracy per question type and "
+            "pairwise wins were skipped. Every figure below needs no model.",
+        ]
+    budgets = sorted({b for _, _, b in summary if b is not None})
+    headline = HEADLINE_BUDGET if HEADLINE_BUDGET in budgets or not budgets else budgets[0]
+    out += ["", f"## Headline: at {headline:,} tokens", ""]
+    body = []
+    for (dataset, arm, budget), f in summary.items():
+        if budget in (headline, None):
+            body.append(
+                [
+                    dataset,
+                    arm,
+                    _budget(budget),
+                    _pct(f["recall_any"]),
+                    _pct(f["ku_current_above_stale"]) if f["ku_n"] else "–",
+                    _pct(f["abstain_precision"]),
+                    _pct(f["abstain_recall"]) if f["abstain_n"] else "–",
+                    f"{f['tokens_mean']:.0f}" if f["tokens_mean"] is not None else "–",
+                    _pct(f["accuracy"]),
+                ]
+            )
+    out += _table(
+        [
+            "dataset",
+            "arm",
+            "budget",
+            "evidence recall (any)",
+            "KU current above stale",
+            "abstain precision",
+            "abstain recall",
+            "tokens used (mean)",
+            "accuracy",
+        ],
+        body,
+    )
+    for dataset in datasets:
+        out += ["", f"## {dataset}", ""]
+        out += _dataset_notes(dataset, run_info)
+        out += ["### Model-free figures", ""]
+        out += _table(
+            FIGURE_HEADER,
+            [
+                [arm, _budget(budget), *_figure_cells(f)]
+                for (d, arm, budget), f in summary.items()
+                if d == dataset
+            ],
+        )
+        mine = [r for r in rows if r["dataset"] == dataset]
+        out += ["", "### Evidence recall (any) by question type", ""]
+        out += _recall_by_type(mine)
+        out += ["", "### Where the facts arm's evidence hits come from", ""]
+        out += _facts_sources(mine)
+        if any("ku_current_present" in r for r in mine):
+            out += ["", "### Knowledge updates in detail (count of questions)", ""]
+            out += _ku_detail(mine)
+        if graded:
+            out += ["", "### Accuracy by question type (correct / graded)", ""]
+            out += _accuracy_tables([r for r in rows if r["dataset"] == dataset])
+            out += ["", "### Pairwise (questions both arms were graded on)", ""]
+            pairs = [p for p in pairwise(rows) if p["dataset"] == dataset]
+            out += _table(
+                ["budget", "arm A", "arm B", "A right, B wrong", "B right, A wrong", "same"],
+                [
+                    [
+                        _budget(p["budget"]),
+                        p["arm_a"],
+                        p["arm_b"],
+                        str(p["wins_a"]),
+                        str(p["wins_b"]),
+                        str(p["ties"]),
+                    ]
+                    for p in pairs
+                ],
+            )
+    out += ["", _DEFINITIONS]
+    return "\n".join(out) + "\n"
+
+
+def _dataset_notes(dataset: str, run_info: dict[str, Any] | None) -> list[str]:
+    """Source, database and load issues from the latest invocation that loaded `dataset`."""
+    records = [
+        d for run in (run_info or {}).get("runs", []) for d in run.get("datasets", []) if d["name"] == dataset
+    ]
+    if not records:
+        return []
+    latest = records[-1]
+    # a resumed run with nothing left to do opens no database: name the one the rows came from
+    database = next((d["database"] for d in reversed(records) if d.get("database")), None)
+    lines = [f"Source: `{Path(latest['source']).name}`; database `{database}`.", ""]
+    if latest["issues"]:
+        lines += ["Load issues (counted, not hidden):", ""]
+        lines += _table(["issue", "count"], [[k, str(v)] for k, v in sorted(latest["issues"].items())])
+        lines.append("")
+    return lines
+
+
+def _recall_by_type(rows: Sequence[dict[str, Any]]) -> list[str]:
+    cells: dict[tuple[str, int | None, str], list[bool]] = defaultdict(list)
+    for r in rows:
+        if r.get("hit_any") is not None:
+            cells[(r["type"], r["budget"], r["arm"])].append(bool(r["hit_any"]))
+    arms = sorted({k[2] for k in cells}, key=_arm_order)
+    # full context has no budget: its figure is repeated at each budget for comparison
+    keys = sorted({(k[0], k[1]) for k in cells if k[1] is not None}, key=lambda k: (k[0], k[1] or 0))
+    body = []
+    for qtype, budget in keys:
+        row = [qtype, _budget(budget)]
+        for arm in arms:
+            hits = cells.get((qtype, None if arm == "full" else budget, arm))
+            row.append(f"{_pct(sum(hits) / len(hits))} ({len(hits)})" if hits else "–")
+        body.append(row)
+    return _table(["type", "budget", *arms], body)
+
+
+def _facts_sources(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Evidence found as a fact from memory vs only as a transcript turn in the tail (facts arm)."""
+    body = []
+    for budget in sorted({r["budget"] for r in rows if r["arm"] == "facts"}):
+        scored = [
+            r for r in rows if r["arm"] == "facts" and r["budget"] == budget and r.get("hit_any") is not None
+        ]
+        via_fact = 0
+        for r in scored:
+            evidence = set(r["evidence_ids"])
+            if any("@" in item and item.split("@")[0] in evidence for item in r["window"]):
+                via_fact += 1
+        hits = sum(1 for r in scored if r["hit_any"])
+        body.append(
+            [
+                _budget(budget),
+                str(len(scored)),
+                _pct(hits / len(scored)) if scored else "–",
+                _pct(via_fact / len(scored)) if scored else "–",
+                _pct((hits - via_fact) / len(scored)) if scored else "–",
+            ]
+        )
+    return _table(
+        ["budget", "questions", "recall any", "as a fact from memory", "only in the transcript tail"], body
+    )
+
+
+def _ku_detail(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Which of the stale and current values reached each window, and in which order."""
+    body = []
+    for (_, arm, budget), members in group_rows([r for r in rows if "ku_current_present" in r]).items():
+        both = [r for r in members if r["ku_current_present"] and r["ku_stale_present"]]
+        body.append(
+            [
+                arm,
+                _budget(budget),
+                str(len(members)),
+                str(len(both)),
+                str(sum(1 for r in both if r["ku_stale_as_current"])),
+                str(sum(1 for r in both if r["ku_current_above_stale"])),
+                str(sum(1 for r in members if r["ku_current_present"] and not r["ku_stale_present"])),
+                str(sum(1 for r in members if r["ku_stale_present"] and not r["ku_current_present"])),
+                str(sum(1 for r in members if not r["ku_current_present"] and not r["ku_stale_present"])),
+            ]
+        )
+    header = [
+        "arm",
+        "budget",
+        "KU questions",
+        "both present",
+        "of which stale unmarked",
+        "of which current first",
+        "only current",
+        "only stale",
+        "neither",
+    ]
+    return _table(header, body)
+
+
+def _accuracy_tables(rows: Sequence[dict[str, Any]]) -> list[str]:
+    acc = accuracy_by_type(rows)
+    arms = sorted({k[1] for k in acc}, key=_arm_order)
+    keys = sorted({(k[3], k[2]) for k in acc}, key=lambda k: (k[0], k[1] or 1 << 30))
+    body = []
+    for qtype, budget in keys:
+        row = [qtype, _budget(budget)]
+        for arm in arms:
+            cell = next((v for k, v in acc.items() if k[1] == arm and k[3] == qtype and k[2] == budget), None)
+            row.append(f"{cell[0]}/{cell[1]}" if cell else "–")
+        body.append(row)
+    return _table(["type", "budget", *arms], body)
+
+
+_DEFINITIONS = """## Definitions
+
+- **evidence recall any / all**: the share of answerable questions with resolvable evidence for which any
+  (all) gold evidence turns are in the window, as the turn or as a fact carved from it (fact.message_id =
+  turn id). Unanswerable questions are left out.
+- **KU** (BEAM knowledge updates, `original_info` = stale, `updated_info` = current): *current present*;
+  *stale shown as current*: the stale turn (or a fact from it) is in the window and not marked superseded;
+  *current above stale*: the current value is in the window and chosen before the stale one (retrieval
+  rank; newest first for a transcript), or the stale one is absent.
+- **abstain precision / recall**: the arm's "memory holds nothing relevant" signal against the
+  unanswerable questions (LoCoMo category 5, BEAM abstention, LongMemEval `_abs`). facts:
+  `SearchResult.not_in_memory` (the library's relevance floor); docstore: best cosine below the same
+  floor; bm25: no turn shares a term with the question; tail and full have no signal. **AUROC**: how well
+  the best retrieval score alone separates unanswerable from answerable questions (0.5 = chance),
+  independent of any floor.
+- **tokens**: the window as the model would see it (headers included), by the one shared count.
+"""
+
+
+# one look per arm in every panel; distinct markers and dashes because arms often tie
+_STYLES = {
+    "tail": ("o", ":", "tab:blue"),
+    "docstore": ("s", "--", "tab:orange"),
+    "bm25": ("^", "-.", "tab:green"),
+    "facts": ("D", "-", "tab:red"),
+}
+
+
+def plot(rows: Sequence[dict[str, Any]], path: Path) -> Path:
+    """Each metric against budget, one line per arm (full context as a dashed level), one row per dataset."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    summary = summarise(rows)
+    datasets = sorted({d for d, _, _ in summary})
+    metrics = [
+        ("recall_any", "evidence recall (any)"),
+        ("recall_all", "evidence recall (all)"),
+        ("ku_current_above_stale", "KU current above stale"),
+        ("abstain_recall", "abstention recall"),
+        ("tokens_mean", "tokens used (mean)"),
+    ]
+    if any(f["accuracy"] is not None for f in summary.values()):
+        metrics.append(("accuracy", "accuracy (judged)"))
+    fig, axes = plt.subplots(
+        len(datasets), len(metrics), figsize=(3.4 * len(metrics), 3.0 * len(datasets)), squeeze=False
+    )
+    for i, dataset in enumerate(datasets):
+        for j, (key, title) in enumerate(metrics):
+            ax = axes[i][j]
+            ax.set_title(f"{dataset}: {title}", fontsize=9)
+            plotted = False
+            for arm in sorted({a for d, a, _ in summary if d == dataset}, key=_arm_order):
+                points = sorted(
+                    (b, f[key])
+                    for (d, a, b), f in summary.items()
+                    if d == dataset and a == arm and b is not None
+                )
+                points = [(b, v) for b, v in points if v is not None]
+                full = summary.get((dataset, arm, None))
+                if points:
+                    marker, style, color = _STYLES.get(arm, ("o", "-", "tab:purple"))
+                    xs, ys = [b for b, _ in points], [v for _, v in points]
+                    ax.plot(xs, ys, marker=marker, linestyle=style, color=color, alpha=0.85, label=arm)
+                    plotted = True
+                elif full is not None and full.get(key) is not None and key != "tokens_mean":
+                    ax.axhline(full[key], linestyle="--", color="grey", label=f"{arm} (no budget)")
+                    plotted = True
+            if not plotted:
+                ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+            else:
+                ax.set_xticks(sorted({b for d, _, b in summary if d == dataset and b is not None}))
+            ax.set_xlabel("budget (tokens)", fontsize=8)
+            ax.tick_params(labelsize=7)
+            if key != "tokens_mean":
+                ax.set_ylim(-0.02, 1.02)
+            if plotted:
+                ax.legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def write_report(out_dir: Path, rows: Sequence[dict[str, Any]]) -> tuple[Path, Path, str]:
+    """summary.md and the PNG in `out_dir`; returns their paths and the markdown."""
+    info_path = out_dir / "run-info.json"
+    run_info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.exists() else None
+    markdown = render_markdown(rows, run_info)
+    summary_path = out_dir / SUMMARY_FILE
+    summary_path.write_text(markdown, encoding="utf-8")
+    plot_path = plot(rows, out_dir / PLOT_FILE)
+    return summary_path, plot_path, markdown

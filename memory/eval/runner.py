@@ -1,0 +1,387 @@
+"""One evaluation run: load, select questions, ingest (cached), build every arm's window, score, write rows.
+
+Rows are appended to a JSONL file one question at a time, keyed by (dataset, question, arm, budget); a
+rerun skips the keys already written, so an interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg.rows import dict_row
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from memory.eval import arms as arm_lib
+from memory.eval.arms import Arm, budgets_for
+from memory.eval.conversation import Dataset, Question
+from memory.eval.ingest import Ingestor, IngestStats, database_name, ensure_database
+from memory.eval.judging import answer, judge
+from memory.eval.loaders import LOADERS
+from memory.eval.metrics import window_metrics
+from memory.eval.window import ConversationView, Window
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langgraph.store.postgres import PostgresStore
+
+    from memory.embedders.base import Embedder
+    from memory.store import FactStore
+
+HARNESS_VERSION = "1"
+ROWS_FILE = "rows.jsonl"  # appended to while running; report() also writes a compressed snapshot
+ROWS_SNAPSHOT = "rows.jsonl.gz"
+RUN_INFO_FILE = "run-info.json"
+Key = tuple[str, str, str, int | None]
+
+
+@dataclass
+class RunConfig:
+    datasets: list[tuple[str, Path]]  # (loader name, path)
+    out_dir: Path
+    budgets: tuple[int, ...] = (1200, 3000, 6000)
+    arms: tuple[str, ...] = arm_lib.ARM_NAMES
+    embedder: str = "minilm"
+    database_url: str | None = None  # a server: one database per dataset and embedder is created on it
+    exact_database: bool = False  # use database_url as it is (tests, or a role that cannot create databases)
+    sample: int | None = None  # at most this many questions of each type, at an even stride
+    limit: int | None = None  # at most this many questions per dataset, after sampling
+    conversations: int | None = None  # only the first N conversations of each dataset
+    facts_share: float = 1 / 3
+    answer_model: BaseChatModel | None = None
+    judge_model: BaseChatModel | None = None
+    answer_model_name: str | None = None
+    judge_model_name: str | None = None
+    show_progress: bool = True
+
+
+@dataclass
+class DatasetRun:
+    name: str
+    source: str
+    database: str | None
+    issues: dict[str, int]
+    issue_examples: dict[str, list[str]]
+    questions_selected: int
+    rows_written: int = 0
+    ingest: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def sample_questions(questions: Sequence[Question], per_type: int | None) -> list[Question]:
+    """At most `per_type` questions of each type, spread evenly over the type's questions, order kept."""
+    if per_type is None:
+        return list(questions)
+    groups: dict[str, list[Question]] = defaultdict(list)
+    for q in questions:
+        groups[q.type].append(q)
+    chosen: set[str] = set()
+    for group in groups.values():
+        n = len(group)
+        picks = range(n) if n <= per_type else (i * n // per_type for i in range(per_type))
+        chosen.update(group[i].id for i in picks)
+    return [q for q in questions if q.id in chosen]
+
+
+def _ends_mid_line(path: Path) -> bool:
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    with path.open("rb") as f:
+        f.seek(-1, 2)
+        return f.read(1) != b"\n"
+
+
+def row_key(row: dict[str, Any]) -> Key:
+    return (row["dataset"], row["question_id"], row["arm"], row["budget"])
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """Every row of a rows file (plain or .gz), the last one written winning for a repeated key.
+
+    Torn lines (a run killed mid-write) are skipped; their keys are simply redone by the next run.
+    """
+    rows: dict[Key, dict[str, Any]] = {}
+    if not path.exists():
+        return []
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            rows[row_key(row)] = row
+    return list(rows.values())
+
+
+def write_snapshot(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
+    """The deduplicated rows, sorted by key, gzip-compressed with a fixed timestamp (same rows, same bytes)."""
+    ordered = sorted(rows, key=lambda r: (r["dataset"], r["question_id"], r["arm"], r["budget"] or 0))
+    with path.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+        for row in ordered:
+            gz.write((json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+    return path
+
+
+def _encode_window(window: Window) -> tuple[list[str] | str, list[str]]:
+    """Window items in priority order: a turn id, or "<turn id>@<short fact id>" for a fact.
+
+    Per-item scores are left out (the order is the rank; best_score is kept): the rows of a full run
+    are large enough as it is.
+    """
+    if window.all_turns:
+        return "all", []
+    items = [
+        item.turn_id if item.fact_id is None else f"{item.turn_id}@{item.fact_id}" for item in window.items
+    ]
+    return items, [item.turn_id for item in window.items if item.clipped]
+
+
+def build_row(dataset: str, question: Question, window: Window) -> dict[str, Any]:
+    encoded, clipped = _encode_window(window)
+    row: dict[str, Any] = {
+        "dataset": dataset,
+        "conversation_id": question.conversation_id,
+        "question_id": question.id,
+        "type": question.type,
+        "abstention": question.abstention,
+        "arm": window.arm,
+        "budget": window.budget,
+        "evidence_ids": list(question.evidence_ids),
+    }
+    if question.stale_ids or question.current_ids:
+        row.update(stale_ids=list(question.stale_ids), current_ids=list(question.current_ids))
+    row.update(window_metrics(window, question))
+    row.update(window=encoded, clipped=clipped, harness=HARNESS_VERSION)
+    return row
+
+
+class Evaluation:
+    """Runs a RunConfig; `run()` returns the per-dataset record also written to run-info.json."""
+
+    def __init__(self, config: RunConfig, console: Console | None = None) -> None:
+        self.config = config
+        self.console = console or Console()
+        self.rows_path = config.out_dir / ROWS_FILE
+        self.answering = config.answer_model is not None and config.judge_model is not None
+
+    def _done(self) -> set[Key]:
+        done = set()
+        for row in read_rows(self.rows_path):
+            # rows without a grade are redone when a model is now configured
+            if not self.answering or row.get("correct") is not None:
+                done.add(row_key(row))
+        return done
+
+    def run(self) -> list[DatasetRun]:
+        self.config.out_dir.mkdir(parents=True, exist_ok=True)
+        done = self._done()
+        records = []
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns, console=self.console, disable=not self.config.show_progress) as progress:
+            for loader, path in self.config.datasets:
+                records.append(self._run_dataset(LOADERS[loader](path), done, progress))
+        return records
+
+    def _selected(self, dataset: Dataset) -> list[Question]:
+        conversations = dataset.conversations[: self.config.conversations]
+        questions = sample_questions([q for c in conversations for q in c.questions], self.config.sample)
+        return questions[: self.config.limit]
+
+    def _pending(self, dataset: Dataset, question: Question, arms: Sequence[str], done: set[Key]) -> bool:
+        return any(
+            (dataset.name, question.id, name, budget) not in done
+            for name in arms
+            for budget in (self.config.budgets if name != "full" else [None])
+        )
+
+    def _run_dataset(self, dataset: Dataset, done: set[Key], progress: Progress) -> DatasetRun:
+        started = time.perf_counter()
+        selected = self._selected(dataset)
+        pending = [q for q in selected if self._pending(dataset, q, self.config.arms, done)]
+        record = DatasetRun(
+            dataset.name,
+            dataset.source,
+            None,
+            dict(dataset.issues.counts),
+            dataset.issues.examples,
+            len(selected),
+        )
+        if not pending:
+            return record
+        by_conversation: dict[str, list[Question]] = defaultdict(list)
+        for q in pending:
+            by_conversation[q.conversation_id].append(q)
+        conversations = [c for c in dataset.conversations if c.id in by_conversation]
+        with self._stores(dataset, record) as (ingestor, arms):
+            task = progress.add_task(f"{dataset.name}: ingest", total=len(conversations))
+            for conversation in conversations:
+                stats: IngestStats = ingestor.ingest(conversation)
+                record.ingest.append(asdict(stats))
+                progress.advance(task)
+            task = progress.add_task(f"{dataset.name}: questions", total=len(pending))
+            with self.rows_path.open("a", encoding="utf-8") as out:
+                if _ends_mid_line(self.rows_path):
+                    out.write("\n")  # a run killed mid-write: keep its torn line off the next row's
+                for conversation in conversations:
+                    view = ConversationView(conversation)
+                    for question in by_conversation[conversation.id]:
+                        rows = self._evaluate(dataset.name, view, question, arms, done)
+                        out.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+                        out.flush()
+                        record.rows_written += len(rows)
+                        progress.advance(task)
+        record.seconds = time.perf_counter() - started
+        return record
+
+    def _evaluate(
+        self, dataset: str, view: ConversationView, question: Question, arms: Sequence[Arm], done: set[Key]
+    ) -> list[dict[str, Any]]:
+        rows = []
+        for arm in arms:
+            for budget in budgets_for(arm, self.config.budgets):
+                if (dataset, question.id, arm.name, budget) in done:
+                    continue
+                window = arm.window(view, question, budget)
+                if window.budget is not None and window.tokens > window.budget:
+                    raise AssertionError(f"{arm.name} used {window.tokens} tokens of {window.budget}")
+                row = build_row(dataset, question, window)
+                if self.answering:
+                    row.update(self._grade(window, question))
+                rows.append(row)
+        return rows
+
+    def _grade(self, window: Window, question: Question) -> dict[str, Any]:
+        assert self.config.answer_model is not None and self.config.judge_model is not None
+        out: dict[str, Any] = {
+            "answer_model": self.config.answer_model_name,
+            "judge_model": self.config.judge_model_name,
+        }
+        try:
+            response = answer(self.config.answer_model, window.text, question)
+        except Exception as exc:  # a window too long for the model must not end the run
+            return {
+                **out,
+                "answer": None,
+                "correct": None,
+                "answer_error": f"{type(exc).__name__}: {exc}"[:300],
+            }
+        correct, reply = judge(self.config.judge_model, question, response)
+        return {**out, "answer": response, "correct": correct, "judge_reply": reply[:200]}
+
+    @contextmanager
+    def _stores(self, dataset: Dataset, record: DatasetRun) -> Iterator[tuple[Ingestor, list[Arm]]]:
+        from memory.connection import resolve_database_url
+        from memory.embedders.select import embedder_from_name
+
+        embedder = embedder_from_name(self.config.embedder)
+        server = self.config.database_url or resolve_database_url()
+        if self.config.exact_database:
+            url = server
+        else:
+            name = database_name(dataset.name, str(Path(dataset.source).resolve()), embedder.name)
+            url = ensure_database(server, name)
+            record.database = name
+        with open_stores(url, embedder) as stores:
+            arms = [
+                make_arm(name, stores, self.config.facts_share, self.config.budgets)
+                for name in self.config.arms
+            ]
+            yield stores.ingestor, arms
+
+
+@dataclass
+class Stores:
+    facts: FactStore
+    docs: PostgresStore
+    ingestor: Ingestor
+
+
+@contextmanager
+def open_stores(url: str, embedder: Embedder) -> Iterator[Stores]:
+    """The fact graph and LangGraph's PostgresStore on database `url`, set up, plus the ingestor."""
+    from langgraph.store.postgres import PostgresStore
+
+    from memory.connection import open_pool
+    from memory.store import FactStore
+
+    with ExitStack() as stack:
+        pool = stack.enter_context(open_pool(url, min_size=1, max_size=4))
+        facts = FactStore(pool, embedder)
+        facts.setup()
+        # the connection PostgresStore documents: autocommit (its setup creates indexes concurrently)
+        conn = stack.enter_context(
+            psycopg.connect(url, autocommit=True, row_factory=dict_row, prepare_threshold=0)
+        )
+        # LangGraph's store filters by namespace after the HNSW scan; pgvector's iterative scan keeps that
+        # from starving a conversation of candidates (FactStore sets the same for its own searches)
+        conn.execute("SET hnsw.iterative_scan = relaxed_order")
+        conn.execute("SET hnsw.ef_search = 1000")
+        docs = PostgresStore(
+            conn,
+            index={
+                "dims": embedder.dims,
+                "embed": lambda texts: embedder.embed(list(texts)),
+                "fields": ["content"],
+            },
+        )
+        docs.setup()
+        ingestor = Ingestor(facts, docs, conn, embedder)
+        ingestor.setup()
+        yield Stores(facts, docs, ingestor)
+
+
+def make_arm(name: str, stores: Stores, facts_share: float = 1 / 3, budgets: Sequence[int] = ()) -> Arm:
+    if name == "tail":
+        return arm_lib.TailArm()
+    if name == "full":
+        return arm_lib.FullArm()
+    if name == "bm25":
+        return arm_lib.BM25Arm()
+    if name == "docstore":
+        return arm_lib.DocstoreArm(stores.docs, budgets=budgets)
+    if name == "facts":
+        return arm_lib.FactsArm(stores.facts, stores.ingestor.root, share=facts_share, budgets=budgets)
+    raise ValueError(f"unknown arm {name!r}; arms: {', '.join(arm_lib.ARM_NAMES)}")
+
+
+def write_run_info(out_dir: Path, config: RunConfig, records: Sequence[DatasetRun], seconds: float) -> Path:
+    """What the rows alone cannot say: sources, load issues, databases, ingestion, settings, runtime."""
+    path = out_dir / RUN_INFO_FILE
+    runs: list[dict[str, Any]] = []
+    if path.exists():
+        try:
+            runs = list(json.loads(path.read_text(encoding="utf-8")).get("runs", []))
+        except (json.JSONDecodeError, AttributeError):
+            runs = []
+    info = {
+        "harness": HARNESS_VERSION,
+        "embedder": config.embedder,
+        "budgets": list(config.budgets),
+        "arms": list(config.arms),
+        "facts_share": config.facts_share,
+        "sample_per_type": config.sample,
+        "limit": config.limit,
+        "answer_model": config.answer_model_name if config.answer_model else None,
+        "judge_model": config.judge_model_name if config.judge_model else None,
+        "seconds": round(seconds, 1),
+        "datasets": [asdict(r) for r in records],
+    }
+    # every invocation is kept: a resumed run's figures rest on the rows of all of them
+    runs.append(info)
+    path.write_text(json.dumps({"runs": runs}, indent=2, default=str) + "\n", encoding="utf-8")
+    return path

@@ -1,0 +1,84 @@
+"""What an arm puts in front of the model: the window, its items, and the transcript tail every arm shares.
+
+Turns are rendered the same way everywhere (and facts like the turn they were carved from), so arms
+differ only in what they choose, never in how it is shown or counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memory.eval.conversation import Conversation, Turn
+from memory.eval.tokens import Packer, clip_to_last, count_many, count_tokens
+
+TAIL_TITLE = "Conversation so far (oldest first):"
+
+
+@dataclass(frozen=True, slots=True)
+class WindowItem:
+    turn_id: str
+    priority: int  # the order in which the arm chose it: 0 first
+    fact_id: str | None = None  # short id of the fact, for items that are facts
+    score: float | None = None  # the retriever's score, for ranked items
+    clipped: bool = False  # only the end of the turn fitted
+    marked_outdated: bool = False  # the window labels it superseded (never happens for active heads)
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    arm: str
+    budget: int | None
+    text: str
+    tokens: int
+    items: tuple[WindowItem, ...]
+    nothing_relevant: bool | None = None  # the arm's "memory holds nothing relevant"; None: no such signal
+    best_score: float | None = None
+    all_turns: bool = False  # full context: every turn of the conversation
+
+
+def format_time(stamp: datetime | None) -> str:
+    return stamp.strftime("%d %b %Y %H:%M") if stamp else "undated"
+
+
+def render(turn: Turn, text: str | None = None) -> str:
+    """One line of a window; turns and the facts carved from them look alike, so no arm is favoured."""
+    return f"[{format_time(turn.timestamp)}] {turn.speaker}: {text if text is not None else turn.text}"
+
+
+@dataclass
+class ConversationView:
+    """A conversation with every turn's rendered line and token count computed once, for every arm."""
+
+    conversation: Conversation
+    lines: dict[str, str] = field(init=False)
+    tokens: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        turns = self.conversation.turns
+        self.lines = {t.id: render(t) for t in turns}
+        self.tokens = dict(zip(self.lines, count_many(list(self.lines.values())), strict=True))
+
+    @property
+    def newest_first(self) -> list[Turn]:
+        return list(reversed(self.conversation.turns))
+
+
+def fill_tail(
+    packer: Packer, view: ConversationView, first_priority: int = 0, clip: bool = True
+) -> list[WindowItem]:
+    """Newest turns, whole, while they fit; then the end of the next one (if `clip`). Chronological text."""
+    section = packer.section(TAIL_TITLE)
+    items: list[WindowItem] = []
+    for turn in view.newest_first:
+        line = view.lines[turn.id]
+        if packer.add(section, line, view.tokens[turn.id]):
+            items.append(WindowItem(turn.id, first_priority + len(items)))
+            continue
+        room = packer.header_room(section)
+        clipped = clip_to_last(line, room) if clip and room is not None else None
+        if clipped is not None and packer.add(section, clipped, count_tokens(clipped)):
+            items.append(WindowItem(turn.id, first_priority + len(items), clipped=True))
+        break
+    section.lines.reverse()  # packed newest first, read oldest first
+    return items

@@ -1,0 +1,153 @@
+"""Every arm against real Postgres on handmade conversations: budgets, evidence, knowledge updates, abstention."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from eval_samples import write_beam, write_locomo
+
+from memory.embedders import FakeEmbedder
+from memory.eval.arms import FactsArm
+from memory.eval.conversation import Conversation, Dataset, Question
+from memory.eval.loaders import load_beam, load_locomo
+from memory.eval.metrics import window_metrics
+from memory.eval.runner import Stores, make_arm, open_stores
+from memory.eval.tokens import count_tokens
+from memory.eval.window import TAIL_TITLE, ConversationView, Window
+from memory.model import Status
+
+ARMS = ("tail", "docstore", "bm25", "facts")
+
+
+@pytest.fixture
+def stores(db_url: str) -> Iterator[Stores]:
+    # 256 dimensions: unrelated texts stay well under the relevance floor (at 64, chance reaches 0.3)
+    with open_stores(db_url, FakeEmbedder(256)) as s:
+        yield s
+
+
+def ingested(stores: Stores, dataset: Dataset) -> Conversation:
+    [conversation] = dataset.conversations
+    stats = stores.ingestor.ingest(conversation)
+    assert not stats.cached and stats.documents == len(conversation.turns)
+    return conversation
+
+
+def windows(stores: Stores, conversation: Conversation, question: Question, budget: int) -> dict[str, Window]:
+    view = ConversationView(conversation)
+    return {name: make_arm(name, stores).window(view, question, budget) for name in ARMS}
+
+
+def test_no_arm_ever_exceeds_its_budget(stores: Stores, tmp_path: Path) -> None:
+    for dataset in (load_locomo(write_locomo(tmp_path)), load_beam(write_beam(tmp_path))):
+        conversation = ingested(stores, dataset)
+        view = ConversationView(conversation)
+        arms = {name: make_arm(name, stores) for name in (*ARMS, "full")}
+        total = sum(view.tokens.values()) + count_tokens(TAIL_TITLE)
+        for question in conversation.questions:
+            for budget in (15, 40, 90, 200, 1200):
+                for name in ARMS:
+                    window = arms[name].window(view, question, budget)
+                    assert window.tokens == count_tokens(window.text) <= budget, (name, budget, question.id)
+                    assert len({i.priority for i in window.items}) == len(window.items)
+            full = arms["full"].window(view, question, None)
+            assert full.budget is None and full.all_turns and full.tokens == count_tokens(full.text) == total
+            assert {i.turn_id for i in full.items} == {t.id for t in conversation.turns}
+
+
+def test_the_tail_clips_its_oldest_turn_to_fill_the_budget(stores: Stores, tmp_path: Path) -> None:
+    conversation = load_locomo(write_locomo(tmp_path)).conversations[0]
+    window = make_arm("tail", stores).window(ConversationView(conversation), conversation.questions[0], 100)
+    assert window.tokens == 100 and window.items[-1].clipped
+    assert window.items[0].turn_id == conversation.turns[-1].id  # newest first by priority
+    assert window.text.index(conversation.turns[-1].text) > window.text.index("…")  # but read oldest first
+
+
+def test_evidence_recall_on_a_handmade_conversation(stores: Stores, tmp_path: Path) -> None:
+    conversation = ingested(stores, load_locomo(write_locomo(tmp_path)))
+    cat = next(q for q in conversation.questions if q.question == "What is the name of Ana's cat?")
+    got = {name: window_metrics(w, cat) for name, w in windows(stores, conversation, cat, 150).items()}
+    # the cat was mentioned in the first turn: no 150-token tail reaches back that far
+    assert got["tail"]["hit_any"] is False
+    assert got["facts"]["hit_any"] and got["docstore"]["hit_any"] and got["bm25"]["hit_any"]
+    # the facts arm found it as a fact carved from turn D1:1
+    facts_window = windows(stores, conversation, cat, 150)["facts"]
+    carved = [i for i in facts_window.items if i.turn_id == "D1:1"]
+    assert carved and carved[0].fact_id is not None
+    full = make_arm("full", stores).window(ConversationView(conversation), cat, None)
+    assert window_metrics(full, cat)["hit_all"]
+    pair = next(q for q in conversation.questions if q.question == "Cat and climbing?")
+    tail_row = window_metrics(
+        make_arm("tail", stores).window(ConversationView(conversation), pair, 150), pair
+    )
+    assert (tail_row["hit_any"], tail_row["hit_all"]) == (False, False)
+
+
+def test_knowledge_update_stale_and_current_both_unmarked_until_superseded(
+    stores: Stores, tmp_path: Path
+) -> None:
+    conversation = ingested(stores, load_beam(write_beam(tmp_path)))
+    ku = next(q for q in conversation.questions if q.type == "knowledge_update")
+    view = ConversationView(conversation)
+    # a budget whose tail shows the update (turn 20) but not the original value (turn 2)
+    needed = count_tokens(TAIL_TITLE) + view.tokens["20"] + view.tokens["21"]
+    arm = FactsArm(stores.facts, stores.ingestor.root)
+    before = arm.window(view, ku, 4 * needed)
+    tail_ids = [i.turn_id for i in before.items if i.fact_id is None]
+    assert "20" in tail_ids and "2" not in tail_ids
+    row = window_metrics(before, ku)
+    # passive capture supersedes nothing: the stale claim reaches the block as a current fact
+    assert row["ku_stale_as_current"] and row["ku_current_present"]
+    assert row["ku_stale_rank"] == 0 and not row["ku_current_above_stale"]
+
+    # what the library offers to fix it: an explicit supersede resolves the stale hit to the new head
+    [stale] = [f for f in stores.facts.session_facts(conversation.id) if f.message_id == "2"]
+    [current] = [f for f in stores.facts.session_facts(conversation.id) if f.message_id == "20"]
+    stores.facts.supersede(current, stale)
+    assert stores.facts.get(stale.id).status is Status.SUPERSEDED
+    after = window_metrics(FactsArm(stores.facts, stores.ingestor.root).window(view, ku, 4 * needed), ku)
+    assert not after["ku_stale_present"] and after["ku_current_above_stale"]
+
+
+def test_abstention_signal_of_each_retrieving_arm(stores: Stores, tmp_path: Path) -> None:
+    conversation = ingested(stores, load_beam(write_beam(tmp_path)))
+    alien = Question(
+        "alien", conversation.id, "abstention", "Quixotic zebras juggle xylophones?", "-", abstention=True
+    )
+    known = Question(
+        "known", conversation.id, "information_extraction", "Where do we deploy the tracker?", "VPS"
+    )
+    for question, expected in ((alien, True), (known, False)):
+        got = windows(stores, conversation, question, 300)
+        assert got["tail"].nothing_relevant is None  # a transcript has no such signal
+        for name in ("facts", "docstore", "bm25"):
+            assert got[name].nothing_relevant is expected, (name, question.id, got[name].best_score)
+    # the facts arm's signal ignores what the tail already shows: a budget that fits everything
+    # leaves nothing to search for, yet memory does hold the answer
+    assert windows(stores, conversation, known, 5000)["facts"].nothing_relevant is False
+
+
+def test_ingestion_is_cached_by_fingerprint(stores: Stores, tmp_path: Path) -> None:
+    conversation = ingested(stores, load_locomo(write_locomo(tmp_path, filler_sessions=1)))
+    facts_before = len(stores.facts.session_facts(conversation.id))
+    assert stores.ingestor.ingest(conversation).cached
+    # a changed conversation is re-ingested from scratch
+    changed = load_locomo(write_locomo(tmp_path, filler_sessions=2)).conversations[0]
+    stats = stores.ingestor.ingest(changed)
+    assert not stats.cached and stats.turns == len(changed.turns)
+    assert len(stores.facts.session_facts(conversation.id)) > facts_before
+    assert len(stores.docs.search(("eval", conversation.id), limit=1000)) == len(changed.turns)
+
+
+def test_one_shared_facts_search_equals_a_search_per_budget(stores: Stores, tmp_path: Path) -> None:
+    conversation = ingested(stores, load_locomo(write_locomo(tmp_path)))
+    view = ConversationView(conversation)
+    budgets = (60, 150, 400)
+    shared = FactsArm(stores.facts, stores.ingestor.root, budgets=budgets)
+    separate = FactsArm(stores.facts, stores.ingestor.root)
+    for question in conversation.questions:
+        for budget in budgets:
+            a, b = shared.window(view, question, budget), separate.window(view, question, budget)
+            assert (a.items, a.text, a.nothing_relevant) == (b.items, b.text, b.nothing_relevant)

@@ -1,0 +1,129 @@
+"""The three loaders on handmade files: one internal model, lenient parsing, every defect counted."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from eval_samples import write_beam, write_locomo, write_longmemeval
+
+from memory.eval.conversation import LoadIssues
+from memory.eval.loaders import (
+    flatten_beam_ids,
+    load_beam,
+    load_locomo,
+    load_longmemeval,
+    parse_locomo_evidence,
+)
+
+
+def test_locomo_normalises_sessions_turns_and_questions(tmp_path: Path) -> None:
+    data = load_locomo(write_locomo(tmp_path, filler_sessions=1))
+    [conv] = data.conversations
+    assert conv.id == "conv-test" and conv.dataset == "locomo"
+    assert [s.id for s in conv.sessions] == ["session_1", "session_2"]
+    first = conv.turns[0]
+    assert (first.id, first.speaker, first.role) == ("D1:1", "Ana", "user")
+    assert first.timestamp == datetime(2023, 1, 3, 13, 0, tzinfo=UTC)
+    # both speakers are people: both are user turns, and order survives in the timestamps
+    assert {t.role for t in conv.turns} == {"user"}
+    assert conv.turns[1].timestamp > first.timestamp
+    # a shared photo is kept as its caption
+    assert conv.turn_by_id["D1:4"].text.endswith("[shares a photo: a photo of a cello leaning on a chair]")
+    by_question = {q.question: q for q in conv.questions}
+    assert by_question["What is the name of Ana's cat?"].type == "single-hop"
+    assert by_question["Cello and parrots?"].judge_prompt == "temporal"
+    assert by_question["Cello and parrots?"].reference == "2023"
+    adversarial = by_question["Which parrots does Ana's sister breed?"]
+    assert (
+        adversarial.abstention
+        and adversarial.judge_prompt == "abstention"
+        and adversarial.type == "adversarial"
+    )
+    assert "grey parrots" in adversarial.reference
+
+
+def test_locomo_malformed_evidence_is_repaired_or_counted(tmp_path: Path) -> None:
+    data = load_locomo(write_locomo(tmp_path, filler_sessions=1))
+    evidence = {q.question: q.evidence_ids for q in data.questions}
+    assert evidence["Cat and climbing?"] == ("D1:1", "D1:3")  # space-joined
+    assert evidence["Cello and parrots?"] == ("D1:4", "D1:2")  # "; "-joined
+    assert evidence["Which gym does Ana like?"] == ("D1:3",)  # "D:1:3"
+    assert evidence["What pet did Ana adopt?"] == ("D1:1",)  # "D1:01"
+    assert evidence["Broken evidence?"] == ()
+    counts = data.issues.counts
+    assert counts["evidence strings holding several ids (split)"] == 2
+    assert counts["evidence ids repaired (format)"] == 2
+    assert counts["evidence unresolved: malformed"] == 1  # "D"
+    assert counts["evidence unresolved: no such turn"] == 1  # "D9:9"
+
+
+def test_locomo_evidence_parser_directly() -> None:
+    issues = LoadIssues()
+    known = {"D8:6", "D9:17", "D30:5"}
+    assert parse_locomo_evidence(["D8:6; D9:17", "D30:05", "D", "D99:1", "D8:6"], known, issues, "q") == (
+        "D8:6",
+        "D9:17",
+        "D30:5",
+    )
+    assert issues.counts["evidence unresolved: malformed"] == 1
+    assert issues.counts["evidence unresolved: no such turn"] == 1
+    assert issues.examples["evidence ids repaired (format)"] == ["q: 'D30:05' -> D30:5"]
+
+
+def test_beam_loads_batches_anchors_and_every_id_shape(tmp_path: Path) -> None:
+    data = load_beam(write_beam(tmp_path))
+    [conv] = data.conversations
+    assert conv.id == "beam-1" and [s.id for s in conv.sessions] == ["batch-1", "batch-2"]
+    first = conv.turns[0]
+    assert first.text == "I am building a budget tracker in Flask."  # the "->-> 1,0" marker is gone
+    assert first.timestamp is not None and first.timestamp.date() == datetime(2024, 1, 10).date()
+    assert conv.turn_by_id["8"].timestamp.date() == datetime(2024, 2, 20).date()  # type: ignore[union-attr]
+    assert conv.turn_by_id["1"].role == "assistant"
+    questions = {q.type: q for q in reversed(conv.questions)}  # the first of each type
+    ku = questions["knowledge_update"]
+    assert (ku.stale_ids, ku.current_ids, ku.evidence_ids) == (("2",), ("20",), ("20",))
+    assert ku.judge_prompt == "knowledge-update"
+    assert questions["abstention"].abstention and questions["abstention"].evidence_ids == ()
+    assert "cousin" in questions["abstention"].reference
+    assert questions["event_ordering"].evidence_ids == ("0", "2", "4")  # nested list
+    assert questions["temporal_reasoning"].evidence_ids == ("0", "20")  # dict, with "chat_id: 20"
+    assert questions["preference_following"].evidence_ids == ()  # id 999 does not exist
+    assert "minimal dependencies" in questions["preference_following"].reference
+    # a knowledge update citing one message as both values keeps its evidence but no stale id
+    defect = [q for q in conv.questions if q.type == "knowledge_update"][1]
+    assert (defect.stale_ids, defect.current_ids) == ((), ("4",))
+    counts = data.issues.counts
+    assert counts["knowledge updates citing one message as stale and current"] == 1
+    assert counts["evidence in nested lists (flattened)"] == 1
+    assert counts["evidence ids repaired (format)"] == 1
+    assert counts["evidence unresolved: no such turn"] == 1
+    assert counts["questions left without evidence"] == 1
+
+
+def test_beam_id_flattening_accepts_each_shape() -> None:
+    issues = LoadIssues()
+    assert flatten_beam_ids([1, [2, [3]], {"a": [4], "b": 5}, "6", 7.0, None], issues, "q") == [
+        "1",
+        "2",
+        "3",
+        "4",
+        "5",
+        "6",
+        "7",
+    ]
+    assert flatten_beam_ids("Session 4: setup", issues, "q") == []
+    assert issues.counts["evidence unresolved: malformed"] == 1
+
+
+def test_longmemeval_format(tmp_path: Path) -> None:
+    data = load_longmemeval(write_longmemeval(tmp_path))
+    assert [c.id for c in data.conversations] == ["q-kayak", "q-boat_abs"]
+    kayak, boat = data.questions
+    assert kayak.evidence_ids == ("s-a:0",) and not kayak.abstention
+    assert kayak.question_date == "2023/06/01 (Thu) 10:00" and kayak.judge_prompt == "default"
+    conv = data.conversations[0]
+    assert conv.turns[0].timestamp == datetime(2023, 5, 20, 2, 21, tzinfo=UTC)
+    assert [t.role for t in conv.turns] == ["user", "assistant", "user", "assistant"]
+    assert boat.abstention and boat.judge_prompt == "abstention" and boat.evidence_ids == ()
+    assert data.issues.counts["session dates unparsed"] == 1

@@ -1,0 +1,107 @@
+"""Token counting, packing and the model-free metrics, on windows built by hand (no database)."""
+
+from __future__ import annotations
+
+from memory.eval.conversation import Question
+from memory.eval.metrics import aggregate, auroc, window_metrics
+from memory.eval.runner import sample_questions
+from memory.eval.tokens import CLIP_MARK, Packer, clip_to_last, count_many, count_tokens
+from memory.eval.window import Window, WindowItem
+
+
+def test_one_count_for_every_text() -> None:
+    assert count_tokens("") == 0
+    assert count_tokens("hello world") == 2
+    text = "Unbelievably, the tokenizer splits rare words into pieces."
+    assert count_many([text, "hello world"]) == [count_tokens(text), 2]
+    # whitespace never merges pieces, so lines add up exactly
+    assert count_tokens(text + "\n" + text) == 2 * count_tokens(text)
+
+
+def test_packer_never_exceeds_its_budget_and_charges_headers_once() -> None:
+    packer = Packer(12)
+    section = packer.section("Header here:")  # 3 tokens
+    assert packer.add(section, "one two three", 3)
+    assert packer.used == 6
+    assert not packer.add(section, "four five six seven", 7)  # would be 13
+    assert packer.add(section, "four five six", 3)
+    assert packer.used == 9 and count_tokens(packer.text()) == 9
+    empty = packer.section("Never used:")
+    assert packer.text().count("Never used") == 0 and empty.lines == []
+
+
+def test_clipping_keeps_the_end_of_a_turn_within_the_budget() -> None:
+    text = "The first part is long and wordy, but the answer sits at the end: Lisbon."
+    clipped = clip_to_last(text, 8)
+    assert clipped is not None and clipped.startswith(CLIP_MARK) and clipped.endswith("Lisbon.")
+    assert count_tokens(clipped) <= 8
+    assert clip_to_last(text, 1) is None
+
+
+def _window(items: list[WindowItem], nothing: bool | None = None, best: float | None = None) -> Window:
+    return Window("x", 100, "", 50, tuple(items), nothing, best)
+
+
+def test_evidence_any_and_all_count_turns_and_the_facts_carved_from_them() -> None:
+    q = Question("q1", "c", "single-hop", "?", "!", evidence_ids=("D1:1", "D1:3"))
+    window = _window([WindowItem("D1:1", 0, fact_id="abcd1234", score=0.7), WindowItem("D2:2", 1)])
+    row = window_metrics(window, q)
+    assert (row["hit_any"], row["hit_all"], row["evidence_found"]) == (True, False, ["D1:1"])
+    row = window_metrics(_window([WindowItem("D1:3", 0), WindowItem("D1:1", 1, clipped=True)]), q)
+    assert (row["hit_any"], row["hit_all"]) == (True, True)
+    # unanswerable questions and questions without evidence are left out of recall
+    assert (
+        window_metrics(window, Question("q2", "c", "t", "?", "!", evidence_ids=("D1:1",), abstention=True))[
+            "hit_any"
+        ]
+        is None
+    )
+    assert window_metrics(window, Question("q3", "c", "t", "?", "!"))["hit_any"] is None
+
+
+def test_knowledge_update_fields() -> None:
+    q = Question(
+        "ku", "c", "knowledge_update", "?", "!", evidence_ids=("8",), stale_ids=("2",), current_ids=("8",)
+    )
+    both = window_metrics(_window([WindowItem("2", 0, fact_id="f2"), WindowItem("8", 1, fact_id="f8")]), q)
+    assert both["ku_current_present"] and both["ku_stale_present"] and both["ku_stale_as_current"]
+    assert (both["ku_current_rank"], both["ku_stale_rank"], both["ku_current_above_stale"]) == (1, 0, False)
+    current_first = window_metrics(_window([WindowItem("8", 0), WindowItem("2", 1)]), q)
+    assert current_first["ku_current_above_stale"]
+    only_current = window_metrics(_window([WindowItem("8", 3)]), q)
+    assert only_current["ku_current_above_stale"] and not only_current["ku_stale_as_current"]
+    only_stale = window_metrics(_window([WindowItem("2", 0)]), q)
+    assert not only_stale["ku_current_present"] and not only_stale["ku_current_above_stale"]
+    marked = window_metrics(_window([WindowItem("2", 0, marked_outdated=True), WindowItem("8", 1)]), q)
+    assert marked["ku_stale_present"] and not marked["ku_stale_as_current"]
+    # questions that are not knowledge updates carry no KU fields
+    assert "ku_current_present" not in window_metrics(_window([]), Question("q", "c", "t", "?", "!"))
+
+
+def test_aggregate_abstention_precision_recall_and_auroc() -> None:
+    def row(abstention: bool, nothing: bool | None, best: float | None, hit: bool | None = None) -> dict:
+        return {"abstention": abstention, "nothing_relevant": nothing, "best_score": best, "hit_any": hit}
+
+    rows = [
+        row(True, True, 0.1),  # caught
+        row(True, False, 0.3),  # missed
+        row(False, True, 0.15, hit=False),  # false alarm
+        row(False, False, 0.6, hit=True),
+        row(False, False, 0.5, hit=True),
+    ]
+    f = aggregate(rows)
+    assert f["abstain_precision"] == 0.5 and f["abstain_recall"] == 0.5 and f["abstain_n"] == 2
+    # doubt = -best: positives (-0.1, -0.3) against negatives (-0.15, -0.6, -0.5): 5 of 6 pairs ordered right
+    assert f["abstain_auroc"] == 5 / 6
+    assert f["recall_any"] == 2 / 3 and f["evidence_n"] == 3
+    no_signal = aggregate([row(True, None, None), row(False, None, None)])
+    assert no_signal["abstain_precision"] is None and no_signal["abstain_recall"] is None
+    assert auroc([1.0], []) is None and auroc([1.0], [1.0]) == 0.5
+
+
+def test_sampling_takes_an_even_stride_per_question_type() -> None:
+    questions = [Question(f"a{i}", "c", "A", "?", "!") for i in range(10)]
+    questions += [Question(f"b{i}", "c", "B", "?", "!") for i in range(3)]
+    chosen = [q.id for q in sample_questions(questions, 4)]
+    assert chosen == ["a0", "a2", "a5", "a7", "b0", "b1", "b2"]
+    assert len(sample_questions(questions, None)) == 13

@@ -1,0 +1,4 @@
+"""Benchmarks of the fact graph against LangGraph's PostgresStore, on the embedded Postgres.
+
+Run `python -m bench.search_latency --help`. Results land in `bench/results/`.
+"""

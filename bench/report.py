@@ -1,0 +1,181 @@
+"""The markdown tables of a search_latency run (printed, and written to bench/results/search_latency.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from bench import variants
+
+TARGETS = {
+    "search_ratio_max": 1.0,  # ours / PostgresStore, p50 and p95, at every size
+    "search_p95_ms_at_100k": 10.0,
+    "capture_p95_ms": 5.0,
+    "supersede_p95_ms": 5.0,
+}
+
+
+def size_label(size: int) -> str:
+    return f"{size // 1000}k" if size % 1000 == 0 else str(size)
+
+
+def _pp(stats: dict[str, float]) -> str:
+    return f"{stats['p50']:.2f} / {stats['p95']:.2f}"
+
+
+def markdown(results: dict[str, Any]) -> str:
+    m, p, sizes = results["machine"], results["parameters"], results["sizes"]
+    rows = [
+        f"Search latency (ms), k={p['k']}, 768-d vectors, {p['queries']} queries per size after "
+        f"{p['warmup_queries']} warm-up ones, the systems' calls interleaved. {m['nproc']} x {m['cpu_model']}, "
+        f"{m['postgres'].split(' on ')[0]}, pgvector {m['pgvector']}, shared_buffers "
+        f"{m['postgres_settings']['shared_buffers']}. Load average during the run: "
+        + ", ".join(f"{size_label(s['size'])} {s['loadavg'][0]}" for s in sizes)
+        + ".",
+        "",
+        "PostgresStore runs twice: on the connection `from_conn_string` opens (prepared statements, "
+        "`prepare_threshold=0`) and on one configured like the library's pools (no prepared statements), "
+        "as the playground runs it. Ratios are ours / PostgresStore.",
+        "",
+        "| facts | ours p50 / p95 | PostgresStore p50 / p95 | ratio p50, p95 | PostgresStore unprepared "
+        "p50 / p95 | ratio p50, p95 | ours via FactStore.search p50 / p95 | HNSW used (fact, passage; theirs) |",
+        "|---:|---:|---:|---:|---:|---:|---:|:---:|",
+    ]
+    for s in sizes:
+        sr, plan = s["search"], s["plan"]
+        used = ", ".join("yes" if plan[k] else "**NO**" for k in ("fact_index_used", "passage_index_used"))
+        rows.append(
+            f"| {s['size']:,} | {_pp(sr['ours'])} | {_pp(sr['theirs'])} "
+            f"| {sr['ratio_p50']:.2f}, {sr['ratio_p95']:.2f} | {_pp(sr['theirs_unprepared'])} "
+            f"| {sr['ratio_unprepared_p50']:.2f}, {sr['ratio_unprepared_p95']:.2f} "
+            f"| {_pp(sr['ours_store'])} | {used}; {'yes' if plan['their_index_used'] else '**NO**'} |"
+        )
+
+    rows += [
+        "",
+        "Writes, ours (ms, p50 / p95; vectors computed in advance), and the block a search returns:",
+        "",
+        "| facts | capture_message | insert_facts | insert_facts, synchronous_commit off | supersede "
+        "| block facts mean (min-max) | block chars mean (max) | hits resolved from a superseded fact, "
+        "per query | PostgresStore items that are superseded, per query |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in sizes:
+        w, b = s["writes"], s["search"]["block"]
+        rows.append(
+            f"| {s['size']:,} | {_pp(w['capture_message'])} | {_pp(w['insert_facts'])} "
+            f"| {_pp(w['insert_facts_async_commit'])} | {_pp(w['supersede'])} "
+            f"| {b['ours']['facts']['mean']:.1f} ({b['ours']['facts']['min']:.0f}-{b['ours']['facts']['max']:.0f}) "
+            f"| {b['ours']['chars']['mean']:.0f} ({b['ours']['chars']['max']:.0f}) "
+            f"| {b['ours']['resolved']['mean']:.2f} | {b['theirs']['superseded_returned']['mean']:.2f} |"
+        )
+
+    for key, title in (
+        ("insert_facts_steps_ms", "insert_facts (capture's SQL layer)"),
+        ("supersede_steps_ms", "memory.facts.supersede"),
+    ):
+        step_names = sorted({k for s in sizes for k in s["writes"][key]})
+        rows += [
+            "",
+            f"{title}, statement by statement (ms per call, p50 / p95):",
+            "",
+            "| facts | " + " | ".join(step_names) + " |",
+            "|---:|" + "---:|" * len(step_names),
+        ]
+        for s in sizes:
+            st = s["writes"][key]
+            cells = [_pp(st[k]) if k in st else "-" for k in step_names]
+            rows.append(f"| {s['size']:,} | " + " | ".join(cells) + " |")
+
+    rows += ["", "Targets:", "", "| target | " + " | ".join(size_label(s["size"]) for s in sizes) + " |"]
+    rows.append("|---|" + "---:|" * len(sizes))
+    for title, check in _target_rows():
+        rows.append(f"| {title} | " + " | ".join(check(s) for s in sizes) + " |")
+
+    if any("prototype_search" in s for s in sizes):
+        rows += _variant_rows(sizes)
+    rows += [
+        "",
+        "Seconds per phase:",
+        "",
+        "| phase | " + " | ".join(size_label(s["size"]) for s in sizes) + " |",
+    ]
+    rows.append("|---|" + "---:|" * len(sizes))
+    for phase in dict.fromkeys(k for s in sizes for k in s["phases_s"]):
+        rows.append(f"| {phase} | " + " | ".join(f"{s['phases_s'].get(phase, 0):.1f}" for s in sizes) + " |")
+    return "\n".join(rows) + "\n"
+
+
+def _variant_rows(sizes: list[dict[str, Any]]) -> list[str]:
+    measured = [s for s in sizes if "prototype_search" in s]
+    head = " | ".join(size_label(s["size"]) for s in measured)
+    rows = [
+        "",
+        "Variants of our search (bench/variants.py; ms p50 / p95, interleaved on the same queries; "
+        "'same' = queries answered exactly as the library does):",
+        "",
+        f"| variant | {head} | same |",
+        "|---|" + "---:|" * len(measured) + "---:|",
+    ]
+    for name in variants.variant_names():
+        cells = [_pp(s["prototype_search"][name]) for s in measured]
+        same = ", ".join(
+            f"{s['prototype_search'][name]['same_hits_as_library']}/{s['prototype_search']['queries']}"
+            for s in measured
+        )
+        rows.append(f"| {name} | " + " | ".join(cells) + f" | {same} |")
+    keys = ("begin_and_sets", "execute", "fetch_rows", "commit", "rank")
+    rows += [
+        "",
+        "Where a library search spends its time (ms, p50 / p95): BEGIN and the two SET LOCALs, the "
+        "candidate query (server and transfer), turning rows into dicts, COMMIT, and rank() in Python:",
+        "",
+        "| facts | " + " | ".join(keys) + " | candidate rows |",
+        "|---:|" + "---:|" * (len(keys) + 1),
+    ]
+    for s in measured:
+        b = s["prototype_search"]["library_breakdown_ms"]
+        cells = [_pp(b[k]) for k in keys]
+        rows.append(f"| {s['size']:,} | " + " | ".join(cells) + f" | {b['rows']['p50']:.0f} |")
+    return rows
+
+
+def _mark(ok: bool, text: str) -> str:
+    return f"{text} {'ok' if ok else 'MISSED'}"
+
+
+def _target_rows() -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
+    t = TARGETS
+
+    def ratio(s: dict[str, Any]) -> str:
+        # against the faster of PostgresStore's two configurations
+        sr = s["search"]
+        r50 = max(sr["ratio_p50"], sr["ratio_unprepared_p50"])
+        r95 = max(sr["ratio_p95"], sr["ratio_unprepared_p95"])
+        return _mark(max(r50, r95) <= t["search_ratio_max"], f"{r50:.2f}, {r95:.2f}")
+
+    def p95_at_100k(s: dict[str, Any]) -> str:
+        p95 = s["search"]["ours"]["p95"]
+        return (
+            _mark(p95 <= t["search_p95_ms_at_100k"], f"{p95:.2f}") if s["size"] >= 100_000 else f"({p95:.2f})"
+        )
+
+    def capture(s: dict[str, Any]) -> str:
+        p95 = s["writes"]["capture_message"]["p95"]
+        return _mark(p95 <= t["capture_p95_ms"], f"{p95:.2f}")
+
+    def supersede(s: dict[str, Any]) -> str:
+        p95 = s["writes"]["supersede"]["p95"]
+        return _mark(p95 <= t["supersede_p95_ms"], f"{p95:.2f}")
+
+    def block(s: dict[str, Any]) -> str:
+        facts = s["search"]["block"]["ours"]["facts"]
+        return _mark(facts["min"] == facts["max"] == s["k"], f"{facts['min']:.0f}-{facts['max']:.0f}")
+
+    return [
+        ("search ratio ours / PostgresStore (the faster setup) <= 1.0 (p50, p95)", ratio),
+        ("ours search p95 <= 10 ms at 100k", p95_at_100k),
+        ("capture p95 <= 5 ms (capture_message)", capture),
+        ("supersede p95 <= 5 ms", supersede),
+        ("block stays k facts", block),
+    ]

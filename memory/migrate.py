@@ -1,8 +1,9 @@
 """Ordered, forward-only schema migrations, applied by `setup()` under an advisory lock.
 
-Migrations are the numbered `.sql` files in `memory/migrations/`; each one runs in its own transaction
-and is recorded in `beads.schema_migrations`. Two processes starting together serialise on the lock:
-the second finds everything applied and does nothing.
+A `MigrationSet` is a package of numbered `.sql` files (`0001_name.sql`, ...) and the schema they
+build; each file runs in its own transaction and is recorded in `<schema>.schema_migrations`. Two
+processes starting together serialise on the set's lock: the second finds everything applied and does
+nothing. The library's set is `memory/migrations/` in the `beads` schema; apps reuse the same class.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -19,15 +21,7 @@ from psycopg import sql
 MIGRATION_LOCK_KEY = 0x6265616473
 
 _FILENAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
-
-_BOOTSTRAP = """
-CREATE SCHEMA IF NOT EXISTS beads;
-CREATE TABLE IF NOT EXISTS beads.schema_migrations (
-    version     integer PRIMARY KEY,
-    name        text NOT NULL,
-    applied_at  timestamptz NOT NULL DEFAULT now()
-);
-"""
+_IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,70 +32,113 @@ class Migration:
 
 
 @cache
-def migrations() -> tuple[Migration, ...]:
-    """Every migration shipped with the library, in order."""
+def _load(package: str) -> tuple[Migration, ...]:
     found = []
-    for entry in resources.files("memory.migrations").iterdir():
+    for entry in resources.files(package).iterdir():
         match = _FILENAME.match(entry.name)
         if match:
             found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
     found.sort(key=lambda m: m.version)
     versions = [m.version for m in found]
     if versions != list(range(1, len(found) + 1)):
-        raise RuntimeError(f"migrations must be numbered 1..n without gaps, found {versions}")
+        raise RuntimeError(f"migrations in {package} must be numbered 1..n without gaps, found {versions}")
     return tuple(found)
 
 
-def setup(conn: psycopg.Connection) -> list[int]:
-    """Apply every pending migration; returns the versions applied by this call.
-
-    `conn` must be in autocommit mode (as the library's pools are): each migration opens its own
-    transaction so a failure leaves the schema at the last good version.
-    """
-    conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
-    try:
-        # inside the lock: CREATE EXTENSION IF NOT EXISTS is not safe against a concurrent twin
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        conn.execute(_BOOTSTRAP)
-        applied = {
-            row[0] if isinstance(row, tuple) else row["version"]
-            for row in conn.execute("SELECT version FROM beads.schema_migrations").fetchall()
-        }
-        done: list[int] = []
-        for migration in migrations():
-            if migration.version in applied:
-                continue
-            with conn.transaction():
-                conn.execute(sql.SQL(migration.sql))  # type: ignore[arg-type]  # trusted file shipped with us
-                conn.execute(
-                    "INSERT INTO beads.schema_migrations (version, name) VALUES (%s, %s)",
-                    (migration.version, migration.name),
-                )
-            done.append(migration.version)
-        return done
-    finally:
-        conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
+def _version(row: Any) -> int:
+    return int(row["version"] if isinstance(row, dict) else row[0])
 
 
-async def asetup(conn: psycopg.AsyncConnection) -> list[int]:
-    """`setup()` for an async connection."""
-    await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK_KEY,))
-    try:
-        await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        await conn.execute(_BOOTSTRAP)
-        cur = await conn.execute("SELECT version FROM beads.schema_migrations")
-        applied = {row[0] if isinstance(row, tuple) else row["version"] for row in await cur.fetchall()}
-        done: list[int] = []
-        for migration in migrations():
-            if migration.version in applied:
-                continue
-            async with conn.transaction():
-                await conn.execute(sql.SQL(migration.sql))  # type: ignore[arg-type]
-                await conn.execute(
-                    "INSERT INTO beads.schema_migrations (version, name) VALUES (%s, %s)",
-                    (migration.version, migration.name),
-                )
-            done.append(migration.version)
-        return done
-    finally:
-        await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK_KEY,))
+@dataclass(frozen=True, slots=True)
+class MigrationSet:
+    package: str  # where the numbered .sql files live
+    schema: str  # the schema they build (whitelisted: a plain lowercase identifier)
+    lock_key: int
+    extensions: tuple[str, ...] = ()  # created inside the lock: IF NOT EXISTS is not safe against a twin
+
+    def __post_init__(self) -> None:
+        if not _IDENTIFIER.match(self.schema) or not all(_IDENTIFIER.match(e) for e in self.extensions):
+            raise ValueError("schema and extension names must be plain lowercase identifiers")
+
+    def migrations(self) -> tuple[Migration, ...]:
+        return _load(self.package)
+
+    def _prologue(self) -> list[sql.Composable]:
+        statements: list[sql.Composable] = [
+            sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(e)) for e in self.extensions
+        ]
+        statements.append(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
+        statements.append(
+            sql.SQL(
+                "CREATE TABLE IF NOT EXISTS {}.schema_migrations (version integer PRIMARY KEY, "
+                "name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            ).format(sql.Identifier(self.schema))
+        )
+        return statements
+
+    def _applied_query(self) -> sql.Composed:
+        return sql.SQL("SELECT version FROM {}.schema_migrations").format(sql.Identifier(self.schema))
+
+    def _record(self) -> sql.Composed:
+        return sql.SQL("INSERT INTO {}.schema_migrations (version, name) VALUES (%s, %s)").format(
+            sql.Identifier(self.schema)
+        )
+
+    def setup(self, conn: psycopg.Connection[Any]) -> list[int]:
+        """Apply every pending migration; returns the versions applied by this call.
+
+        `conn` must be in autocommit mode (as the library's pools are): each migration opens its own
+        transaction so a failure leaves the schema at the last good version.
+        """
+        conn.execute("SELECT pg_advisory_lock(%s)", (self.lock_key,))
+        try:
+            for statement in self._prologue():
+                conn.execute(statement)
+            applied = {_version(r) for r in conn.execute(self._applied_query()).fetchall()}
+            done: list[int] = []
+            for migration in self.migrations():
+                if migration.version not in applied:
+                    with conn.transaction():
+                        conn.execute(sql.SQL(migration.sql))  # type: ignore[arg-type]  # a file shipped with us
+                        conn.execute(self._record(), (migration.version, migration.name))
+                    done.append(migration.version)
+            return done
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (self.lock_key,))
+
+    async def asetup(self, conn: psycopg.AsyncConnection[Any]) -> list[int]:
+        """`setup()` for an async connection."""
+        await conn.execute("SELECT pg_advisory_lock(%s)", (self.lock_key,))
+        try:
+            for statement in self._prologue():
+                await conn.execute(statement)
+            cur = await conn.execute(self._applied_query())
+            applied = {_version(r) for r in await cur.fetchall()}
+            done: list[int] = []
+            for migration in self.migrations():
+                if migration.version not in applied:
+                    async with conn.transaction():
+                        await conn.execute(sql.SQL(migration.sql))  # type: ignore[arg-type]
+                        await conn.execute(self._record(), (migration.version, migration.name))
+                    done.append(migration.version)
+            return done
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (self.lock_key,))
+
+
+LIBRARY_MIGRATIONS = MigrationSet("memory.migrations", "beads", MIGRATION_LOCK_KEY, extensions=("vector",))
+
+
+def migrations() -> tuple[Migration, ...]:
+    """Every migration shipped with the library, in order."""
+    return LIBRARY_MIGRATIONS.migrations()
+
+
+def setup(conn: psycopg.Connection[Any]) -> list[int]:
+    """Apply the library's pending migrations (see `MigrationSet.setup`)."""
+    return LIBRARY_MIGRATIONS.setup(conn)
+
+
+async def asetup(conn: psycopg.AsyncConnection[Any]) -> list[int]:
+    """Apply the library's pending migrations on an async connection."""
+    return await LIBRARY_MIGRATIONS.asetup(conn)

@@ -12,11 +12,11 @@ import shutil
 import socket
 import threading
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from ollama_fakes import LoopbackServer, QuietHandler
 
 from memory.embedders import (
     CachedEmbedder,
@@ -284,7 +284,7 @@ def closed_port() -> Iterator[int]:
         yield sock.getsockname()[1]
 
 
-class FakeOllama:
+class FakeOllama(LoopbackServer):
     """A loopback HTTP server answering POST /api/embed with a canned status and JSON body."""
 
     def __init__(self, status: int, body: dict[str, Any] | None = None, dims: int = 768) -> None:
@@ -294,47 +294,23 @@ class FakeOllama:
         self.requests: list[dict[str, Any]] = []
         owner = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 request = json.loads(self.rfile.read(length) or b"{}")
                 owner.requests.append({"path": self.path, **request})
                 if self.path != "/api/embed":
-                    self._reply(404, {"error": "not found"})
+                    self.reply_json(404, {"error": "not found"})
                 elif owner.body is not None:
-                    self._reply(owner.status, owner.body)
+                    self.reply_json(owner.status, owner.body)
                 else:
                     texts = request["input"]
                     texts = [texts] if isinstance(texts, str) else texts
                     # Deliberately not unit length: the embedder normalises whatever it gets.
                     embeddings = [[float(i + 1)] * owner.dims for i, _ in enumerate(texts)]
-                    self._reply(owner.status, {"model": request["model"], "embeddings": embeddings})
+                    self.reply_json(owner.status, {"model": request["model"], "embeddings": embeddings})
 
-            def _reply(self, status: int, body: dict[str, Any]) -> None:
-                payload = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # keep the test output clean
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        # A short poll interval so that shutdown() returns at once rather than after half a second.
-        self._thread = threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True)
-
-    def __enter__(self) -> FakeOllama:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self._thread.join(timeout=5)
+        super().__init__(Handler)
 
 
 def test_ollama_without_a_server_says_to_start_one(closed_port: int) -> None:

@@ -57,7 +57,9 @@ def _lexicon(words: str) -> frozenset[str]:
 
 
 # Never the last word of a sentence, whatever follows.
-_NEVER_FINAL = _lexicon("e.g i.e vs v cf al viz dr mr mrs ms mx prof sr jr st mt approx ca incl esp resp")
+_NEVER_FINAL = _lexicon("e.g i.e vs v cf al viz approx ca incl esp resp")
+# Titles end no sentence when capitalised ("Ms. Lee"); in lowercase they are units ("120 ms. Next").
+_TITLES = _lexicon("dr mr mrs ms mx prof sr jr st mt")
 # Abbreviations that only stand before a number ("No. 5", "Jan. 3", "Fig. 2").
 _BEFORE_NUMBER = _lexicon(
     "no nos nr fig figs vol p pp ch sec art op jan feb mar apr jun jul aug sep sept oct nov dec"
@@ -266,9 +268,12 @@ def _is_boundary(text: str, lo: int, i: int, j: int, k: int, end: int) -> bool:
         a -= 1
     if a == floor and a > lo and not text[a - 1].isspace():
         return True  # a long token (URL, path) is not an abbreviation
-    token = text[a:i].lstrip("([{\"'“‘").lower()
+    raw = text[a:i].lstrip("([{\"'“‘")
+    token = raw.lower()
     if token in _NEVER_FINAL or _DOTTED.fullmatch(token + "."):
         return False
+    if token in _TITLES:
+        return not raw[:1].isupper()
     if len(token) == 1 and text[i - 1].isupper():
         return False  # an initial: "J. Smith"
     return not (token in _BEFORE_NUMBER and nxt.isdigit())

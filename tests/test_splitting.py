@@ -14,6 +14,17 @@ U = "user_input"
 D = "directive"
 
 CASES: list[tuple[str, str, list[tuple[str, str]]]] = [
+    # --- a lowercase unit is not a title ("ms" after a number ends a sentence; "Ms." does not) --------
+    (
+        "unit-before-question",
+        "p99 latency is 120 ms. What is our budget?",
+        [("p99 latency is 120 ms.", U), ("What is our budget?", D)],
+    ),
+    (
+        "title-before-name",
+        "Ms. Lee approved the budget. Dr. Okafor signs off on Friday.",
+        [("Ms. Lee approved the budget.", U), ("Dr. Okafor signs off on Friday.", U)],
+    ),
     # --- several constraints in one sentence -------------------------------------------------------
     (
         "three-constraints",

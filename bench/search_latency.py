@@ -501,9 +501,6 @@ def _write_plan(name: str, plan: dict[str, Any], prototype: dict[str, Any]) -> N
         plan["supersede_update"],
         "",
     ]
-    for key, title in (("plan_lean", "variant: lean rows (bench/lean_search.py)"),):
-        if key in prototype:
-            lines += [f"## {title}", _VECTOR_LITERAL.sub("'[768-d query vector]'", prototype[key]), ""]
     (RESULTS / f"search_plan_{name}.txt").write_text("\n".join(lines))
 
 

@@ -3,10 +3,6 @@
 Each variant runs on the same queries as the library's search, interleaved with it, and is checked
 against the library's answer (the same facts, scores and resolutions) on every query:
 
-- per-row vectors: the hit's, passage's and head's vectors read through per-row index probes, never a
-  hash join over every vector of the space (which the planner picks for mid-sized stores).
-- lean rows: rank on lean candidate rows and read only the k winners in full (bench/lean_search.py).
-- one SET: hnsw.iterative_scan and hnsw.ef_search in one round trip (set_config) instead of two.
 - candidates=32: the nearest 32 claims and 32 passages fetched before ranking instead of 48 (the
   library fetches max(candidates, 4k); a recall trade, so the "same answer" count matters here).
 """
@@ -22,54 +18,17 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from bench import lean_search
 from memory import retrieval
 from memory.model import Namespace, SearchResult
 from memory.retrieval import SearchOptions
 from memory.vectors import as_vector
-
-_LIBRARY_CTES = retrieval._CANDIDATES.split("SELECT {hit_columns}", 1)[0]
-if _LIBRARY_CTES == retrieval._CANDIDATES:
-    raise RuntimeError("memory.retrieval's candidate query changed shape; update bench/variants.py")
-
-# The library's CTEs unchanged; the final SELECT reads each hit's vector through a LATERAL ... LIMIT 1
-# (which the planner cannot flatten into a hash join) and the passage and head vectors through scalar
-# subqueries, so each is ~170 primary-key probes whatever the size of the store.
-PER_ROW_VECTORS = (
-    _LIBRARY_CTES
-    + """SELECT {hit_columns}, {head_columns},
-       hs.id IS NOT NULL AS head_in_scope,
-       coalesce(hs.demoted, false) AS head_demoted,
-       hv.claim_sim,
-       (SELECT 1 - (x.embedding <=> %(q)s::vector) FROM beads.passage_vectors x
-         WHERE x.embedder_id = {eid} AND x.passage_id = hit.passage_id) AS passage_sim,
-       (SELECT true FROM beads.fact_vectors x
-         WHERE x.embedder_id = {eid} AND x.fact_id = head.id) IS NOT NULL AS head_has_vector,
-       coalesce((SELECT array_agg(e.dst) FROM beads.edges e
-                  WHERE e.src = head.id AND e.relation = 'derived_from'), '{{}}') AS head_derived_from
-  FROM hit_ids
-  JOIN beads.facts hit ON hit.id = hit_ids.id
-  JOIN beads.facts head ON head.id = hit.head_id
-  LEFT JOIN scope hs ON hs.id = head.namespace_id
-  CROSS JOIN LATERAL (
-      SELECT 1 - (x.embedding <=> %(q)s::vector) AS claim_sim FROM beads.fact_vectors x
-       WHERE x.embedder_id = {eid} AND x.fact_id = hit.id
-       LIMIT 1
-  ) hv
-"""
-)
 
 
 def candidate_statement(
     template: str, ns: Namespace, qvec: Sequence[float], eid: int, dims: int, options: SearchOptions
 ) -> tuple[sql.Composed, dict[str, Any]]:
     """The statement and parameters memory.retrieval.search builds, for any candidate-query template."""
-    statement = sql.SQL(template).format(
-        eid=sql.Literal(int(eid)),
-        dims=sql.Literal(int(dims)),
-        hit_columns=sql.SQL(retrieval._HIT_COLUMNS),
-        head_columns=sql.SQL(retrieval._HEAD_COLUMNS),
-    )
+    statement = sql.SQL(template).format(eid=sql.Literal(int(eid)), dims=sql.Literal(int(dims)))
     params = {
         "session": ns.session_id,
         "lineage": list(ns.lineage),
@@ -94,36 +53,6 @@ def set_hnsw(conn: psycopg.Connection, candidates: int, one_round_trip: bool = F
         conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef_search)))
 
 
-def templated_search(
-    template: str, one_round_trip: bool = False
-) -> Callable[[psycopg.Connection, Namespace, str, Sequence[float], int, int, SearchOptions], SearchResult]:
-    """memory.retrieval.search with another candidate-query template."""
-
-    def run(
-        conn: psycopg.Connection,
-        ns: Namespace,
-        query: str,
-        qvec: Sequence[float],
-        eid: int,
-        dims: int,
-        options: SearchOptions,
-    ) -> SearchResult:
-        statement, params = candidate_statement(template, ns, qvec, eid, dims, options)
-        with conn.transaction():
-            set_hnsw(conn, params["n"], one_round_trip)
-            rows = conn.execute(statement, params).fetchall()
-        return retrieval.rank(rows, query, options)
-
-    return run
-
-
-def lean(one_round_trip: bool = False) -> Callable[..., SearchResult]:
-    def run(conn, ns, query, qvec, eid, dims, options):  # type: ignore[no-untyped-def]
-        return lean_search.search(conn, ns, query, qvec, eid, dims, options, one_round_trip)
-
-    return run
-
-
 def with_candidates(fn: Callable[..., SearchResult], candidates: int) -> Callable[..., SearchResult]:
     def run(conn, ns, query, qvec, eid, dims, options):  # type: ignore[no-untyped-def]
         return fn(conn, ns, query, qvec, eid, dims, replace(options, candidates=candidates))
@@ -131,16 +60,9 @@ def with_candidates(fn: Callable[..., SearchResult], candidates: int) -> Callabl
     return run
 
 
-LIBRARY = templated_search(retrieval._CANDIDATES)
-
 VARIANTS: dict[str, Callable[..., SearchResult]] = {
-    "library": LIBRARY,
-    "per_row_vectors": templated_search(PER_ROW_VECTORS),
-    "one SET": templated_search(retrieval._CANDIDATES, one_round_trip=True),
-    "lean_rows": lean(),
-    "lean_rows + one SET": lean(one_round_trip=True),
-    "candidates=32": with_candidates(LIBRARY, 32),
-    "lean_rows + candidates=32": with_candidates(lean(), 32),
+    "library": retrieval.search,
+    "candidates=32": with_candidates(retrieval.search, 32),
 }
 
 
@@ -160,7 +82,6 @@ def measure_variants(
     out: dict[str, Any] = {"queries": len(query_texts)}
     out["library_breakdown_ms"] = breakdown(conn, systems, data, query_texts, options)
     out.update(_interleave(conn, VARIANTS, systems, data, query_texts, warmup, options))
-    out["plan_lean"] = explain(conn, lean_search.LEAN_CANDIDATES, systems, data, query_texts[0], options)
     return out
 
 
@@ -238,7 +159,7 @@ def breakdown(
             rows = cur.fetchall()  # turning the result into dicts
             t3 = time.perf_counter()
         t4 = time.perf_counter()
-        retrieval.rank(rows, q, options)
+        retrieval.rank(rows, options)
         t5 = time.perf_counter()
         for key, value in zip(keys, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4), strict=True):
             steps[key].append(value * 1000)

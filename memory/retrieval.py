@@ -15,7 +15,6 @@ The pipeline, in order (every step traces to a failure the seed system measured)
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections import Counter
 from collections.abc import Sequence
@@ -25,8 +24,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from memory.facts import FACT_COLUMNS
-from memory.model import Fact, Hit, Kind, Namespace, SearchResult, Status
+from memory.facts import get_facts
+from memory.model import Hit, Kind, Namespace, SearchResult, Status
 from memory.vectors import as_vector
 
 
@@ -50,10 +49,6 @@ class SearchOptions:
         if self.per_agent_cap < 1:
             raise ValueError("per_agent_cap must be at least 1")
 
-
-# the current version's columns carry a prefix: the hit's own `head_id` column would clash with `head.id`
-_HEAD_COLUMNS = ", ".join(f"head.{c.strip()} AS cur_{c.strip()}" for c in FACT_COLUMNS.split(","))
-_HIT_COLUMNS = ", ".join(f"hit.{c.strip()}" for c in FACT_COLUMNS.split(","))
 
 # {dims} and {eid} are integers we own, placed as literals so the planner matches the partial
 # expression index of this embedding space.
@@ -87,12 +82,16 @@ hit_ids AS (
     UNION
     SELECT f.id FROM beads.facts f JOIN passage_hits ph ON ph.passage_id = f.passage_id
 )
-SELECT {hit_columns}, {head_columns},
+-- only what ranking reads: the k winners' full rows are read afterwards by primary key
+SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.head_id,
+       head.kind AS head_kind, head.status AS head_status, head.agent_id AS head_agent_id,
+       head.message_id AS head_message_id, md5(head.body) AS head_md5,
        hs.id IS NOT NULL AS head_in_scope,
        coalesce(hs.demoted, false) AS head_demoted,
        1 - (hv.embedding <=> %(q)s::vector) AS claim_sim,
        1 - (hpv.embedding <=> %(q)s::vector) AS passage_sim,
-       head_has_vector.present AS head_has_vector,
+       EXISTS (SELECT 1 FROM beads.fact_vectors x
+                WHERE x.fact_id = head.id AND x.embedder_id = {eid}) AS head_has_vector,
        coalesce((SELECT array_agg(e.dst) FROM beads.edges e
                   WHERE e.src = head.id AND e.relation = 'derived_from'), '{{}}') AS head_derived_from
   FROM hit_ids
@@ -101,19 +100,7 @@ SELECT {hit_columns}, {head_columns},
   LEFT JOIN scope hs ON hs.id = head.namespace_id
   JOIN beads.fact_vectors hv ON hv.fact_id = hit.id AND hv.embedder_id = {eid}
   LEFT JOIN beads.passage_vectors hpv ON hpv.passage_id = hit.passage_id AND hpv.embedder_id = {eid}
-  CROSS JOIN LATERAL (
-      SELECT EXISTS (SELECT 1 FROM beads.fact_vectors x
-                      WHERE x.fact_id = head.id AND x.embedder_id = {eid}) AS present
-  ) head_has_vector
 """
-
-
-def _head(row: dict[str, Any]) -> Fact:
-    return Fact.from_row({k[4:]: v for k, v in row.items() if k.startswith("cur_")})
-
-
-def _tiebreak(body: str) -> str:
-    return hashlib.md5(body.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
 
 
 def search(
@@ -125,12 +112,7 @@ def search(
     dims: int,
     options: SearchOptions = SearchOptions(),  # frozen, so a shared default is safe
 ) -> SearchResult:
-    statement = sql.SQL(_CANDIDATES).format(
-        eid=sql.Literal(int(embedder_id)),
-        dims=sql.Literal(int(dims)),
-        hit_columns=sql.SQL(_HIT_COLUMNS),
-        head_columns=sql.SQL(_HEAD_COLUMNS),
-    )
+    statement = sql.SQL(_CANDIDATES).format(eid=sql.Literal(int(embedder_id)), dims=sql.Literal(int(dims)))
     params = {
         "session": ns.session_id,
         "lineage": list(ns.lineage),
@@ -142,50 +124,87 @@ def search(
         # the HNSW scan keeps walking until enough rows pass the session/scope filter (pgvector 0.8)
         conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(max(40, params["n"]))))
-        rows = conn.execute(statement, params).fetchall()
-    return rank(rows, query, options)
+        ranked = rank(conn.execute(statement, params).fetchall(), options)
+        wanted = [c["head_id"] for c in ranked.chosen] + [c["hit_id"] for c in ranked.chosen]
+        facts = {f.id: f for f in get_facts(conn, dict.fromkeys(wanted))}
+    hits = []
+    for c in ranked.chosen:
+        head = facts[c["head_id"]]
+        resolved_from = facts[c["hit_id"]] if c["hit_id"] != c["head_id"] else None
+        flags = []
+        if resolved_from is not None:
+            flags.append(f"resolved from superseded {resolved_from.short_id}")
+        if c["demoted"]:
+            flags.append(f"demoted: sub-agent {head.agent_id}")
+        hits.append(
+            Hit(
+                fact=head,
+                score=c["score"],
+                distance=1.0 - c["similarity"],
+                claim_similarity=c["claim_sim"],
+                passage_similarity=c["passage_sim"],
+                demoted=c["demoted"],
+                resolved_from=resolved_from,
+                flags=tuple(flags),
+            )
+        )
+    return SearchResult(
+        hits=tuple(hits),
+        query=query,
+        not_in_memory=not hits,
+        best_score=ranked.best_score,
+        dropped=ranked.dropped,
+    )
 
 
-def rank(rows: Sequence[dict[str, Any]], query: str, options: SearchOptions) -> SearchResult:
-    """Turn candidate rows into the ranked result (pure: no database)."""
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    chosen: list[dict[str, Any]]  # the selected candidates, best first
+    dropped: tuple[tuple[str, str], ...]  # (short id, reason) for candidates left out
+    best_score: float | None
+
+
+def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
+    """Decide which candidates make the block (pure: no database)."""
     w = options.claim_weight
     best: dict[uuid.UUID, dict[str, Any]] = {}
     dropped: dict[uuid.UUID, str] = {}
     for row in rows:
-        hit = Fact.from_row(row)
-        if hit.status is Status.ARCHIVED:
-            dropped[hit.id] = "archived"
+        hit_id, head_id = row["hit_id"], row["head_id"]
+        if row["hit_status"] == Status.ARCHIVED:
+            dropped[hit_id] = "archived"
             continue
-        if hit.kind is Kind.DIRECTIVE and not options.include_directives:
-            dropped[hit.id] = "directive"
+        if row["hit_kind"] == Kind.DIRECTIVE and not options.include_directives:
+            dropped[hit_id] = "directive"
             continue
-        head = hit if hit.head_id == hit.id else _head(row)
         reason = None
         if not row["head_in_scope"]:
             reason = "current version is out of scope"
-        elif head.status is Status.ARCHIVED:
+        elif row["head_status"] == Status.ARCHIVED:
             reason = "current version archived"
-        elif head.kind is Kind.DIRECTIVE and not options.include_directives:
+        elif row["head_kind"] == Kind.DIRECTIVE and not options.include_directives:
             reason = "current version is a directive"
         elif not row["head_has_vector"]:
             reason = "current version has no vector"
-        elif head.id in options.exclude_fact_ids or (
-            head.message_id is not None and head.message_id in options.exclude_message_ids
+        elif head_id in options.exclude_fact_ids or (
+            row["head_message_id"] is not None and row["head_message_id"] in options.exclude_message_ids
         ):
             reason = "already in the message window"
         if reason:
-            dropped[head.id] = reason
+            dropped[head_id] = reason
             continue
         claim_sim = float(row["claim_sim"])
         passage_sim = None if row["passage_sim"] is None else float(row["passage_sim"])
         similarity = claim_sim if passage_sim is None else w * claim_sim + (1 - w) * passage_sim
         demoted = bool(row["head_demoted"])
         score = similarity - (options.descendant_penalty if demoted else 0.0)
-        current = best.get(head.id)
+        current = best.get(head_id)
         if current is None or score > current["score"]:
-            best[head.id] = {
-                "head": head,
-                "hit": hit,
+            best[head_id] = {
+                "head_id": head_id,
+                "hit_id": hit_id,
+                "agent_id": row["head_agent_id"],
+                "md5": row["head_md5"],  # md5(body), computed by Postgres over the UTF-8 text
                 "score": score,
                 "similarity": similarity,
                 "claim_sim": claim_sim,
@@ -194,58 +213,35 @@ def rank(rows: Sequence[dict[str, Any]], query: str, options: SearchOptions) -> 
                 "derived_from": set(row["head_derived_from"] or ()),
             }
 
-    ordered = sorted(best.values(), key=lambda c: (-round(c["score"], 6), _tiebreak(c["head"].body)))
-    selected: list[Hit] = []
-    derived_from: dict[uuid.UUID, set[uuid.UUID]] = {}
+    ordered = sorted(best.values(), key=lambda c: (-round(c["score"], 6), c["md5"]))
+    chosen: list[dict[str, Any]] = []
     per_agent: Counter[str] = Counter()
     for cand in ordered:
-        head: Fact = cand["head"]
+        head_id = cand["head_id"]
         if cand["score"] < options.relevance_floor:
-            dropped[head.id] = "below the relevance floor"
+            dropped[head_id] = "below the relevance floor"
             continue
-        if cand["derived_from"] & derived_from.keys():
-            dropped[head.id] = "restates a fact already selected"
+        if cand["derived_from"] & {c["head_id"] for c in chosen}:
+            dropped[head_id] = "restates a fact already selected"
             continue
-        if cand["demoted"] and per_agent[head.agent_id] >= options.per_agent_cap:
-            dropped[head.id] = f"cap of {options.per_agent_cap} facts for sub-agent {head.agent_id}"
+        if cand["demoted"] and per_agent[cand["agent_id"]] >= options.per_agent_cap:
+            dropped[head_id] = f"cap of {options.per_agent_cap} facts for sub-agent {cand['agent_id']}"
             continue
         # a restatement that outranked its source gives its slot back when the source arrives
-        for earlier in [h for h in selected if head.id in derived_from[h.fact.id]]:
-            selected.remove(earlier)
-            del derived_from[earlier.fact.id]
-            if earlier.demoted:
-                per_agent[earlier.fact.agent_id] -= 1
-            dropped[earlier.fact.id] = "restates a fact already selected"
-        if len(selected) >= options.k:
-            dropped[head.id] = f"beyond k={options.k}"
+        for earlier in [c for c in chosen if head_id in c["derived_from"]]:
+            chosen.remove(earlier)
+            if earlier["demoted"]:
+                per_agent[earlier["agent_id"]] -= 1
+            dropped[earlier["head_id"]] = "restates a fact already selected"
+        if len(chosen) >= options.k:
+            dropped[head_id] = f"beyond k={options.k}"
             continue
-        resolved_from = cand["hit"] if cand["hit"].id != head.id else None
-        flags = []
-        if resolved_from is not None:
-            flags.append(f"resolved from superseded {resolved_from.short_id}")
+        chosen.append(cand)
         if cand["demoted"]:
-            flags.append(f"demoted: sub-agent {head.agent_id}")
-        selected.append(
-            Hit(
-                fact=head,
-                score=cand["score"],
-                distance=1.0 - cand["similarity"],
-                claim_similarity=cand["claim_sim"],
-                passage_similarity=cand["passage_sim"],
-                demoted=cand["demoted"],
-                resolved_from=resolved_from,
-                flags=tuple(flags),
-            )
-        )
-        derived_from[head.id] = cand["derived_from"]
-        if cand["demoted"]:
-            per_agent[head.agent_id] += 1
-
-    top = max((c["score"] for c in ordered), default=None)
-    return SearchResult(
-        hits=tuple(selected),
-        query=query,
-        not_in_memory=not selected,
-        best_score=top,
-        dropped=tuple((fid.hex[:8], why) for fid, why in dropped.items() if fid not in derived_from),
+            per_agent[cand["agent_id"]] += 1
+    selected = {c["head_id"] for c in chosen}
+    return Ranked(
+        chosen=chosen,
+        dropped=tuple((fid.hex[:8], why) for fid, why in dropped.items() if fid not in selected),
+        best_score=max((c["score"] for c in ordered), default=None),
     )

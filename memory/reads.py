@@ -21,6 +21,20 @@ def facts_in_namespace(conn: psycopg.Connection, ns_id: uuid.UUID) -> list[Fact]
     return [Fact.from_row(r) for r in rows]
 
 
+def rollup_from(conn: psycopg.Connection, child: uuid.UUID, parent: uuid.UUID) -> Fact | None:
+    """The summary a forked namespace wrote into its parent (conclude_task or the fallback), if any."""
+    row = conn.execute(
+        f"""
+        SELECT {_F} FROM beads.facts f
+         WHERE f.namespace_id = %s AND f.source IN ('conclude_task', 'fallback_conclude')
+           AND f.metadata->>'from_namespace' = %s
+         ORDER BY f.recorded_at LIMIT 1
+        """,
+        (parent, str(child)),
+    ).fetchone()
+    return None if row is None else Fact.from_row(row)
+
+
 def subtree_facts(
     conn: psycopg.Connection, ns_id: uuid.UUID, agent_id: str | None = None, include_retired: bool = False
 ) -> list[Fact]:

@@ -261,6 +261,13 @@ class FactStore:
         with self.pool.connection() as conn:
             return reads.facts_in_namespace(conn, ns_id)
 
+    def rollup_from(self, child: Namespace) -> Fact | None:
+        """The summary `child` (a fork) wrote into its parent, if it has concluded."""
+        if child.parent_id is None:
+            return None
+        with self.pool.connection() as conn:
+            return reads.rollup_from(conn, child.id, child.parent_id)
+
     def subtree_facts(self, ns_id: uuid.UUID, agent_id: str | None = None) -> list[Fact]:
         with self.pool.connection() as conn:
             return reads.subtree_facts(conn, ns_id, agent_id)
@@ -354,6 +361,7 @@ class AsyncFactStore:
     search = _threaded(FactStore.search)
     get = _threaded(FactStore.get)
     facts_in_namespace = _threaded(FactStore.facts_in_namespace)
+    rollup_from = _threaded(FactStore.rollup_from)
     subtree_facts = _threaded(FactStore.subtree_facts)
     session_facts = _threaded(FactStore.session_facts)
     facts_as_of = _threaded(FactStore.facts_as_of)

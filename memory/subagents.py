@@ -21,7 +21,6 @@ from memory.block import clip
 from memory.middleware import BeadsMemoryMiddleware
 from memory.model import Fact, Kind, Namespace, Relation, Source
 from memory.store import FactStore
-from memory.tools import concluded_summary
 
 _log = logging.getLogger(__name__)
 
@@ -74,7 +73,7 @@ def run_subagent(
             messages = state["messages"]
             final = messages[-1]
             last_answer = final.text if isinstance(final, AIMessage) else ""
-            summary = concluded_summary(store, child)
+            summary = store.rollup_from(child)
             if summary is not None:
                 return summary
             if attempt < max_reprompts:

@@ -61,7 +61,7 @@ def _conclude_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
         delegated it. Required before you give your final answer; call it once."""
         if ns.parent_id is None:
             return "conclude_task is only for delegated sub-agents."
-        if concluded_summary(store, ns) is not None:
+        if store.rollup_from(ns) is not None:
             return "Already concluded; give your final answer now."
         parent = store.namespace(ns.parent_id)
         try:
@@ -81,18 +81,6 @@ def _conclude_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
         return f"Concluded: summary [{rollup.short_id}] recorded for the delegating agent, linked to {len(raw)} facts."
 
     return StructuredTool.from_function(conclude_task)
-
-
-def concluded_summary(store: FactStore, ns: Namespace):  # type: ignore[no-untyped-def]
-    """The summary a fork wrote into its parent, if it has concluded."""
-    if ns.parent_id is None:
-        return None
-    for fact in store.facts_in_namespace(ns.parent_id):
-        if fact.source in (Source.CONCLUDE_TASK, Source.FALLBACK_CONCLUDE) and fact.metadata.get(
-            "from_namespace"
-        ) == str(ns.id):
-            return fact
-    return None
 
 
 def _recall_tool(store: FactStore, ns: Namespace) -> BaseTool:

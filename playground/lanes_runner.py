@@ -296,9 +296,7 @@ def injection(event: dict[str, Any]) -> dict[str, Any]:
     facts = event.get("facts", [])
     return {
         "query": event.get("query"),
-        # memory.block reports False for an empty result (it tests the result's truthiness, and an
-        # empty SearchResult is falsy); a query that selected nothing is "not in memory"
-        "not_in_memory": bool(event.get("not_in_memory")) or (event.get("query") is not None and not facts),
+        "not_in_memory": bool(event.get("not_in_memory")),
         "tokens": event.get("tokens", 0),
         "facts": [{k: fact.get(k) for k in keep} for fact in facts],
         "dropped": len(event.get("dropped", [])),

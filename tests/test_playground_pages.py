@@ -193,3 +193,35 @@ def test_rename_list_and_delete_forgets_both_lanes(client: TestClient, play_db: 
     assert scalar(play_db, "SELECT count(*) FROM checkpoints WHERE thread_id = ANY(%s)", (threads,)) == 0
     assert scalar(play_db, "SELECT count(*) FROM playground.events") == 0
     assert client.post(f"{chat}/delete", headers=HTMX).status_code == 404
+
+
+def test_the_inspector_shows_sub_agents_and_their_rollups(client: TestClient, play_db: str) -> None:
+    from memory.connection import open_pool
+    from memory.embedders import FakeEmbedder
+    from memory.store import FactStore
+    from memory.tools import memory_tools
+
+    chat = new_chat(client)
+    session = scalar(
+        play_db, "SELECT session_id FROM playground.chats WHERE id = %s", (chat.rsplit("/", 1)[1],)
+    )
+    with open_pool(play_db, max_size=2) as pool:
+        store = FactStore(pool, FakeEmbedder(64))
+        store.setup()
+        root = store.root(session)
+        child = store.fork(root, "qdrant", "researcher_qdrant")
+        store.remember(child, "Qdrant runs on-prem with Docker.")
+        conclude = next(
+            t
+            for t in memory_tools(store, child, "researcher_qdrant", "subagent")
+            if t.name == "conclude_task"
+        )
+        assert conclude.invoke({"summary": "Qdrant can be self-hosted."}).startswith("Concluded")
+    page = client.get(f"{chat}/inspector")
+    assert page.status_code == 200
+    assert "agent researcher_qdrant · 1 fact (1 active)" in page.text  # the fork's node in the tree
+    # its rollup hangs under that node, nested in the root's
+    node = page.text[page.text.index("agent researcher_qdrant") :]
+    assert re.search(
+        r'<div class="rollup"><span class="chip">conclude_task</span> Qdrant can be self-hosted\.</div>', node
+    )

@@ -2,6 +2,7 @@
 
     python -m memory show SESSION [--query TEXT] [--k 8] [--namespace ID] [--all]
     python -m memory forget SESSION --yes
+    python -m memory consolidate SESSION [--dry-run] [--horizon DAYS] [--threshold 0.9]
 
 Exit codes: 0 done, 1 nothing to show (or a refused forget), 2 the database or the configuration failed.
 """
@@ -13,7 +14,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -27,6 +28,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from memory.connection import open_pool, resolve_database_url
+from memory.consolidate import DEFAULT_MERGE_THRESHOLD, ConsolidationReport
 from memory.embedders.select import embedder_from_name
 from memory.errors import ConfigurationError, DatabaseUnavailableError
 from memory.model import Fact, Namespace, SearchResult, Status
@@ -231,6 +233,59 @@ def forget(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def consolidation_table(report: ConsolidationReport) -> Table:
+    verb = "would archive" if report.dry_run else "archived"
+    table = titled(
+        f"Consolidation of {report.session_id}{' (dry run)' if report.dry_run else ''}: {verb} "
+        f"{report.archived} fact{'s' * (report.archived != 1)}",
+        "action",
+        "id",
+        Column("cosine", justify="right"),
+        "into / last used",
+        "body",
+    )
+    for merge in report.merges:
+        for dup in merge.duplicates:
+            cosine = f"{merge.min_similarity:.3f}"
+            table.add_row("merged", dup.hex[:8], cosine, merge.survivor.hex[:8], body(merge.body))
+    for expiry in report.expired:
+        table.add_row("expired", expiry.fact.hex[:8], "-", when(expiry.last_used), body(expiry.body))
+    return table
+
+
+def consolidate(args: argparse.Namespace, console: Console) -> int:
+    horizon = None if args.horizon is None else timedelta(days=args.horizon)
+    with open_store(args.database_url, args.embedder) as (store, database):
+        report = store.consolidate(
+            args.session, merge_threshold=args.threshold, horizon=horizon, dry_run=args.dry_run
+        )
+    console.print(header(args.session, database, store.embedder.name))
+    if report.archived:
+        console.print(consolidation_table(report))
+    else:
+        expiry = "expiry off (no --horizon)" if horizon is None else "nothing unused"
+        console.print(Text(f"nothing to merge; {expiry}"))
+    if report.skipped_no_vector:
+        console.print(
+            Text(f"{report.skipped_no_vector} facts have no vector for this embedder: not compared")
+        )
+    return 0
+
+
+def fraction(value: str) -> float:
+    number = float(value)
+    if not 0.0 < number <= 1.0:
+        raise argparse.ArgumentTypeError("must be in (0, 1]")
+    return number
+
+
+def days(value: str) -> float:
+    number = float(value)
+    if number <= 0:
+        raise argparse.ArgumentTypeError("must be a positive number of days")
+    return number
+
+
 def positive(value: str) -> int:
     number = int(value)
     if number < 1:
@@ -240,7 +295,7 @@ def positive(value: str) -> int:
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(
-        prog="python -m memory", description="Inspect or forget a session's memory."
+        prog="python -m memory", description="Inspect, consolidate or forget a session's memory."
     )
     commands = root.add_subparsers(dest="command", required=True)
     show_cmd = commands.add_parser("show", help="what a session stored, and what a query would retrieve")
@@ -250,7 +305,20 @@ def parser() -> argparse.ArgumentParser:
     show_cmd.add_argument("--all", action="store_true", help="list retired facts too, not only active ones")
     forget_cmd = commands.add_parser("forget", help="delete everything a session stored")
     forget_cmd.add_argument("--yes", action="store_true", help="really delete")
-    for command, run in ((show_cmd, show), (forget_cmd, forget)):
+    merge_cmd = commands.add_parser(
+        "consolidate", help="merge restated facts; with --horizon, archive facts nobody retrieved"
+    )
+    merge_cmd.add_argument("--dry-run", action="store_true", help="report what would change, change nothing")
+    merge_cmd.add_argument(
+        "--horizon", type=days, help="archive current facts neither created nor retrieved in this many days"
+    )
+    merge_cmd.add_argument(
+        "--threshold",
+        type=fraction,
+        default=DEFAULT_MERGE_THRESHOLD,
+        help=f"least cosine between a fact and its restatement (default {DEFAULT_MERGE_THRESHOLD})",
+    )
+    for command, run in ((show_cmd, show), (forget_cmd, forget), (merge_cmd, consolidate)):
         command.add_argument("session", help="the session id")
         command.add_argument(
             "--embedder", default="minilm", help="minilm (default), ollama[:MODEL], fake[-DIMS]"

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -79,8 +80,11 @@ def insert_facts(
     for item in items:
         check_trust(item.source, item.kind)
     ids: list[uuid.UUID] = []
-    written = 0
-    with conn.transaction():
+    inserted: list[psycopg.Cursor[Any]] = []
+    fact_vectors: list[tuple[uuid.UUID, Sequence[float]]] = []
+    # Pipelined: no statement below needs an earlier one's answer, so the whole write travels to the
+    # server at once and waits for one reply instead of one per statement.
+    with conn.pipeline(), conn.transaction():
         passage_rows: dict[uuid.UUID, Sequence[float] | None] = {}
         for item in items:
             if item.passage is not None and passage_id(ns.session_id, item.passage) not in passage_rows:
@@ -91,11 +95,10 @@ def insert_facts(
                     (pid, ns.session_id, item.passage),
                 )
                 passage_rows[pid] = item.passage_vector
-        fact_vectors: list[tuple[uuid.UUID, Sequence[float]]] = []
         for item in items:
             fid = fact_id(ns.session_id, ns.id, item.source.value, item.source_key, item.body)
             pid = passage_id(ns.session_id, item.passage) if item.passage is not None else None
-            row = conn.execute(
+            cursor = conn.execute(
                 """
                 INSERT INTO beads.facts (id, session_id, namespace_id, kind, source, source_key, agent_id,
                     acting_on_behalf_of, body, passage_id, thread_id, message_id, span_start, span_end,
@@ -124,17 +127,17 @@ def insert_facts(
                     "valid_from": provenance.valid_from,
                     "metadata": Jsonb(item.metadata or {}),
                 },
-            ).fetchone()
+            )
             ids.append(fid)
-            if row is not None:
-                written += 1
-                fact_vectors.append((fid, item.claim_vector))
+            inserted.append(cursor)
+            # a replay's vector rows conflict and are skipped like its facts
+            fact_vectors.append((fid, item.claim_vector))
         vectors.write_fact_vectors(conn, embedder_id, fact_vectors)
         vectors.write_passage_vectors(
             conn, embedder_id, [(pid, vec) for pid, vec in passage_rows.items() if vec is not None]
         )
-        if written:
-            vectors.mark_written(conn, ns.session_id, embedder_id)
+        vectors.mark_written(conn, ns.session_id, embedder_id)
+    written = sum(cursor.fetchone() is not None for cursor in inserted)
     return ids, written
 
 

@@ -13,16 +13,19 @@ import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
 from psycopg_pool import ConnectionPool
 
+from memory import consolidate as consolidation
 from memory import facts as fact_sql
 from memory import namespaces as ns_sql
+from memory import pins as pin_sql
 from memory import reads, retrieval, vectors
 from memory.embedders.base import Embedder
 from memory.facts import NewFact, Provenance
+from memory.indexer import BackgroundIndexer
 from memory.migrate import setup as migrate
 from memory.model import (
     UNTRUSTED_SOURCES,
@@ -50,11 +53,16 @@ class FactStore:
         *,
         search_options: SearchOptions | None = None,
         supersede_min_similarity: float = fact_sql.SUPERSEDE_MIN_SIMILARITY,
+        index_in_background: bool = True,
     ) -> None:
         self.pool = pool
         self.embedder = embedder
         self.search_options = search_options or SearchOptions()
         self.supersede_min_similarity = supersede_min_similarity
+        # True: writes return before their vectors join the HNSW indexes (see memory.indexer);
+        # False: each write indexes them before returning (slower writes, no background thread)
+        self.index_in_background = index_in_background
+        self._indexer = BackgroundIndexer(pool)
         self._embedder_id: int | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -194,7 +202,21 @@ class FactStore:
         embedder_id = self.embedder_id
         with self.pool.connection() as conn:
             ids, written = fact_sql.insert_facts(conn, ns, items, provenance, embedder_id)
-            return CaptureResult(facts=tuple(fact_sql.get_facts(conn, dict.fromkeys(ids))), written=written)
+            result = CaptureResult(facts=tuple(fact_sql.get_facts(conn, dict.fromkeys(ids))), written=written)
+        if written:
+            self._vectors_written()
+        return result
+
+    def _vectors_written(self) -> None:
+        if self.index_in_background:
+            self._indexer.poke()
+        else:
+            self._indexer.drain()
+
+    def index_pending(self) -> int:
+        """Move every vector still waiting for the HNSW indexes into them now; returns how many.
+        (Search finds waiting vectors anyway; this is for bulk loads and benchmarks.)"""
+        return self._indexer.drain()
 
     def supersede(self, new: FactRef, old: FactRef) -> Fact:
         """`new` replaces the current version of `old`'s claim; refused unless the two are close."""
@@ -227,6 +249,50 @@ class FactStore:
             fact_sql.archive(conn, [self._id(conn, m) for m in members], fact.id)
             return fact_sql.get_fact(conn, fact.id)
 
+    def note_retrieved(self, ids: Sequence[uuid.UUID], now: datetime | None = None) -> int:
+        """Record that these facts reached a model (what expiry reads); separate from `search` so a
+        search stays a pure read and callers record only what they actually injected."""
+        with self.pool.connection() as conn:
+            return consolidation.note_retrieved(conn, ids, now)
+
+    def consolidate(
+        self,
+        session_id: str,
+        *,
+        merge: bool = True,
+        merge_threshold: float = consolidation.DEFAULT_MERGE_THRESHOLD,
+        horizon: timedelta | None = None,
+        now: datetime | None = None,
+        dry_run: bool = False,
+    ) -> consolidation.ConsolidationReport:
+        """Merge near-duplicate facts and expire unused ones (see memory.consolidate); off the hot path."""
+        return consolidation.consolidate(
+            self,
+            session_id,
+            merge=merge,
+            merge_threshold=merge_threshold,
+            horizon=horizon,
+            now=now,
+            dry_run=dry_run,
+        )
+
+    def pin(self, ref: FactRef, pinned_by: str = "user") -> Fact:
+        """Pin `ref`'s claim into every prompt; a later correction (supersede) stays pinned.
+        Refused for untrusted content (tool results, web pages). Returns the pinned current version."""
+        with self.pool.connection() as conn:
+            return pin_sql.pin(conn, self._id(conn, ref), pinned_by)
+
+    def unpin(self, ref: FactRef) -> int:
+        """Unpin `ref`'s claim, whichever of its versions was pinned; returns the pins removed."""
+        with self.pool.connection() as conn:
+            return pin_sql.unpin(conn, self._id(conn, ref))
+
+    def pinned(self, session_id: str, ns: Namespace | None = None) -> list[pin_sql.PinnedFact]:
+        """The session's pinned claims (current versions), oldest pin first; with `ns`, only those
+        that namespace may read (its own and its ancestors')."""
+        with self.pool.connection() as conn:
+            return pin_sql.pinned_facts(conn, session_id, None if ns is None else ns.lineage)
+
     def forget(self, session_id: str) -> int:
         """Delete everything this session stored (a real delete, unlike retirement)."""
         with self.pool.connection() as conn:
@@ -248,8 +314,11 @@ class FactStore:
         [qvec] = self.embedder.embed([query])
         with self.pool.connection() as conn:
             # a session last written with another embedder gets its vectors here, once
-            vectors.ensure_coverage(conn, ns.session_id, self.embedder, self.embedder_id)
-            return retrieval.search(conn, ns, query, qvec, self.embedder_id, self.embedder.dims, options)
+            backfilled = vectors.ensure_coverage(conn, ns.session_id, self.embedder, self.embedder_id)
+            result = retrieval.search(conn, ns, query, qvec, self.embedder_id, self.embedder.dims, options)
+        if backfilled:
+            self._vectors_written()
+        return result
 
     def get(self, ref: FactRef, session_id: str | None = None) -> Fact:
         with self.pool.connection() as conn:
@@ -358,6 +427,11 @@ class AsyncFactStore:
     relate_many = _threaded(FactStore.relate_many)
     compact = _threaded(FactStore.compact)
     forget = _threaded(FactStore.forget)
+    pin = _threaded(FactStore.pin)
+    unpin = _threaded(FactStore.unpin)
+    pinned = _threaded(FactStore.pinned)
+    note_retrieved = _threaded(FactStore.note_retrieved)
+    consolidate = _threaded(FactStore.consolidate)
     search = _threaded(FactStore.search)
     get = _threaded(FactStore.get)
     facts_in_namespace = _threaded(FactStore.facts_in_namespace)

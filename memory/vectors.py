@@ -47,7 +47,9 @@ def register_embedder(conn: psycopg.Connection, name: str, dims: int) -> int:
             conn.execute(
                 sql.SQL(
                     "CREATE INDEX IF NOT EXISTS {index} ON beads.{table} "
-                    "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) WHERE embedder_id = {eid}"
+                    "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) "
+                    # new rows join the index later, off the write path (migration 0006, index_pending)
+                    "WHERE embedder_id = {eid} AND indexed"
                 ).format(
                     index=sql.Identifier(f"{table}_hnsw_{embedder_id}"),
                     table=sql.Identifier(table),
@@ -130,3 +132,31 @@ def ensure_coverage(
         (session_id, embedder_id),
     )
     return done
+
+
+_INDEX_PENDING = """
+UPDATE beads.{table} v SET indexed = true
+  FROM (SELECT embedder_id, {key} FROM beads.{table} WHERE NOT indexed
+         LIMIT %s FOR UPDATE SKIP LOCKED) pending
+ WHERE v.embedder_id = pending.embedder_id AND v.{key} = pending.{key}
+"""
+
+
+def index_pending(conn: psycopg.Connection, batch: int = 128) -> int:
+    """Move up to `batch` vectors per table written since the last call into the HNSW indexes (the
+    UPDATE makes the row match the indexes' predicate); returns how many. Short transactions, and
+    SKIP LOCKED, so two indexers, or an indexer and a forget, never wait on each other."""
+    moved = 0
+    for table, key in (("fact_vectors", "fact_id"), ("passage_vectors", "passage_id")):
+        with conn.transaction():
+            statement = sql.SQL(_INDEX_PENDING).format(table=sql.Identifier(table), key=sql.Identifier(key))
+            moved += conn.execute(statement, (batch,)).rowcount
+    return moved
+
+
+def pending_count(conn: psycopg.Connection) -> int:
+    row = conn.execute(
+        "SELECT (SELECT count(*) FROM beads.fact_vectors WHERE NOT indexed) "
+        "+ (SELECT count(*) FROM beads.passage_vectors WHERE NOT indexed) AS n"
+    ).fetchone()
+    return int(row["n"] if isinstance(row, dict) else row[0])

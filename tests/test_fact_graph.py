@@ -367,3 +367,91 @@ def test_the_guard_with_the_offline_embedder(pool: ConnectionPool, minilm) -> No
     old = store.remember(root, "Our budget is $100k per year.", kind=Kind.USER_INPUT)
     new = store.remember(root, "Our budget is $120k per year.", kind=Kind.USER_INPUT)
     assert store.supersede(new, old).status is Status.SUPERSEDED
+
+
+def test_vectors_are_stored_inline_not_in_toast(pool: ConnectionPool, db_url: str) -> None:
+    # ranking re-reads ~170 candidate vectors per search; out-of-line storage made each read a
+    # TOAST lookup (migration 0005)
+    store = FactStore(pool, FakeEmbedder(768))
+    store.setup()
+    ns = store.root("inline", "main")
+    store.capture_message(ns, CONSTRAINTS)
+    with psycopg.connect(db_url) as conn:
+        for table in ("fact_vectors", "passage_vectors"):
+            rows, toast_bytes = conn.execute(
+                f"SELECT (SELECT count(*) FROM beads.{table}), "
+                "pg_relation_size(reltoastrelid) FROM pg_class WHERE oid = %s::regclass",
+                (f"beads.{table}",),
+            ).fetchone()
+            assert rows > 0
+            assert toast_bytes == 0, table
+
+
+# -- deferred indexing (migration 0006, memory.indexer) --------------------------------------------
+
+
+def _pending(db_url: str) -> int:
+    with psycopg.connect(db_url) as conn:
+        return conn.execute(
+            "SELECT (SELECT count(*) FROM beads.fact_vectors WHERE NOT indexed)"
+            " + (SELECT count(*) FROM beads.passage_vectors WHERE NOT indexed)"
+        ).fetchone()[0]
+
+
+def test_search_finds_vectors_the_indexer_has_not_reached(store: FactStore, db_url: str) -> None:
+    root = store.root("s1")
+    store.capture_message(root, CONSTRAINTS)
+    store.capture_message(root, "I prefer dark mode in every editor.")
+    store.index_pending()
+    assert _pending(db_url) == 0
+    indexed = [(h.fact.id, round(h.score, 6)) for h in store.search(root, "what is the budget?").hits]
+    with psycopg.connect(db_url) as conn:  # as if every vector had just been written
+        conn.execute("UPDATE beads.fact_vectors SET indexed = false")
+        conn.execute("UPDATE beads.passage_vectors SET indexed = false")
+    assert _pending(db_url) > 0
+    pending = [(h.fact.id, round(h.score, 6)) for h in store.search(root, "what is the budget?").hits]
+    assert indexed and pending == indexed
+
+
+def test_the_background_indexer_drains_what_captures_wrote(store: FactStore, db_url: str) -> None:
+    root = store.root("s1")
+    for i in range(5):
+        store.capture_message(root, f"Server {i} runs in region eu-{i}. It has {i + 2} cores.")
+    deadline = time.monotonic() + 30
+    while _pending(db_url) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _pending(db_url) == 0
+
+
+def test_a_store_without_the_background_indexer_indexes_before_returning(
+    pool: ConnectionPool, db_url: str
+) -> None:
+    store = FactStore(pool, FakeEmbedder(64), index_in_background=False)
+    store.setup()
+    store.capture_message(store.root("s1"), CONSTRAINTS)
+    assert _pending(db_url) == 0
+
+
+def test_hnsw_indexes_cover_only_indexed_rows(store: FactStore, db_url: str) -> None:
+    with psycopg.connect(db_url) as conn:
+        defs = [r[0] for r in conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname LIKE '%hnsw%'")]
+    assert len(defs) == 2
+    assert all("indexed" in d and "hnsw" in d for d in defs)
+
+
+def test_search_inside_a_callers_transaction_matches_a_plain_search(store: FactStore) -> None:
+    from memory import retrieval
+
+    root = store.root("s1")
+    store.capture_message(root, CONSTRAINTS)
+    store.capture_message(root, "The staging cluster lives in eu-west-1. Backups run nightly.")
+    [qvec] = store.embedder.embed(["where does staging run?"])
+    args = (root, "where does staging run?", qvec, store.embedder_id, store.embedder.dims)
+    with store.pool.connection() as conn:
+        plain = retrieval.search(conn, *args)
+        # the plain path set the HNSW settings on the session, once
+        assert conn.execute("SHOW hnsw.iterative_scan").fetchone()["hnsw.iterative_scan"] == "relaxed_order"
+        with conn.transaction():  # here the settings are scoped to the caller's transaction
+            inside = retrieval.search(conn, *args)
+    assert [h.fact.id for h in plain.hits] == [h.fact.id for h in inside.hits]
+    assert plain.hits

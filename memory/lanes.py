@@ -17,7 +17,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
-from memory.middleware import BeadsMemoryMiddleware
+from memory.assembler import InjectionMode
+from memory.middleware import BeadsMemoryMiddleware, CaptureMode
 from memory.stock import STOCK_NAMESPACE_ROOT
 from memory.store import FactStore
 from memory.subagents import make_subagent_tool
@@ -110,13 +111,23 @@ def build_beads_agent(
     research: bool = True,
     window: int = 10,
     max_model_calls: int | None = MAX_MODEL_CALLS,
+    injection: InjectionMode = "always",
+    capture: CaptureMode = "eager",
 ) -> tuple[Any, BeadsMemoryMiddleware]:
-    """create_agent + BeadsMemoryMiddleware on the session's root namespace."""
+    """create_agent + BeadsMemoryMiddleware on the session's root namespace (`injection` and
+    `capture` as the middleware takes them; its sub-agents capture the same way)."""
     root = store.root(session_id)
     all_tools = list(tools)
     if research:
-        all_tools.append(make_subagent_tool(store, root, model, tools, name=RESEARCH_NAME))
-    middleware = BeadsMemoryMiddleware(store, root, window=window, skip_capture_tools={RESEARCH_NAME})
+        all_tools.append(make_subagent_tool(store, root, model, tools, name=RESEARCH_NAME, capture=capture))
+    middleware = BeadsMemoryMiddleware(
+        store,
+        root,
+        window=window,
+        skip_capture_tools={RESEARCH_NAME},
+        injection=injection,
+        capture=capture,
+    )
     agent = create_agent(
         model,
         tools=all_tools,

@@ -2,12 +2,19 @@
 
 Per model call it
   1. captures new user messages (verbatim, split into claims) and non-memory tool results into the
-     calling agent's namespace, with no extraction model;
-  2. trims the model's view to the last `window` raw messages (state keeps everything);
+     calling agent's namespace, with no extraction model (`capture="eager"`, the default); with
+     `capture="evict"` it captures them instead where they would be lost: when they leave the model's
+     view, when a sub-agent is forked, and at the end of the thread;
+  2. builds the model's view of the raw messages (state keeps everything): the last `window`
+     messages, or with `window_tokens` as much of the history as that budget holds, old tool output
+     cleared to a placeholder first;
   3. takes the query from the FULL message list (a turn with many tool calls would otherwise leave the
      window without a user message, and memory would silently switch off);
-  4. injects the ranked facts into the system prompt for that call only, skipping facts whose source
-     message is still in the window, and reports what it injected as a custom stream event.
+  4. asks the injection gate whether to recall at all (`injection`: always, gated, never), ranks facts
+     for the query, skipping facts whose source message is still in view and facts that are pinned;
+  5. assembles pinned facts, retrieved facts and the view under their token budgets and the model's
+     context (see memory.assembler), puts both fact tiers into the system prompt for that call only,
+     and reports the whole assembly as a custom stream event.
 At the end of the turn the final answer is captured as a conclusion.
 """
 
@@ -15,29 +22,73 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 from collections.abc import Awaitable, Callable, Collection, Sequence
+from functools import lru_cache
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain.agents import AgentState
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain.agents.middleware.types import PrivateStateAttr
+from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.config import get_config, get_stream_writer
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command
 
-from memory.block import describe_injection, render_block
+from memory.assembler import (
+    Budgets,
+    InjectionMode,
+    Item,
+    MessageSlot,
+    Role,
+    assemble,
+    fit_window,
+    should_inject,
+)
+from memory.block import (
+    HEADER,
+    NOTHING,
+    PINNED_HEADER,
+    describe_injection,
+    describe_pinned,
+    hit_line,
+    pinned_line,
+)
 from memory.model import Kind, Namespace, SearchResult, Source
+from memory.pins import PinnedFact
 from memory.retrieval import SearchOptions
 from memory.store import FactStore
+from memory.tokens import count_many
 from memory.tools import MEMORY_TOOL_NAMES, memory_tools
 
 INJECTION_EVENT = "beads_injection"
 # a tool result is captured verbatim up to this many characters: a whole web page would flood the
 # namespace with claims nobody asked for
 MAX_TOOL_RESULT_CHARS = 8_000
+# role markers and separators a chat template adds around each message; counted so that no message,
+# not even an empty tool-calling one, is free
+MESSAGE_OVERHEAD_TOKENS = 4
+# set on a tool's metadata by memory.subagents: calling it forks a sub-agent, a point where the
+# supervisor's context is not carried over, so evict-mode capture runs first
+FORK_TOOL_METADATA = "beads_fork"
+
+CaptureMode = Literal["eager", "evict"]
+
+
+def _union(left: list[str] | None, right: list[str] | None) -> list[str]:
+    """Reducer of `beads_captured`: several nodes of one step (parallel tool calls, a model call) may
+    each report the ids they captured."""
+    merged = list(left or [])
+    seen = set(merged)
+    for item in right or []:
+        if item not in seen:
+            seen.add(item)
+            merged.append(item)
+    return merged
 
 
 class BeadsState(AgentState):
-    beads_captured: NotRequired[Annotated[list[str], PrivateStateAttr]]
+    beads_captured: NotRequired[Annotated[list[str], PrivateStateAttr, _union]]
 
 
 def message_text(message: AnyMessage) -> str:
@@ -64,6 +115,64 @@ def query_from(messages: Sequence[AnyMessage]) -> str:
     return ""
 
 
+def cleared_placeholder(message: ToolMessage, tokens: int) -> str:
+    return f"[{message.name or 'tool'} output cleared from this view to save context ({tokens} tokens)]"
+
+
+def cleared_tool_message(message: ToolMessage, tokens: int) -> ToolMessage:
+    """The placeholder shown for a cleared tool result: same call id, so the pairing stays valid."""
+    return ToolMessage(
+        content=cleared_placeholder(message, tokens),
+        tool_call_id=message.tool_call_id,
+        name=message.name,
+        id=message.id,
+        status=message.status,
+    )
+
+
+@lru_cache(maxsize=8192)
+def _count_one(text: str) -> int:
+    return count_many([text])[0]
+
+
+def count_cached(texts: Sequence[str]) -> list[int]:
+    """Token counts, remembered per text: the same history is counted again on every model call."""
+    return [_count_one(t) for t in texts]
+
+
+def _role(message: AnyMessage) -> Role:
+    if isinstance(message, HumanMessage):
+        return "human"
+    if isinstance(message, AIMessage):
+        return "ai"
+    if isinstance(message, ToolMessage):
+        return "tool"
+    if isinstance(message, SystemMessage):
+        return "system"
+    return "other"
+
+
+def _counted_text(message: AnyMessage) -> str:
+    text = message_text(message)
+    if isinstance(message, AIMessage) and message.tool_calls:
+        calls = [{"name": c["name"], "args": c["args"]} for c in message.tool_calls]
+        text += "\n" + json.dumps(calls, ensure_ascii=False, sort_keys=True)
+    return text
+
+
+def message_slots(messages: Sequence[AnyMessage]) -> list[MessageSlot]:
+    """What the assembler needs to know of each raw message: its role and what it costs."""
+    counts = count_cached([_counted_text(m) for m in messages])
+    slots = []
+    for message, tokens in zip(messages, counts, strict=True):
+        cost = tokens + MESSAGE_OVERHEAD_TOKENS
+        cleared = 0
+        if isinstance(message, ToolMessage):
+            cleared = _count_one(cleared_placeholder(message, cost)) + MESSAGE_OVERHEAD_TOKENS
+        slots.append(MessageSlot(_role(message), cost, cleared, getattr(message, "name", "") or ""))
+    return slots
+
+
 def _thread_id() -> str | None:
     try:
         return get_config().get("configurable", {}).get("thread_id")
@@ -76,8 +185,21 @@ def _emit(event: dict[str, Any]) -> None:
         get_stream_writer()(event)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Prepared:
+    request: ModelRequest
+    event: dict[str, Any]
+    captured: list[str]  # ids captured at eviction by this call (evict mode)
+
+
 class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
-    """Capture verbatim, inject a small ranked block; see the module docstring."""
+    """Capture verbatim, inject a small ranked block; see the module docstring.
+
+    Budgets (tokens, counted with memory.tokens): `pinned_tokens` and `retrieved_tokens` for the two
+    fact tiers, `window_tokens` for the raw messages (None: the last `window` messages, as before),
+    `context_tokens` for the model's whole context (None: unbounded) with `reserve_tokens` kept free
+    for the reply.
+    """
 
     state_schema = BeadsState
 
@@ -90,6 +212,13 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         acting_on_behalf_of: str | None = "user",
         role: Literal["orchestrator", "subagent"] = "orchestrator",
         window: int = 10,
+        window_tokens: int | None = None,
+        pinned_tokens: int | None = 400,
+        retrieved_tokens: int | None = 1200,
+        context_tokens: int | None = None,
+        reserve_tokens: int = 512,
+        injection: InjectionMode = "always",
+        capture: CaptureMode = "eager",
         search_options: SearchOptions | None = None,
         capture_final: bool | None = None,
         capture_tool_results: bool = True,
@@ -97,12 +226,26 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         name: str | None = None,
     ) -> None:
         super().__init__()
+        if injection not in ("always", "gated", "never"):
+            raise ValueError(f"injection must be always, gated or never, not {injection!r}")
+        if capture not in ("eager", "evict"):
+            raise ValueError(f"capture must be eager or evict, not {capture!r}")
         self.store = store
         self.namespace = namespace
         self.agent_id = agent_id or namespace.agent_id
         self.acting_on_behalf_of = acting_on_behalf_of
         self.role = role
         self.window = window
+        self.budgets = Budgets(
+            pinned=pinned_tokens,
+            retrieved=retrieved_tokens,
+            window=window_tokens,
+            recent_messages=window,
+            context=context_tokens,
+            reserve=reserve_tokens,
+        )
+        self.injection: InjectionMode = injection
+        self.capture: CaptureMode = capture
         self.search_options = search_options or store.search_options
         # a fork's final answer is not the orchestrator's conclusion: it concludes with conclude_task
         self.capture_final = (role == "orchestrator") if capture_final is None else capture_final
@@ -117,12 +260,23 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
 
     # -- capture -------------------------------------------------------------------------------
 
-    def _capture_new(self, state: dict[str, Any]) -> dict[str, Any] | None:
-        seen = set(state.get("beads_captured", ()))
+    def _capturable(self, message: AnyMessage) -> bool:
+        if isinstance(message, HumanMessage):
+            return True
+        return (
+            isinstance(message, ToolMessage)
+            and self.capture_tool_results
+            and message.name not in self.skip_capture_tools
+            and message.status != "error"
+        )
+
+    def _capture(self, messages: Sequence[AnyMessage], seen: Collection[str]) -> list[str]:
+        """Capture each capturable message not in `seen`; returns the ids handled. Writes are
+        idempotent, so a replay that captures a message again writes no row."""
         new: list[str] = []
         thread_id = _thread_id()
-        for message in state["messages"]:
-            if message.id is None or message.id in seen:
+        for message in messages:
+            if message.id is None or message.id in seen or message.id in new or not self._capturable(message):
                 continue
             if isinstance(message, HumanMessage):
                 self.store.capture_message(
@@ -134,12 +288,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
                     thread_id=thread_id,
                     message_id=message.id,
                 )
-            elif (
-                isinstance(message, ToolMessage)
-                and self.capture_tool_results
-                and message.name not in self.skip_capture_tools
-                and message.status != "error"
-            ):
+            else:
                 self.store.capture_message(
                     self.namespace,
                     message_text(message)[:MAX_TOOL_RESULT_CHARS],
@@ -148,10 +297,18 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
                     thread_id=thread_id,
                     message_id=message.id,
                 )
-            else:
-                continue
             new.append(message.id)
-        return {"beads_captured": [*seen, *new]} if new else None
+        return new
+
+    def capture_pending(self, state: dict[str, Any]) -> list[str]:
+        """Capture every message of `state` not captured yet (thread end, fork, merge); returns the ids."""
+        return self._capture(state.get("messages", []), set(state.get("beads_captured", ())))
+
+    def _capture_new(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        if self.capture != "eager":
+            return None
+        new = self.capture_pending(state)
+        return {"beads_captured": new} if new else None
 
     def _capture_final(self, state: dict[str, Any]) -> None:
         if not self.capture_final or not state["messages"]:
@@ -174,57 +331,194 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
                 source_key=f"final:{thread_id}:{asked}",
             )
 
+    def _end_thread(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        # the thread's messages are about to be out of every later call's reach: capture what is left
+        new = self.capture_pending(state) if self.capture == "evict" else []
+        self._capture_final(state)
+        return {"beads_captured": new} if new else None
+
     def before_model(self, state: BeadsState, runtime: Any) -> dict[str, Any] | None:
         return self._capture_new(state)
 
     async def abefore_model(self, state: BeadsState, runtime: Any) -> dict[str, Any] | None:
         return await self.store.aio.run(self._capture_new, state)
 
-    def after_agent(self, state: BeadsState, runtime: Any) -> None:
-        self._capture_final(state)
+    def after_agent(self, state: BeadsState, runtime: Any) -> dict[str, Any] | None:
+        return self._end_thread(state)
 
-    async def aafter_agent(self, state: BeadsState, runtime: Any) -> None:
-        await self.store.aio.run(self._capture_final, state)
+    async def aafter_agent(self, state: BeadsState, runtime: Any) -> dict[str, Any] | None:
+        return await self.store.aio.run(self._end_thread, state)
 
-    # -- recall and injection --------------------------------------------------------------------
+    # -- fork: a sub-agent starts without the supervisor's context ------------------------------
 
-    def _recall(self, request: ModelRequest) -> tuple[ModelRequest, dict[str, Any]]:
-        full = request.state["messages"]
-        window = trim_window(full, self.window)
+    def _is_fork(self, request: ToolCallRequest) -> bool:
+        tool = request.tool
+        return (
+            self.capture == "evict"
+            and tool is not None
+            and bool((tool.metadata or {}).get(FORK_TOOL_METADATA))
+        )
+
+    @staticmethod
+    def _with_captured(result: ToolMessage | Command, captured: list[str]) -> ToolMessage | Command:
+        if captured and isinstance(result, ToolMessage):
+            return Command(update={"messages": [result], "beads_captured": captured})
+        return result
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command]
+    ) -> ToolMessage | Command:
+        if not self._is_fork(request):
+            return handler(request)
+        captured = self.capture_pending(request.state)
+        return self._with_captured(handler(request), captured)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
+    ) -> ToolMessage | Command:
+        if not self._is_fork(request):
+            return await handler(request)
+        captured = await self.store.aio.run(self.capture_pending, request.state)
+        return self._with_captured(await handler(request), captured)
+
+    # -- recall, assembly and injection ----------------------------------------------------------
+
+    def _search(self, query: str, view_ids: frozenset[str], pins: Sequence[PinnedFact]) -> SearchResult:
+        options = dataclasses.replace(
+            self.search_options,
+            exclude_message_ids=view_ids,
+            # a pinned fact is already in the prompt: never spend a retrieved slot on it too
+            exclude_fact_ids=self.search_options.exclude_fact_ids | {p.fact.id for p in pins},
+        )
+        return self.store.search(self.namespace, query, options)
+
+    def _prepare(self, request: ModelRequest) -> _Prepared:
+        full = list(request.state["messages"])
+        slots = message_slots(full)
+        fit = fit_window(slots, self.window, self.budgets.window)
+        gate = should_inject(fit.history_tokens, fit.capacity, self.injection)
+        verbatim = set(fit.kept) - fit.cleared
+        view_ids = frozenset(m.id for i, m in enumerate(full) if i in verbatim and m.id is not None)
         query = query_from(full)
-        result: SearchResult | None = None
-        if query:
-            options = dataclasses.replace(
-                self.search_options,
-                exclude_message_ids=frozenset(m.id for m in window if m.id is not None),
-            )
-            result = self.store.search(self.namespace, query, options)
-        block = render_block(result)
+        pins = self.store.pinned(self.namespace.session_id, self.namespace)
+        usable_pins = [p for p in pins if p.excluded_because is None]
+        result = self._search(query, view_ids, usable_pins) if query and gate.inject else None
+
+        # the two fact tiers as lines, each costed
+        pin_lines = [pinned_line(p.fact) for p in usable_pins]
+        if result is None:
+            hit_lines: list[str] = []
+        elif result.not_in_memory:
+            hit_lines = [NOTHING]
+        else:
+            hit_lines = [hit_line(h) for h in result.hits]
         base = request.system_message.text if request.system_message is not None else ""
+        pin_counts = count_cached(pin_lines)
+        hit_counts = count_cached(hit_lines)
+        [pinned_header, retrieved_header, fixed] = count_cached([PINNED_HEADER, HEADER, base])
+        if result is not None and result.not_in_memory:
+            retrieved_items = [Item("not in memory", hit_counts[0])]
+            retrieved_header = 0  # the one line is the whole section
+        else:
+            hits = () if result is None else result.hits
+            retrieved_items = [
+                Item(h.fact.short_id, n, h.score) for h, n in zip(hits, hit_counts, strict=True)
+            ]
+        assembly = assemble(
+            pinned=[Item(p.fact.short_id, n) for p, n in zip(usable_pins, pin_counts, strict=True)],
+            retrieved=retrieved_items,
+            history=slots,
+            window=fit,
+            budgets=self.budgets,
+            fixed_tokens=fixed,
+            pinned_header_tokens=pinned_header,
+            retrieved_header_tokens=retrieved_header,
+            gate=gate,
+        )
+
+        # what the model reads: the kept lines, then the view with cleared tool output
+        kept_retrieved = set(assembly.retrieved)
+        kept_pinned = set(assembly.pinned)
+        injected_pins = [p for p in usable_pins if p.fact.short_id in kept_pinned]
+        if result is not None and not result.not_in_memory:
+            result = dataclasses.replace(
+                result, hits=tuple(h for h in result.hits if h.fact.short_id in kept_retrieved)
+            )
+        retrieved_block = ""
+        if result is not None and result.not_in_memory and kept_retrieved:
+            retrieved_block = NOTHING
+        elif result is not None and result.hits:
+            retrieved_block = "\n".join([HEADER, *(hit_line(h) for h in result.hits)])
+        pinned_block = (
+            "\n".join([PINNED_HEADER, *(pinned_line(p.fact) for p in injected_pins)]) if injected_pins else ""
+        )
+        block = "\n\n".join(part for part in (retrieved_block, pinned_block) if part)
         system = "\n\n".join(part for part in (base, block) if part)
+        view = [
+            cleared_tool_message(full[i], slots[i].tokens) if i in assembly.cleared else full[i]
+            for i in assembly.window
+        ]
+        if result is not None and result.hits:  # what expiry reads; search itself stays a pure read
+            self.store.note_retrieved([hit.fact.id for hit in result.hits])
+
+        captured: list[str] = []
+        if self.capture == "evict":  # what left the view (dropped, or cleared to a placeholder)
+            shown = set(assembly.window) - assembly.cleared
+            evicted = [m for i, m in enumerate(full) if i not in shown]
+            captured = self._capture(evicted, set(request.state.get("beads_captured", ())))
+
+        described = describe_injection(result, block)
         event = {
             "type": INJECTION_EVENT,
             "agent_id": self.agent_id,
             "namespace_id": str(self.namespace.id),
-            "window_messages": len(window),
+            "window_messages": len(view),
             "history_messages": len(full),
-            **describe_injection(result, block),
+            **described,
+            "query": query or None,
+            "pinned": describe_pinned(pins, {p.fact.id for p in injected_pins}),
+            "gate": gate.describe(),
+            "assembly": assembly.describe(),
+            "capture": {"mode": self.capture, "captured_at_eviction": len(captured)},
         }
-        overridden = request.override(
-            system_message=SystemMessage(system) if system else None, messages=window
+        overridden = request.override(system_message=SystemMessage(system) if system else None, messages=view)
+        return _Prepared(overridden, event, captured)
+
+    @staticmethod
+    def _respond(prepared: _Prepared, response: ModelResponse) -> Any:
+        # the handler returns a plain ModelResponse (create_agent collects inner middlewares'
+        # commands separately), so the ids captured at eviction ride along as our own command
+        if not prepared.captured:
+            return response
+        return ExtendedModelResponse(
+            model_response=response, command=Command(update={"beads_captured": prepared.captured})
         )
-        return overridden, event
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        overridden, event = self._recall(request)
-        _emit(event)
-        return handler(overridden)
+        prepared = self._prepare(request)
+        _emit(prepared.event)
+        return self._respond(prepared, handler(prepared.request))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
-        overridden, event = await self.store.aio.run(self._recall, request)
-        _emit(event)
-        return await handler(overridden)
+        prepared = await self.store.aio.run(self._prepare, request)
+        _emit(prepared.event)
+        return self._respond(prepared, await handler(prepared.request))
+
+
+__all__ = [
+    "FORK_TOOL_METADATA",
+    "INJECTION_EVENT",
+    "BeadsMemoryMiddleware",
+    "BeadsState",
+    "CaptureMode",
+    "message_slots",
+    "message_text",
+    "query_from",
+    "trim_window",
+]

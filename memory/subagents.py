@@ -1,13 +1,17 @@
 """Delegation with enforced rollups: `make_subagent_tool` forks a namespace per task, runs a sub-agent
 with its own memory there, and guarantees the parent gets exactly one summary back.
 
-A sub-agent that never calls conclude_task is re-prompted once; if it still does not conclude, or
-if it crashes, the wrapper writes a "did not complete" fact (source fallback_conclude) so a failed
-delegation is visible in memory instead of silently returning nothing.
+In evict capture mode the supervisor's middleware captures its pending context at the fork (the
+sub-agent starts from the task alone), and at the merge the sub-agent's remaining messages are
+captured before its thread is dropped. A sub-agent that never calls conclude_task is re-prompted
+once; if it still does not conclude, or if it crashes, the wrapper writes a "did not complete" fact
+(source fallback_conclude) so a failed delegation is visible in memory instead of silently returning
+nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -18,7 +22,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from memory.block import clip
-from memory.middleware import BeadsMemoryMiddleware
+from memory.middleware import FORK_TOOL_METADATA, BeadsMemoryMiddleware, CaptureMode
 from memory.model import Fact, Kind, Namespace, Relation, Source
 from memory.store import FactStore
 
@@ -47,6 +51,27 @@ def _fallback(store: FactStore, child: Namespace, researcher: str, reason: str) 
     return fact
 
 
+def merge_capture(
+    store: FactStore,
+    child: Namespace,
+    middleware: BeadsMemoryMiddleware,
+    state: dict[str, Any] | None,
+    crashed: bool = False,
+) -> int:
+    """The merge, in evict mode: the sub-agent's thread is dropped here. Its end-of-thread hook has
+    captured what was left, after conclude_task linked its rollup, so the rollup is linked again to
+    every raw fact; a crashed sub-agent never reached that hook, so its last state is captured here.
+    Returns the messages captured."""
+    if middleware.capture != "evict":
+        return 0  # eager capture took everything before each model call
+    captured = middleware.capture_pending(state) if crashed and state else []
+    summary = store.rollup_from(child)
+    if summary is not None:
+        raw = [f.id for f in store.facts_in_namespace(child.id) if f.kind is not Kind.DIRECTIVE]
+        store.relate_many(summary, Relation.ROLLUP_OF, raw)  # links already there are skipped
+    return len(captured)
+
+
 def run_subagent(
     store: FactStore,
     parent: Namespace,
@@ -58,31 +83,48 @@ def run_subagent(
     system_prompt: str = SUBAGENT_PROMPT,
     max_reprompts: int = 1,
     window: int = 10,
+    capture: CaptureMode = "eager",
 ) -> Fact:
-    """Run one delegated task in a fresh child namespace; returns the summary fact in `parent`."""
+    """Run one delegated task in a fresh child namespace; returns the summary fact in `parent`.
+
+    With `capture="evict"` the sub-agent captures where context is lost: when messages leave its
+    view, and at merge (here), also when it crashes (from the last state it reached)."""
     child = store.fork(parent, researcher, agent_id=researcher)
     middleware = BeadsMemoryMiddleware(
-        store, child, agent_id=researcher, role="subagent", window=window, acting_on_behalf_of=parent.agent_id
+        store,
+        child,
+        agent_id=researcher,
+        role="subagent",
+        window=window,
+        acting_on_behalf_of=parent.agent_id,
+        capture=capture,
     )
     agent = create_agent(model, tools=list(tools), system_prompt=system_prompt, middleware=[middleware])
     messages: list[Any] = [HumanMessage(task)]
     last_answer = ""
+    state: dict[str, Any] | None = None
     try:
         for attempt in range(max_reprompts + 1):
-            state = agent.invoke({"messages": messages})
-            messages = state["messages"]
+            # streamed values, not invoke: on a crash the last state reached is still in hand
+            for values in agent.stream({"messages": messages}, stream_mode="values"):
+                state = values
+            messages = (state or {}).get("messages", messages)
             final = messages[-1]
             last_answer = final.text if isinstance(final, AIMessage) else ""
             summary = store.rollup_from(child)
             if summary is not None:
+                merge_capture(store, child, middleware, state)
                 return summary
             if attempt < max_reprompts:
                 messages = [*messages, HumanMessage(REPROMPT)]
     except Exception as exc:  # any failure of the sub-agent is the parent's fact, not the parent's crash
         _log.warning("sub-agent %s failed: %r", researcher, exc)
+        with contextlib.suppress(Exception):  # a broken store must not hide the fallback below
+            merge_capture(store, child, middleware, state, crashed=True)
         return _fallback(
             store, child, researcher, f"it failed with {type(exc).__name__}: {clip(str(exc), 200)}"
         )
+    merge_capture(store, child, middleware, state)
     reason = "it never called conclude_task"
     if last_answer.strip():
         reason += f"; its last answer was: {clip(last_answer, 400)}"
@@ -109,4 +151,7 @@ def make_subagent_tool(
         summary = run_subagent(store, parent, model, tools, task, safe, **kwargs)
         return f"[{summary.short_id}] {summary.body}"
 
-    return StructuredTool.from_function(delegate, name=name, description=description)
+    # the supervisor's middleware sees this mark and, in evict mode, captures its context at the fork
+    return StructuredTool.from_function(
+        delegate, name=name, description=description, metadata={FORK_TOOL_METADATA: True}
+    )

@@ -1,5 +1,5 @@
 """The tools the middleware binds: remember_fact (every agent), conclude_task (forked sub-agents),
-recall_from_subagents (orchestrators). Each returns plain text the model can read; refusals are
+recall_from_subagents and pin_fact (orchestrators). Each returns plain text the model can read; refusals are
 answers, not exceptions, so one bad call does not abort the turn."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from memory.block import clip
 from memory.errors import BeadsMemoryError
-from memory.model import Kind, Namespace, Relation, Source, Status
+from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Relation, Source, Status
 from memory.store import FactStore
 
-MEMORY_TOOL_NAMES = frozenset({"remember_fact", "conclude_task", "recall_from_subagents"})
+MEMORY_TOOL_NAMES = frozenset({"remember_fact", "conclude_task", "recall_from_subagents", "pin_fact"})
 
 
 def _remember_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
@@ -98,9 +98,47 @@ def _recall_tool(store: FactStore, ns: Namespace) -> BaseTool:
     return StructuredTool.from_function(recall_from_subagents)
 
 
+def pin_refusal(fact: Fact, ns: Namespace) -> str | None:
+    """Why the agent may not pin `fact`, or None: only the user's own words, said in this conversation
+    (not a tool result, a web page, a sub-agent's finding or the agent's own conclusion)."""
+    if fact.source in UNTRUSTED_SOURCES:
+        return f"it came from {fact.source.value}: tool results and web pages are never pinned"
+    if fact.source is not Source.PASSIVE_CAPTURE or fact.kind not in (Kind.USER_INPUT, Kind.DIRECTIVE):
+        return "only what the user said can be pinned by the agent (the user can pin anything else)"
+    if fact.namespace_id != ns.id:
+        return "it was not said in this conversation's memory"
+    return None
+
+
+def _pin_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
+    def pin_fact(fact_id: str, unpin: bool = False) -> str:
+        """Pin a standing rule or profile fact the user stated, so it is in every prompt from now on
+        (pass the 8-character id shown in brackets). Use it when the user asks you to always keep
+        something in mind. With unpin=true, stop pinning it."""
+        try:
+            fact = store.get(fact_id, session_id=ns.session_id)
+            if unpin:
+                removed = store.unpin(fact)
+                return f"Unpinned [{fact.short_id}]." if removed else f"[{fact.short_id}] was not pinned."
+            current = store.get(fact.head_id)
+            refusal = pin_refusal(current, ns)
+            if refusal:
+                return f"Not pinned: {refusal}."
+            pinned = store.pin(current, pinned_by=agent_id)
+        except BeadsMemoryError as exc:
+            return f"Not pinned: {exc}"
+        return f"Pinned [{pinned.short_id}]: it is in every prompt from now on."
+
+    return StructuredTool.from_function(pin_fact)
+
+
 def memory_tools(
     store: FactStore, ns: Namespace, agent_id: str, role: Literal["orchestrator", "subagent"]
 ) -> list[BaseTool]:
     tools = [_remember_tool(store, ns, agent_id)]
-    tools.append(_conclude_tool(store, ns, agent_id) if role == "subagent" else _recall_tool(store, ns))
+    if role == "subagent":
+        tools.append(_conclude_tool(store, ns, agent_id))
+    else:
+        # pinning changes every later prompt of the session: the supervisor's decision, not a fork's
+        tools.extend([_recall_tool(store, ns), _pin_tool(store, ns, agent_id)])
     return tools

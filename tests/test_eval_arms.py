@@ -15,7 +15,7 @@ from memory.eval.loaders import load_beam, load_locomo
 from memory.eval.metrics import window_metrics
 from memory.eval.runner import Stores, make_arm, open_stores
 from memory.eval.tokens import count_tokens
-from memory.eval.window import TAIL_TITLE, ConversationView, Window
+from memory.eval.window import TAIL_TITLE, ConversationView, Window, asked_at
 from memory.model import Status
 
 ARMS = ("tail", "docstore", "bm25", "facts")
@@ -151,3 +151,43 @@ def test_one_shared_facts_search_equals_a_search_per_budget(stores: Stores, tmp_
         for budget in budgets:
             a, b = shared.window(view, question, budget), separate.window(view, question, budget)
             assert (a.items, a.text, a.nothing_relevant) == (b.items, b.text, b.nothing_relevant)
+
+
+# -- asking at the moment of the evidence, and the injection gate ----------------------------------
+
+
+def test_a_question_asked_at_its_evidence_sees_no_later_turn(stores: Stores, tmp_path: Path) -> None:
+    conversation = ingested(stores, load_locomo(write_locomo(tmp_path)))
+    full = ConversationView(conversation)
+    cat = next(q for q in conversation.questions if q.question == "What is the name of Ana's cat?")
+    view = asked_at(full, cat, "evidence")
+    first_session = {t.id for t in conversation.sessions[0].turns}
+    assert set(view.lines) == first_session
+    assert view.hidden == frozenset(set(full.lines) - first_session)
+    assert view.history_tokens == sum(full.tokens[t] for t in first_session)
+    assert asked_at(full, cat, "end") is full
+    broken = next(q for q in conversation.questions if q.question == "Broken evidence?")
+    assert asked_at(full, broken, "evidence") is full  # no evidence: asked at the end
+    for name in ("facts", "docstore", "bm25"):
+        window = make_arm(name, stores).window(view, cat, 1200)
+        assert {i.turn_id for i in window.items} <= first_session, name
+
+
+def test_the_gated_arm_is_the_transcript_while_it_fits_and_the_facts_arm_after(
+    stores: Stores, tmp_path: Path
+) -> None:
+    conversation = ingested(stores, load_locomo(write_locomo(tmp_path)))
+    full = ConversationView(conversation)
+    cat = next(q for q in conversation.questions if q.question == "What is the name of Ana's cat?")
+    gated, facts, tail = (make_arm(n, stores) for n in ("facts_gated", "facts", "tail"))
+    fits = full.history_tokens + count_tokens(TAIL_TITLE)
+    # the whole conversation fits: nothing injected, the window is the transcript
+    roomy = gated.window(full, cat, fits + 50)
+    assert roomy.text == tail.window(full, cat, fits + 50).text
+    assert roomy.tokens == fits < roomy.budget
+    assert all(i.fact_id is None for i in roomy.items)
+    # it does not fit: the facts arm's window, under the gated arm's name
+    tight = gated.window(full, cat, 150)
+    same = facts.window(full, cat, 150)
+    assert (tight.arm, tight.text, tight.tokens) == ("facts_gated", same.text, same.tokens)
+    assert window_metrics(tight, cat)["hit_any"]

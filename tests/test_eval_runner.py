@@ -15,7 +15,7 @@ from memory.eval.report import PLOT_FILE, SUMMARY_FILE, write_report
 from memory.eval.runner import ROWS_FILE, ROWS_SNAPSHOT, Evaluation, RunConfig, read_rows, write_run_info
 
 LOCOMO_QUESTIONS, BEAM_QUESTIONS = 8, 7
-ROWS_PER_QUESTION = 4 * 2 + 1  # four budgeted arms at two budgets, and full once
+ROWS_PER_QUESTION = 5 * 2 + 1  # five budgeted arms at two budgets, and full once
 
 
 def config(tmp_path: Path, db_url: str, **overrides: Any) -> RunConfig:

@@ -14,11 +14,22 @@ chose them (`priority`, 0 first): rank for retrieval, recency for a transcript t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
+from memory.assembler import should_inject
 from memory.eval.conversation import Question
 from memory.eval.tokens import Packer, count_tokens
-from memory.eval.window import ConversationView, Window, WindowItem, fill_tail, format_time, render
+from memory.eval.window import (
+    TAIL_TITLE,
+    ConversationView,
+    Window,
+    WindowItem,
+    fill_tail,
+    format_time,
+    render,
+)
 from memory.model import Hit, Namespace, SearchResult, Status
 from memory.retrieval import SearchOptions
 
@@ -27,7 +38,7 @@ if TYPE_CHECKING:
 
     from memory.store import FactStore
 
-ARM_NAMES = ("tail", "docstore", "bm25", "facts", "full")
+ARM_NAMES = ("tail", "docstore", "bm25", "facts", "facts_gated", "full")
 TURNS_TITLE = "Conversation turns retrieved from memory (most relevant first):"
 FACTS_TITLE = "Facts from memory (most relevant first):"
 # Below the library's relevance floor FactStore.search says "not in memory"; the docstore's score is
@@ -143,7 +154,9 @@ class DocstoreArm(RankedTurnsArm):
         self.largest_budget = max(budgets, default=None)
 
     def rank(self, view: ConversationView, question: Question, complete: bool) -> tuple[Ranking, bool]:
-        turns = len(view.conversation.turns)
+        # the store holds the whole conversation; turns said after the question (view.hidden) are
+        # filtered out below, so a complete ranking must reach past them
+        turns = len(view.conversation.turns) + len(view.hidden)
         limit = turns
         if not complete and self.largest_budget is not None:
             median = sorted(view.tokens.values())[turns // 2] if turns else 1
@@ -177,7 +190,7 @@ class BM25Arm(RankedTurnsArm):
     def _index(self, view: ConversationView) -> tuple[object, list[str]]:
         import bm25s
 
-        cid = view.conversation.id
+        cid = f"{view.conversation.id}@{len(view.conversation.turns)}"  # a view may stop early
         if cid not in self._indexes:
             self._indexes.clear()  # conversations are evaluated one after another
             ids = [t.id for t in view.conversation.turns]
@@ -251,7 +264,11 @@ class FactsArm:
         key = (view.conversation.id, question.id)
         if self._probe is None or self._probe[0] != key:
             namespace = self.namespace_for(view.conversation.id)
-            self._probe = (key, self.store.search(namespace, question.question, self.options))
+            # only turns said by the time of asking (view.hidden: said later)
+            probe = self.store.search(
+                namespace, question.question, self.options, exclude_message_ids=view.hidden
+            )
+            self._probe = (key, probe)
         return self._probe[1]
 
     def _visible(self, view: ConversationView, budget: int) -> frozenset[str]:
@@ -263,7 +280,11 @@ class FactsArm:
         self, view: ConversationView, question: Question, k: int, visible: frozenset[str]
     ) -> SearchResult:
         namespace = self.namespace_for(view.conversation.id)
-        return self.store.search(namespace, question.question, self.options, k=k, exclude_message_ids=visible)
+        # recency (when on) is measured from the end of the conversation: when the questions are asked
+        when = {"recency_reference": conversation_end(view)} if self.options.recency_weight else {}
+        return self.store.search(
+            namespace, question.question, self.options, k=k, exclude_message_ids=visible | view.hidden, **when
+        )
 
     def _shares_search(self, budget: int) -> bool:
         return bool(self.budgets) and self.budgets[0] <= budget <= self.budgets[-1]
@@ -328,6 +349,39 @@ class FactsArm:
         return Window(
             self.name, budget, packer.text(), packer.used, tuple(items), probe.not_in_memory, probe.best_score
         )
+
+
+class GatedFactsArm:
+    """The facts arm behind the middleware's pressure gate (memory.assembler.should_inject, mode
+    "gated"): while the whole transcript fits the budget it is the transcript and nothing else; once it
+    does not, it is the facts arm. The same function decides for the middleware, so what is measured
+    here is what the library does."""
+
+    name = "facts_gated"
+    budgeted = True
+
+    def __init__(self, facts: FactsArm) -> None:
+        self.facts = facts
+
+    def window(self, view: ConversationView, question: Question, budget: int | None) -> Window:
+        if budget is None:
+            raise ValueError("the gated facts arm needs a budget")
+        packer = Packer(budget)
+        gate = should_inject(view.history_tokens + count_tokens(TAIL_TITLE), budget, "gated")
+        if gate.inject:
+            inner = self.facts.window(view, question, budget)
+            return replace(inner, arm=self.name)
+        items = fill_tail(packer, view)
+        return Window(self.name, budget, packer.text(), packer.used, tuple(items))
+
+
+def conversation_end(view: ConversationView) -> datetime | None:
+    """The time of the conversation's last dated turn (timezone-aware), or None when no turn has one."""
+    stamps = [t.timestamp for t in view.conversation.turns if t.timestamp is not None]
+    if not stamps:
+        return None
+    end = max(stamps, key=lambda t: t.replace(tzinfo=t.tzinfo or UTC))
+    return end if end.tzinfo else end.replace(tzinfo=UTC)
 
 
 def budgets_for(arm: Arm, budgets: Sequence[int]) -> list[int | None]:

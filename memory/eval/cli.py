@@ -3,6 +3,7 @@
     python -m memory.eval run --locomo PATH --beam DIR [--longmemeval PATH] [--out results]
         [--budgets 1200 3000 6000] [--arms tail docstore bm25 facts full] [--embedder minilm]
         [--database-url URL] [--sample N] [--limit N] [--answer-model SPEC --judge-model SPEC]
+        [--consolidate] [--recency-weight W [--recency-half-life DAYS]]
     python -m memory.eval report [--out results]
 
 Exit codes: 0 done, 2 the configuration, the database or a model failed.
@@ -64,6 +65,27 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--limit", type=int, help="at most N questions per dataset (after --sample)")
     run.add_argument("--conversations", type=int, help="only the first N conversations of each dataset")
     run.add_argument("--facts-share", type=float, default=1 / 3, help="the facts arm's share of the budget")
+    run.add_argument(
+        "--consolidate",
+        action="store_true",
+        help="merge restated facts (python -m memory consolidate) in a copy of the ingested database first",
+    )
+    run.add_argument(
+        "--ask-at",
+        choices=("end", "evidence"),
+        default="end",
+        help="ask each question at the end of the conversation (default) or right after the session "
+        "holding its latest evidence (shorter histories: what the injection gate is measured on)",
+    )
+    run.add_argument(
+        "--recency-weight", type=float, default=0.0, help="the facts arm's recency weight (default 0: off)"
+    )
+    run.add_argument(
+        "--recency-half-life",
+        type=float,
+        default=30.0,
+        help="days for the recency bonus to halve (default 30)",
+    )
     run.add_argument("--answer-model", help="chat model that answers: ollama:<model> or <module>:<factory>")
     run.add_argument("--judge-model", help="chat model that grades (should differ from the answer model)")
     run.add_argument("--num-ctx", type=int, default=16384, help="context length for ollama: models")
@@ -98,6 +120,10 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         limit=args.limit,
         conversations=args.conversations,
         facts_share=args.facts_share,
+        consolidate=args.consolidate,
+        recency_weight=args.recency_weight,
+        recency_half_life_days=args.recency_half_life,
+        ask_at=args.ask_at,
         show_progress=not args.no_progress,
     )
     if bool(args.answer_model) != bool(args.judge_model):

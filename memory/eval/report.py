@@ -310,6 +310,7 @@ _STYLES = {
     "docstore": ("s", "--", "tab:orange"),
     "bm25": ("^", "-.", "tab:green"),
     "facts": ("D", "-", "tab:red"),
+    "facts_gated": ("v", (0, (5, 1)), "tab:purple"),
 }
 
 

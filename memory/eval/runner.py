@@ -6,6 +6,7 @@ rerun skips the keys already written, so an interrupted run resumes where it sto
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import time
@@ -13,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,12 +25,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from memory.eval import arms as arm_lib
 from memory.eval.arms import Arm, budgets_for
-from memory.eval.conversation import Dataset, Question
+from memory.eval.conversation import Conversation, Dataset, Question
 from memory.eval.ingest import Ingestor, IngestStats, database_name, ensure_database
 from memory.eval.judging import answer, judge
 from memory.eval.loaders import LOADERS
 from memory.eval.metrics import window_metrics
-from memory.eval.window import ConversationView, Window
+from memory.eval.window import ConversationView, Window, asked_at
+from memory.retrieval import SearchOptions
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -57,6 +60,13 @@ class RunConfig:
     limit: int | None = None  # at most this many questions per dataset, after sampling
     conversations: int | None = None  # only the first N conversations of each dataset
     facts_share: float = 1 / 3
+    # consolidate (merge restated facts) a copy of the ingested database before the questions
+    consolidate: bool = False
+    recency_weight: float = 0.0  # the facts arm's SearchOptions.recency_weight (0: off)
+    recency_half_life_days: float = 30.0
+    # when each question is asked: at the end of the conversation, or right after the session that
+    # holds its latest evidence (memory.eval.window.asked_at), where shorter histories fit a window
+    ask_at: str = "end"
     answer_model: BaseChatModel | None = None
     judge_model: BaseChatModel | None = None
     answer_model_name: str | None = None
@@ -74,6 +84,7 @@ class DatasetRun:
     questions_selected: int
     rows_written: int = 0
     ingest: list[dict[str, Any]] = field(default_factory=list)
+    consolidation: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
 
 
@@ -227,7 +238,7 @@ class Evaluation:
         for q in pending:
             by_conversation[q.conversation_id].append(q)
         conversations = [c for c in dataset.conversations if c.id in by_conversation]
-        with self._stores(dataset, record) as (ingestor, arms):
+        with self._stores(dataset, record, conversations) as (ingestor, arms):
             task = progress.add_task(f"{dataset.name}: ingest", total=len(conversations))
             for conversation in conversations:
                 stats: IngestStats = ingestor.ingest(conversation)
@@ -240,7 +251,8 @@ class Evaluation:
                 for conversation in conversations:
                     view = ConversationView(conversation)
                     for question in by_conversation[conversation.id]:
-                        rows = self._evaluate(dataset.name, view, question, arms, done)
+                        at = asked_at(view, question, self.config.ask_at)
+                        rows = self._evaluate(dataset.name, at, question, arms, done)
                         out.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
                         out.flush()
                         record.rows_written += len(rows)
@@ -284,7 +296,9 @@ class Evaluation:
         return {**out, "answer": response, "correct": correct, "judge_reply": reply[:200]}
 
     @contextmanager
-    def _stores(self, dataset: Dataset, record: DatasetRun) -> Iterator[tuple[Ingestor, list[Arm]]]:
+    def _stores(
+        self, dataset: Dataset, record: DatasetRun, conversations: Sequence[Conversation] = ()
+    ) -> Iterator[tuple[Ingestor, list[Arm]]]:
         from memory.connection import resolve_database_url
         from memory.embedders.select import embedder_from_name
 
@@ -296,9 +310,24 @@ class Evaluation:
             name = database_name(dataset.name, str(Path(dataset.source).resolve()), embedder.name)
             url = ensure_database(server, name)
             record.database = name
+            if self.config.consolidate:
+                # consolidation archives facts: never in the shared ingest, always in a fresh copy of it
+                with open_stores(url, embedder) as stores:
+                    for conversation in conversations:
+                        stores.ingestor.ingest(conversation)
+                copy = consolidated_copy_name(name)
+                url = clone_database(server, name, copy)
+                record.database = copy
         with open_stores(url, embedder) as stores:
+            if self.config.consolidate:
+                record.consolidation = consolidate_conversations(stores.facts, conversations)
+            options = dataclasses.replace(
+                stores.facts.search_options,
+                recency_weight=self.config.recency_weight,
+                recency_half_life=timedelta(days=self.config.recency_half_life_days),
+            )
             arms = [
-                make_arm(name, stores, self.config.facts_share, self.config.budgets)
+                make_arm(name, stores, self.config.facts_share, self.config.budgets, options)
                 for name in self.config.arms
             ]
             yield stores.ingestor, arms
@@ -345,7 +374,53 @@ def open_stores(url: str, embedder: Embedder) -> Iterator[Stores]:
         yield Stores(facts, docs, ingestor)
 
 
-def make_arm(name: str, stores: Stores, facts_share: float = 1 / 3, budgets: Sequence[int] = ()) -> Arm:
+def consolidated_copy_name(name: str) -> str:
+    suffix = "_consolidated"
+    return name[: 63 - len(suffix)] + suffix
+
+
+def clone_database(server_url: str, template: str, name: str) -> str:
+    """A fresh copy of database `template` named `name` (replacing an earlier copy); its URL."""
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        admin.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(template))
+        )
+    return make_conninfo(server_url, dbname=name)
+
+
+def consolidate_conversations(
+    facts: FactStore, conversations: Sequence[Conversation]
+) -> list[dict[str, Any]]:
+    """Merge restated facts in each conversation's session; what it did, per conversation.
+
+    Expiry is not run: on a static benchmark nothing was ever retrieved, so every fact would expire.
+    """
+    done = []
+    for conversation in conversations:
+        started = time.perf_counter()
+        report = facts.consolidate(conversation.id)
+        done.append(
+            {
+                "conversation_id": conversation.id,
+                "merges": len(report.merges),
+                "archived": report.archived,
+                "seconds": round(time.perf_counter() - started, 2),
+            }
+        )
+    return done
+
+
+def make_arm(
+    name: str,
+    stores: Stores,
+    facts_share: float = 1 / 3,
+    budgets: Sequence[int] = (),
+    options: SearchOptions | None = None,
+) -> Arm:
     if name == "tail":
         return arm_lib.TailArm()
     if name == "full":
@@ -354,8 +429,11 @@ def make_arm(name: str, stores: Stores, facts_share: float = 1 / 3, budgets: Seq
         return arm_lib.BM25Arm()
     if name == "docstore":
         return arm_lib.DocstoreArm(stores.docs, budgets=budgets)
-    if name == "facts":
-        return arm_lib.FactsArm(stores.facts, stores.ingestor.root, share=facts_share, budgets=budgets)
+    if name in ("facts", "facts_gated"):
+        facts = arm_lib.FactsArm(
+            stores.facts, stores.ingestor.root, share=facts_share, options=options, budgets=budgets
+        )
+        return facts if name == "facts" else arm_lib.GatedFactsArm(facts)
     raise ValueError(f"unknown arm {name!r}; arms: {', '.join(arm_lib.ARM_NAMES)}")
 
 
@@ -374,6 +452,10 @@ def write_run_info(out_dir: Path, config: RunConfig, records: Sequence[DatasetRu
         "budgets": list(config.budgets),
         "arms": list(config.arms),
         "facts_share": config.facts_share,
+        "consolidate": config.consolidate,
+        "recency_weight": config.recency_weight,
+        "recency_half_life_days": config.recency_half_life_days,
+        "ask_at": config.ask_at,
         "sample_per_type": config.sample,
         "limit": config.limit,
         "answer_model": config.answer_model_name if config.answer_model else None,

@@ -6,10 +6,10 @@ differ only in what they choose, never in how it is shown or counted.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from memory.eval.conversation import Conversation, Turn
+from memory.eval.conversation import Conversation, Question, Turn
 from memory.eval.tokens import Packer, clip_to_last, count_many, count_tokens
 
 TAIL_TITLE = "Conversation so far (oldest first):"
@@ -48,11 +48,16 @@ def render(turn: Turn, text: str | None = None) -> str:
 
 @dataclass
 class ConversationView:
-    """A conversation with every turn's rendered line and token count computed once, for every arm."""
+    """A conversation with every turn's rendered line and token count computed once, for every arm.
+
+    A view may stop early (`until`): the question is then asked at that moment, and `hidden` holds the
+    turns said after it, which no arm may show (retrievers over the whole conversation exclude them).
+    """
 
     conversation: Conversation
     lines: dict[str, str] = field(init=False)
     tokens: dict[str, int] = field(init=False)
+    hidden: frozenset[str] = field(default=frozenset(), init=False)
 
     def __post_init__(self) -> None:
         turns = self.conversation.turns
@@ -62,6 +67,44 @@ class ConversationView:
     @property
     def newest_first(self) -> list[Turn]:
         return list(reversed(self.conversation.turns))
+
+    @property
+    def history_tokens(self) -> int:
+        """The whole transcript so far, as the tail would render it (one line per turn)."""
+        return sum(self.tokens.values())
+
+    def until(self, session_id: str) -> ConversationView:
+        """The conversation as it stood at the end of session `session_id` (counts reused, not redone)."""
+        ids = [s.id for s in self.conversation.sessions]
+        cut = ids.index(session_id) + 1
+        if cut == len(ids):
+            return self
+        shown = replace(self.conversation, sessions=self.conversation.sessions[:cut])
+        view = object.__new__(ConversationView)
+        view.conversation = shown
+        kept = {t.id for t in shown.turns}
+        view.lines = {k: v for k, v in self.lines.items() if k in kept}
+        view.tokens = {k: v for k, v in self.tokens.items() if k in kept}
+        view.hidden = self.hidden | frozenset(k for k in self.lines if k not in kept)
+        return view
+
+
+def asked_at(view: ConversationView, question: Question, mode: str) -> ConversationView:
+    """The view a question is asked against: the whole conversation ("end"), or ("evidence") the
+    conversation up to the end of the session holding its latest evidence, as if the user asked right
+    then. Questions without evidence (abstention) are asked at the end."""
+    if mode == "end":
+        return view
+    if mode != "evidence":
+        raise ValueError(f"ask-at mode must be end or evidence, not {mode!r}")
+    evidence = [*question.evidence_ids, *question.current_ids]
+    turns = view.conversation.turn_by_id
+    position = {t.id: i for i, t in enumerate(view.conversation.turns)}
+    known = [e for e in evidence if e in turns]
+    if not known:
+        return view
+    last = max(known, key=position.__getitem__)
+    return view.until(turns[last].session_id)
 
 
 def fill_tail(

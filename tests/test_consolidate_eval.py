@@ -1,0 +1,95 @@
+"""The harness options: --consolidate (in a copy of the ingest) and --recency-weight."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from eval_samples import write_beam, write_locomo
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+from rich.console import Console
+
+from memory.eval.cli import main
+from memory.eval.runner import ROWS_FILE, RUN_INFO_FILE, Evaluation, RunConfig, read_rows, write_run_info
+
+
+def config(tmp_path: Path, url: str, **overrides: Any) -> RunConfig:
+    settings: dict[str, Any] = {
+        "datasets": [("locomo", write_locomo(tmp_path)), ("beam", write_beam(tmp_path))],
+        "out_dir": tmp_path / "out",
+        "budgets": (60, 200),
+        "arms": ("facts",),
+        "embedder": "fake-64",
+        "database_url": url,
+        "show_progress": False,
+    }
+    settings.update(overrides)
+    return RunConfig(**settings)
+
+
+def archived(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        return conn.execute("SELECT count(*) FROM beads.facts WHERE status = 'archived'").fetchone()[0]
+
+
+def test_consolidate_merges_in_a_copy_and_never_in_the_shared_ingest(
+    tmp_path: Path, pg_server_url: str
+) -> None:
+    cfg = config(tmp_path, pg_server_url, consolidate=True)
+    records = Evaluation(cfg).run()
+    write_run_info(cfg.out_dir, cfg, records, 0.0)
+    try:
+        for record in records:
+            assert record.database is not None and record.database.endswith("_consolidated")
+            base = record.database.removesuffix("_consolidated")
+            copy_url = make_conninfo(pg_server_url, dbname=record.database)
+            base_url = make_conninfo(pg_server_url, dbname=base)
+            merged = sum(c["archived"] for c in record.consolidation)
+            # the samples repeat their filler lines across sessions: those restatements are merged
+            assert merged > 0 and archived(copy_url) == merged
+            assert archived(base_url) == 0  # the cached ingest other runs reuse is untouched
+        rows = read_rows(tmp_path / "out" / ROWS_FILE)
+        assert rows and {r["arm"] for r in rows} == {"facts"}
+        info = json.loads((tmp_path / "out" / RUN_INFO_FILE).read_text())
+        assert info["runs"][-1]["consolidate"] is True
+        # a second run clones afresh from the shared ingest and merges the same amount
+        again = Evaluation(
+            config(tmp_path, pg_server_url, consolidate=True, out_dir=tmp_path / "again")
+        ).run()
+        assert [sum(c["archived"] for c in r.consolidation) for r in again] == [
+            sum(c["archived"] for c in r.consolidation) for r in records
+        ]
+    finally:
+        with psycopg.connect(pg_server_url, autocommit=True) as admin:
+            for record in records:
+                for name in {record.database, (record.database or "").removesuffix("_consolidated")}:
+                    if name:
+                        admin.execute(
+                            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+                        )
+
+
+def test_recency_weight_reaches_the_facts_arm(tmp_path: Path, db_url: str) -> None:
+    common = ["run", "--locomo", str(write_locomo(tmp_path)), "--arms", "facts", "--budgets", "200"]
+    common += ["--embedder", "fake-64", "--database-url", db_url, "--exact-database", "--no-progress"]
+    console = Console(record=True, width=200)
+    assert main([*common, "--out", str(tmp_path / "plain")], console=console) == 0
+    boosted = [
+        *common,
+        "--out",
+        str(tmp_path / "recent"),
+        "--recency-weight",
+        "1",
+        "--recency-half-life",
+        "1",
+    ]
+    assert main(boosted, console=console) == 0
+    info = json.loads((tmp_path / "recent" / RUN_INFO_FILE).read_text())["runs"][-1]
+    assert (info["recency_weight"], info["recency_half_life_days"]) == (1.0, 1.0)
+    plain = {r["question_id"]: r["window"] for r in read_rows(tmp_path / "plain" / ROWS_FILE)}
+    recent = {r["question_id"]: r["window"] for r in read_rows(tmp_path / "recent" / ROWS_FILE)}
+    assert plain.keys() == recent.keys()
+    assert any(plain[q] != recent[q] for q in plain)  # a strong recency term reorders the fact block

@@ -179,13 +179,14 @@ def _copy_vectors(
     embedder_id: int,
     rows: Iterable[tuple[uuid.UUID, np.ndarray]],
 ) -> None:
-    statement = sql.SQL("COPY beads.{} (embedder_id, {}, embedding) FROM STDIN (FORMAT BINARY)").format(
-        sql.Identifier(table), sql.Identifier(key)
-    )
+    # a bulk load builds its HNSW indexes afterwards, so its rows go in as indexed (migration 0006)
+    statement = sql.SQL(
+        "COPY beads.{} (embedder_id, {}, embedding, indexed) FROM STDIN (FORMAT BINARY)"
+    ).format(sql.Identifier(table), sql.Identifier(key))
     with cur.copy(statement) as copy:
-        copy.set_types(["int2", "uuid", "vector"])
+        copy.set_types(["int2", "uuid", "vector", "bool"])
         for row_id, vec in rows:
-            copy.write_row((embedder_id, row_id, vec))
+            copy.write_row((embedder_id, row_id, vec, True))
 
 
 def their_namespace(data: Dataset, fact: LoadedFact) -> tuple[str, ...]:

@@ -70,6 +70,23 @@ def markdown(results: dict[str, Any]) -> str:
             f"| {b['ours']['resolved']['mean']:.2f} | {b['theirs']['superseded_returned']['mean']:.2f} |"
         )
 
+    rows += [
+        "",
+        "The background indexer (memory.indexer): vectors still waiting for the HNSW indexes right "
+        "after each timed capture (search compares those exactly), and the drain at the end:",
+        "",
+        "| facts | waiting after a capture, mean (max) | drained at the end | drain seconds |",
+        "|---:|---:|---:|---:|",
+    ]
+    for s in sizes:
+        ix = s["writes"].get("indexer")
+        if ix:
+            w = ix["pending_after_each_capture"]
+            rows.append(
+                f"| {s['size']:,} | {w['mean']:.1f} ({w['max']:.0f}) | {ix['drained_at_end']} "
+                f"| {ix['drain_s']:.2f} |"
+            )
+
     for key, title in (
         ("insert_facts_steps_ms", "insert_facts (capture's SQL layer)"),
         ("supersede_steps_ms", "memory.facts.supersede"),

@@ -19,6 +19,7 @@ from bench.corpus import Corpus, Message, build_corpus, sentence_about
 from bench.embedder import LookupEmbedder
 from bench.loader import Dataset
 from memory import facts as fact_sql
+from memory import vectors
 from memory.facts import NewFact, Provenance
 from memory.model import Kind, Source, Status
 from memory.splitting import split_message
@@ -33,8 +34,8 @@ class TimingConnection:
     LABELS = (
         ("INSERT INTO beads.passages", "insert passage"),
         ("INSERT INTO beads.facts", "insert facts"),
-        ("INSERT INTO beads.fact_vectors", "insert fact vectors (HNSW)"),
-        ("INSERT INTO beads.passage_vectors", "insert passage vectors (HNSW)"),
+        ("INSERT INTO beads.fact_vectors", "insert fact vectors"),
+        ("INSERT INTO beads.passage_vectors", "insert passage vectors"),
         ("DELETE FROM beads.vector_coverage", "mark written"),
         ("SELECT id, session_id,", "read or lock facts"),
         ("SELECT 1 - (va.embedding <=> vb.embedding)", "similarity guard"),
@@ -183,6 +184,7 @@ def measure_writes(
     }
     claims: list[float] = []
     steps: dict[str, list[float]] = {}
+    pending: list[int] = []
     with store.pool.connection() as conn:
         for i in range(count + warmup):
             a, b, c = messages[3 * i : 3 * i + 3]
@@ -200,6 +202,11 @@ def measure_writes(
                 claims.append(result.written)
                 for step, ms in timed.ms.items():
                     steps.setdefault(step, []).append(ms)
+                # how far the background indexer lags behind the writes (untimed)
+                pending.append(vectors.pending_count(conn))
+        started = time.perf_counter()
+        drained = store.index_pending()
+        drain_s = time.perf_counter() - started
 
     # supersede: an active fact the user stated earlier, revised by a new near-duplicate fact
     rng = random.Random(9)
@@ -243,6 +250,12 @@ def measure_writes(
         "insert_facts_steps_ms": {step: summary(ms) for step, ms in sorted(steps.items())},
         "supersede_steps_ms": {step: summary(ms) for step, ms in sorted(supersede_steps.items())},
         "supersede_refused": refused,
+        # vectors waiting for the HNSW indexes after each timed capture, and the final drain
+        "indexer": {
+            "pending_after_each_capture": summary([float(n) for n in pending]),
+            "drained_at_end": drained,
+            "drain_s": drain_s,
+        },
         "embedder_misses": lookup.misses - misses_before,
         "raw_ms": {name: [round(x, 4) for x in values] for name, values in samples.items()},
     }

@@ -191,3 +191,15 @@ def test_the_gated_arm_is_the_transcript_while_it_fits_and_the_facts_arm_after(
     same = facts.window(full, cat, 150)
     assert (tight.arm, tight.text, tight.tokens) == ("facts_gated", same.text, same.tokens)
     assert window_metrics(tight, cat)["hit_any"]
+
+
+def test_asking_later_draws_a_fixed_session_between_the_evidence_and_the_end(tmp_path: Path) -> None:
+    conversation = load_locomo(write_locomo(tmp_path, filler_sessions=6)).conversations[0]
+    full = ConversationView(conversation)
+    drawn = set()
+    for question in conversation.questions:
+        view = asked_at(full, question, "later")
+        assert asked_at(full, question, "later").lines == view.lines  # fixed per question
+        assert set(question.evidence_ids) <= set(view.lines)
+        drawn.add(len(view.conversation.sessions))
+    assert len(drawn) > 1  # not always the same moment

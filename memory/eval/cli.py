@@ -31,6 +31,7 @@ from memory.eval.runner import (
     write_run_info,
     write_snapshot,
 )
+from memory.eval.window import ASK_AT_MODES
 
 
 def parser() -> argparse.ArgumentParser:
@@ -72,10 +73,11 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--ask-at",
-        choices=("end", "evidence"),
+        choices=ASK_AT_MODES,
         default="end",
-        help="ask each question at the end of the conversation (default) or right after the session "
-        "holding its latest evidence (shorter histories: what the injection gate is measured on)",
+        help="ask each question at the end of the conversation (default), right after the session "
+        "holding its latest evidence, or after a session drawn between that one and the end (later): "
+        "histories of every length, what the injection gate is measured on",
     )
     run.add_argument(
         "--recency-weight", type=float, default=0.0, help="the facts arm's recency weight (default 0: off)"

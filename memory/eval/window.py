@@ -6,6 +6,7 @@ differ only in what they choose, never in how it is shown or counted.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -89,14 +90,22 @@ class ConversationView:
         return view
 
 
+ASK_AT_MODES = ("end", "evidence", "later")
+
+
 def asked_at(view: ConversationView, question: Question, mode: str) -> ConversationView:
-    """The view a question is asked against: the whole conversation ("end"), or ("evidence") the
-    conversation up to the end of the session holding its latest evidence, as if the user asked right
-    then. Questions without evidence (abstention) are asked at the end."""
+    """The view a question is asked against, as if the user asked it then:
+
+    - "end": after the whole conversation (the datasets' own setting);
+    - "evidence": right after the session holding its latest evidence;
+    - "later": after a session drawn between that one and the last, evenly, fixed per question (a
+      hash of its id), so histories of every length occur and the evidence is not always recent.
+
+    Questions without evidence (abstention) are asked at the end."""
+    if mode not in ASK_AT_MODES:
+        raise ValueError(f"ask-at mode must be one of {', '.join(ASK_AT_MODES)}, not {mode!r}")
     if mode == "end":
         return view
-    if mode != "evidence":
-        raise ValueError(f"ask-at mode must be end or evidence, not {mode!r}")
     evidence = [*question.evidence_ids, *question.current_ids]
     turns = view.conversation.turn_by_id
     position = {t.id: i for i, t in enumerate(view.conversation.turns)}
@@ -104,7 +113,12 @@ def asked_at(view: ConversationView, question: Question, mode: str) -> Conversat
     if not known:
         return view
     last = max(known, key=position.__getitem__)
-    return view.until(turns[last].session_id)
+    sessions = [s.id for s in view.conversation.sessions]
+    first = sessions.index(turns[last].session_id)
+    if mode == "evidence":
+        return view.until(sessions[first])
+    draw = int.from_bytes(hashlib.sha256(question.id.encode()).digest()[:8], "big")
+    return view.until(sessions[first + draw % (len(sessions) - first)])
 
 
 def fill_tail(

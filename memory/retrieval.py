@@ -142,6 +142,8 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
 """
 
 
+HNSW_EF_SEARCH_MAX = 1000
+
 # Connections whose session already has our HNSW settings, and the ef_search they carry. The scan
 # must keep walking until enough rows pass the session/scope filter (pgvector 0.8's iterative scan).
 # Set once per pooled connection instead of per search: a search is then a single statement, with no
@@ -185,7 +187,8 @@ def search(
         "q": as_vector(query_vector),
         "n": max(options.candidates, options.k * 4),
     }
-    ef_search = max(40, params["n"])
+    # pgvector caps ef_search at 1,000; past it the iterative scan keeps walking for the rest
+    ef_search = min(HNSW_EF_SEARCH_MAX, max(40, params["n"]))
     if _session_settings_hold(conn, ef_search):
         # two statements, two round trips, no BEGIN/COMMIT: a fact forgotten in between is skipped
         ranked = rank(conn.execute(statement, params).fetchall(), options)

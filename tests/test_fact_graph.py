@@ -455,3 +455,11 @@ def test_search_inside_a_callers_transaction_matches_a_plain_search(store: FactS
             inside = retrieval.search(conn, *args)
     assert [h.fact.id for h in plain.hits] == [h.fact.id for h in inside.hits]
     assert plain.hits
+
+
+def test_a_very_large_k_searches_past_the_hnsw_search_width_limit(store: FactStore) -> None:
+    # k=400 asks for 1,600 candidates; pgvector refuses an ef_search over 1,000
+    root = store.root("s1")
+    store.capture_message(root, CONSTRAINTS)
+    result = store.search(root, "what is the budget?", k=400)
+    assert result.hits

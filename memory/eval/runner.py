@@ -226,7 +226,7 @@ class Evaluation:
         pending = [q for q in selected if self._pending(dataset, q, self.config.arms, done)]
         record = DatasetRun(
             dataset.name,
-            dataset.source,
+            data_label(dataset.source),
             None,
             dict(dataset.issues.counts),
             dataset.issues.examples,
@@ -435,6 +435,13 @@ def make_arm(
         )
         return facts if name == "facts" else arm_lib.GatedFactsArm(facts)
     raise ValueError(f"unknown arm {name!r}; arms: {', '.join(arm_lib.ARM_NAMES)}")
+
+
+def data_label(source: str) -> str:
+    """The data a run read, named by its folder and file ("locomo/locomo_dev.json"): where the data
+    lives on one machine is not part of a result."""
+    path = Path(source)
+    return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
 
 
 def write_run_info(out_dir: Path, config: RunConfig, records: Sequence[DatasetRun], seconds: float) -> Path:

@@ -129,8 +129,7 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
                           WHERE x.fact_id = hit.id AND x.embedder_id = {eid})) AS claim_sim,
        coalesce(ph.sim, (SELECT 1 - (x.embedding <=> %(q)s::vector) FROM beads.passage_vectors x
                           WHERE x.passage_id = hit.passage_id AND x.embedder_id = {eid})) AS passage_sim,
-       head.id = hit.id OR EXISTS (SELECT 1 FROM beads.fact_vectors x
-                                    WHERE x.fact_id = head.id AND x.embedder_id = {eid}) AS head_has_vector,
+       hv.fact_id IS NOT NULL AS head_has_vector,
        coalesce((SELECT array_agg(e.dst) FROM beads.edges e
                   WHERE e.src = head.id AND e.relation = 'derived_from'), '{{}}') AS head_derived_from
   FROM hit_ids
@@ -139,6 +138,8 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
   LEFT JOIN scope hs ON hs.id = head.namespace_id
   LEFT JOIN claim_hits ch ON ch.id = hit.id
   LEFT JOIN passage_hits ph ON ph.id = hit.passage_id
+  -- a join, not EXISTS: the planner turned EXISTS into a hash of every vector of the space
+  LEFT JOIN beads.fact_vectors hv ON hv.embedder_id = {eid} AND hv.fact_id = head.id
 """
 
 

@@ -72,10 +72,11 @@ def markdown(results: dict[str, Any]) -> str:
 
     rows += [
         "",
-        "The background indexer (memory.indexer): vectors still waiting for the HNSW indexes right "
-        "after each timed capture (search compares those exactly), and the drain at the end:",
+        "The background indexer (memory.indexer): vectors still waiting for the HNSW indexes when the "
+        "next iteration began, three messages later (search compares those exactly). Each timed "
+        "capture starts with the indexer drained, as in a chat where messages arrive seconds apart:",
         "",
-        "| facts | waiting after a capture, mean (max) | drained at the end | drain seconds |",
+        "| facts | waiting after an iteration, mean (max) | drained at the end | drain seconds |",
         "|---:|---:|---:|---:|",
     ]
     for s in sizes:

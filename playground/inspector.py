@@ -2,18 +2,22 @@
 
 Our lane: counts by kind, source and status; facts by kind; supersede chains (old values struck
 through, the current one last); the namespace tree of the supervisor and its sub-agents, each with the
-rollup it sent up. The stock lane: the items under ("memories", session), which is all it has.
+rollup it sent up; the pinned facts, with a pin / unpin button per fact. The stock lane: the items
+under ("memories", session), which is all it has.
 """
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from memory.cli import supersede_chains
-from memory.model import Fact, Kind, Namespace, Source, Status
+from memory.consolidate import NOTE_KEY
+from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Source, Status
+from memory.pins import PinnedFact
 from memory.stock import STOCK_NAMESPACE_ROOT
 from playground.chats import Chat
 
@@ -43,6 +47,29 @@ class StockItem:
     created: str
 
 
+@dataclass(frozen=True, slots=True)
+class ConsolidationNote:
+    """What background consolidation did to one fact: merged into another, or expired."""
+
+    fact: Fact
+    action: str  # "merged" or "expired"
+    at: str
+    reason: str
+    into: Fact | None = None  # the survivor, for a merge
+
+
+def consolidation_notes(facts: list[Fact]) -> list[ConsolidationNote]:
+    by_id = {str(f.id): f for f in facts}
+    notes = []
+    for fact in facts:
+        note = fact.metadata.get(NOTE_KEY)
+        if isinstance(note, dict) and note.get("action"):
+            at = str(note.get("at", ""))[:16].replace("T", " ")
+            into = by_id.get(str(note.get("into", "")))
+            notes.append(ConsolidationNote(fact, str(note["action"]), at, str(note.get("reason", "")), into))
+    return sorted(notes, key=lambda n: (n.at, n.fact.id.hex), reverse=True)
+
+
 @dataclass(frozen=True)
 class InspectorView:
     counts: list[tuple[tuple[str, str], dict[str, int]]]
@@ -51,6 +78,17 @@ class InspectorView:
     tree: list[NamespaceNode]
     stock_items: list[StockItem]
     statuses: tuple[str, ...] = tuple(s.value for s in Status)
+    consolidation: list[ConsolidationNote] = field(default_factory=list)
+    pinned: list[PinnedFact] = field(default_factory=list)  # current versions, oldest pin first
+    chat_id: uuid.UUID | None = None  # where the pin buttons post
+
+    @functools.cached_property
+    def pinned_heads(self) -> set[uuid.UUID]:
+        return {p.fact.id for p in self.pinned}
+
+    def pinnable(self, fact: Fact) -> bool:
+        """Whether the inspector offers a pin button (the store refuses the rest anyway)."""
+        return fact.source not in UNTRUSTED_SOURCES and fact.status is Status.ACTIVE
 
 
 def count_table(stats: list[dict[str, object]]) -> list[tuple[tuple[str, str], dict[str, int]]]:
@@ -115,4 +153,7 @@ async def load_inspector(facts_store: Any, stock_store: Any, chat: Chat) -> Insp
         chains=supersede_chains(facts),
         tree=namespace_tree(namespaces, facts),
         stock_items=await stock_items(stock_store, chat.session_id),
+        consolidation=consolidation_notes(facts),
+        pinned=await facts_store.pinned(chat.session_id),
+        chat_id=chat.id,
     )

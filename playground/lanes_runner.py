@@ -8,7 +8,10 @@ writes are safe to repeat: the fact graph's ids are content-addressed, and a fin
 is in the checkpoint, so it is not called twice.
 
 A lane's failure (model down, a tool error, LangMem's ConfigurationError, which is a BaseException)
-becomes that lane's `error` event; the other lane and the page carry on.
+becomes that lane's `error` event; the other lane and the page carry on. Losing the database is not a
+lane's failure: the attempt stops, and once the database answers again the turn is handed back to the
+queue with an `interrupted` event saying why, and the next attempt resumes both lanes from their
+checkpoints.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+import psycopg
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langmem.errors import ConfigurationError as LangMemConfigurationError
 
@@ -40,6 +44,9 @@ STREAM_MODES = ["messages", "updates", "custom"]
 #: a tool result is shown up to this many characters (the log keeps what the page shows)
 MAX_TOOL_RESULT_CHARS = 2_000
 RECURSION_LIMIT = 40
+#: how long an attempt cut off by a database outage waits for the database to hand its turn back (past
+#: this, the turn's lease lapses and it is reclaimed like a dead worker's)
+DATABASE_WAIT_SECONDS = 600.0
 
 
 async def run_turn(rt: Runtime, turn: ClaimedTurn, owner: uuid.UUID) -> None:
@@ -53,14 +60,38 @@ async def run_turn(rt: Runtime, turn: ClaimedTurn, owner: uuid.UUID) -> None:
                 message = f"This turn was interrupted {turn.attempts - 1} times; giving up on it."
                 for lane in pending:
                     await writer.finish_lane(lane, "error", "error", {"message": message})
-            elif pending:
-                text = await user_text(rt, turn.id)
-                async with asyncio.TaskGroup() as lanes:
-                    for lane in pending:
-                        lanes.create_task(run_lane(rt, writer, turn, lane, text))
-            await writer.finish_turn()
+                await writer.finish_turn()
+                return
+            try:
+                if pending:
+                    text = await user_text(rt, turn.id)
+                    async with asyncio.TaskGroup() as lanes:
+                        for lane in pending:
+                            lanes.create_task(run_lane(rt, writer, turn, lane, text))
+                await writer.finish_turn()
+            except* psycopg.OperationalError as lost:
+                await hand_back_when_reachable(rt, writer, lost)
     except* LeaseLostError:
         _log.info("turn %s was taken over by another worker", turn.id)
+
+
+async def hand_back_when_reachable(rt: Runtime, writer: EventWriter, cause: BaseException) -> None:
+    """Wait for the database, then log why this attempt stopped and put the turn back in the queue."""
+    while isinstance(cause, BaseExceptionGroup):
+        cause = cause.exceptions[0]
+    message = (
+        f"The database became unreachable during this turn ({describe_failure(cause)}); "
+        "the turn goes on from its last checkpoint now that the database is back."
+    )
+    deadline = time.monotonic() + DATABASE_WAIT_SECONDS
+    while True:
+        try:
+            await writer.hand_back(message)
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(rt.settings.poll_seconds)
 
 
 async def user_text(rt: Runtime, turn_id: uuid.UUID) -> str:
@@ -87,6 +118,8 @@ async def lane_agent(rt: Runtime, turn: ClaimedTurn, lane: LaneName) -> tuple[An
         tools=rt.tools,
         checkpointer=rt.saver,
         research=rt.settings.research,
+        injection=rt.settings.injection,
+        capture=rt.settings.capture,
     )
     return agent, config
 
@@ -165,7 +198,10 @@ async def run_lane(rt: Runtime, writer: EventWriter, turn: ClaimedTurn, lane: La
         counters = await logged_usage(rt, writer, turn.id, lane)
         agent, config = await lane_agent(rt, turn, lane)
         state = await agent.aget_state(config)
-        resumed = bool(state.next)
+        # `next` alone is not enough: a step whose writes were saved but whose checkpoint was not (the
+        # process or the database went away in between) shows no `next`, only its finished `tasks`,
+        # and the nodes after it (the final-answer capture among them) have not run yet
+        resumed = bool(state.next or state.tasks)
         if resumed:  # stopped mid-way: what the checkpoint kept stands, the step cut off runs again
             writer.emit(lane, "resume", {"text": committed_text(state.values.get("messages", []))})
             await stream_lane(agent, None, config, writer, lane, counters)
@@ -180,8 +216,8 @@ async def run_lane(rt: Runtime, writer: EventWriter, turn: ClaimedTurn, lane: La
             "resumed": resumed,
         }
         await writer.finish_lane(lane, "done", "done", {"text": final_text(messages), "metrics": metrics})
-    except (asyncio.CancelledError, LeaseLostError):
-        raise
+    except (asyncio.CancelledError, LeaseLostError, psycopg.OperationalError):
+        raise  # (a lost database is the turn's interruption, not this lane's failure: see run_turn)
     except (Exception, LangMemConfigurationError) as exc:
         _log.warning("%s lane of turn %s failed: %r", lane, turn.id, exc)
         await writer.finish_lane(lane, "error", "error", {"message": describe_failure(exc)})
@@ -301,4 +337,9 @@ def injection(event: dict[str, Any]) -> dict[str, Any]:
         "facts": [{k: fact.get(k) for k in keep} for fact in facts],
         "dropped": len(event.get("dropped", [])),
         "agent_id": event.get("agent_id"),
+        # the pinned tier and the call's assembly (tiers, tokens, kept / dropped / why, the gate)
+        "pinned": event.get("pinned", []),
+        "assembly": event.get("assembly"),
+        "window_messages": event.get("window_messages"),
+        "history_messages": event.get("history_messages"),
     }

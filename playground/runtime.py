@@ -14,6 +14,7 @@ import dataclasses
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from langchain_core.tools import BaseTool
@@ -22,6 +23,7 @@ from langgraph.store.postgres import AsyncPostgresStore
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from memory.connection import open_async_pool, open_pool, resolve_database_url
+from memory.consolidate import ConsolidationReport
 from memory.embedders import Embedder, embedder_from_name
 from memory.errors import EmbedderUnavailableError
 from memory.lanes import build_stock_agent
@@ -93,6 +95,51 @@ def select_embedder(name: str) -> tuple[Embedder, str]:
         return fallback, f"{name} unavailable ({exc}): using the offline MiniLM embedder"
 
 
+# chats whose memory may be consolidated now: not being deleted, and no turn queued or running
+_IDLE_SESSIONS = """
+SELECT c.session_id FROM playground.chats c
+ WHERE c.deleted_at IS NULL
+   AND NOT EXISTS (SELECT 1 FROM playground.turns t WHERE t.chat_id = c.id AND t.status <> 'done')
+   AND (%(session)s::text IS NULL OR c.session_id = %(session)s)
+ ORDER BY c.updated_at DESC
+"""
+
+
+async def consolidate_idle_chats(rt: Runtime) -> list[ConsolidationReport]:
+    """One consolidation pass over every idle chat; never inside a turn.
+
+    Each chat is re-checked just before its own pass. A turn submitted during that pass is still
+    safe: consolidation writes in short transactions that re-check what they change under row locks.
+    """
+    days = rt.settings.consolidate_horizon_days
+    horizon = timedelta(days=days) if days > 0 else None
+    async with rt.pool.connection() as conn:
+        cur = await conn.execute(_IDLE_SESSIONS, {"session": None})
+        sessions = [row["session_id"] for row in await cur.fetchall()]
+    reports = []
+    for session in sessions:
+        async with rt.pool.connection() as conn:
+            cur = await conn.execute(_IDLE_SESSIONS, {"session": session})
+            if await cur.fetchone() is None:
+                continue  # a turn started since the list was read: this chat waits for the next pass
+        reports.append(await rt.facts.aio.consolidate(session, horizon=horizon))
+    return reports
+
+
+async def consolidation_loop(rt: Runtime) -> None:
+    """Consolidate idle chats every `consolidate_every` minutes until cancelled."""
+    while True:
+        await asyncio.sleep(rt.settings.consolidate_every * 60)
+        try:
+            reports = await consolidate_idle_chats(rt)
+        except Exception:  # a failed pass must not end the loop: the next one tries again
+            _log.exception("consolidation pass failed")
+            continue
+        archived = sum(r.archived for r in reports)
+        if archived:
+            _log.info("consolidation archived %d facts in %d chats", archived, len(reports))
+
+
 @contextlib.asynccontextmanager
 async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
     """Open pools, apply migrations, pick model and embedder, start the hub and the workers."""
@@ -103,9 +150,18 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
         embedder, embedder_note = await asyncio.to_thread(select_embedder, settings.embedder)
         model = await asyncio.to_thread(select_model, settings)
 
-        pool = await open_async_pool(url, min_size=2, max_size=8 + 3 * settings.workers)
+        # check=: a connection that died idle (the database restarted) is replaced, not handed out
+        pool = await open_async_pool(
+            url,
+            min_size=2,
+            max_size=8 + 3 * settings.workers,
+            check=AsyncConnectionPool.check_connection,
+            timeout=settings.database_wait_seconds,
+        )
         stack.push_async_callback(pool.close)
-        sync_pool: ConnectionPool = await asyncio.to_thread(open_pool, url, min_size=1, max_size=8)
+        sync_pool: ConnectionPool = await asyncio.to_thread(
+            open_pool, url, min_size=1, max_size=8, check=ConnectionPool.check_connection
+        )
         stack.callback(sync_pool.close)
         facts = FactStore(sync_pool, embedder)
         await asyncio.to_thread(facts.setup)  # the library's migrations
@@ -131,6 +187,10 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
         async def run(turn: Any, owner: Any) -> None:
             await run_turn(rt, turn, owner)
 
+        async def database_back() -> None:
+            _log.info("the database is back: replacing the stock store's dead connections")
+            await stock_pool.check()
+
         rt.worker = TurnWorker(
             pool,
             hub,
@@ -138,8 +198,12 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
             concurrency=settings.workers,
             lease_seconds=settings.lease_seconds,
             poll_seconds=settings.poll_seconds,
+            on_reconnect=database_back,
         )
         await rt.worker.start()  # unfinished turns of an earlier process are claimed from here on
         stack.push_async_callback(rt.worker.stop)
+        if settings.consolidate_every > 0:
+            consolidating = asyncio.create_task(consolidation_loop(rt), name="consolidation")
+            stack.callback(consolidating.cancel)
         _log.info("playground ready: %s", "; ".join(f"{k}: {v}" for k, v in rt.status_lines))
         yield rt

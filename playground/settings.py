@@ -39,12 +39,28 @@ class PlaygroundSettings(BaseSettings):
     token_flush_ms: int = Field(default=50, ge=5, le=1_000)
     #: How often an idle worker looks for turns when no notification arrives.
     poll_seconds: float = Field(default=1.0, ge=0.05, le=60.0)
+    #: How long a request waits for a database connection before it answers 503 (the database is down,
+    #: or every connection is busy).
+    database_wait_seconds: float = Field(default=30.0, ge=0.5, le=300.0)
 
     #: SSE: a keepalive comment this often, the reconnect delay suggested to browsers, and how many
     #: wake-ups a slow subscriber may have pending (data always comes from the log, so none is lost).
     sse_ping_seconds: int = Field(default=15, ge=1, le=300)
     sse_retry_ms: int = Field(default=2_000, ge=100, le=60_000)
     sse_queue_size: int = Field(default=64, ge=1, le=10_000)
+
+    #: Background consolidation of each chat's fact graph (merge restated facts, and expire unused ones
+    #: when a horizon is set) runs this often, in minutes, only for chats with no turn queued or
+    #: running; 0 turns it off.
+    consolidate_every: float = Field(default=10.0, ge=0.0, le=10_080.0)
+    #: Archive facts neither created nor retrieved for this many days; 0 leaves expiry off.
+    consolidate_horizon_days: float = Field(default=0.0, ge=0.0, le=3_650.0)
+
+    #: Our lane's memory: inject recalled facts on every call (always), only once the history no longer
+    #: fits the model's view (gated), or never; capture messages as they arrive (eager) or where they
+    #: leave the view, at sub-agent forks and at the end of the thread (evict).
+    injection: Literal["always", "gated", "never"] = "always"
+    capture: Literal["eager", "evict"] = "eager"
 
     #: Give both lanes the web-search tool and the research sub-agent.
     web_search: bool = True

@@ -1,15 +1,18 @@
-"""Writes: create, rename and delete chats; send a message. Every one is a same-origin form POST
+"""Writes: create, rename and delete chats; send a message; pin or unpin a fact. Every one is a same-origin form POST
 (see playground.security); htmx requests get a fragment back, plain forms a redirect."""
 
 from __future__ import annotations
 
 import uuid
+from typing import Literal
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from memory.errors import BeadsMemoryError, FactNotFoundError
 from playground.chats import DEFAULT_TITLE, InvalidTitleError, create_chat, delete_chat, rename_chat
 from playground.deps import ChatDep, RuntimeDep, TemplatesDep, is_htmx
+from playground.inspector import load_inspector
 from playground.routes.common import composer_context, frame_context
 from playground.security import read_form
 from playground.turns import submit_message
@@ -94,5 +97,30 @@ def actions_router() -> APIRouter:
             {**await frame_context(rt, chat), "oob": True}  # its message counts just changed
         )
         return HTMLResponse(composer + chat_list, headers=headers)
+
+    @router.post("/chats/{chat_id}/facts/{fact_id}/{action}", response_class=HTMLResponse)
+    async def pin(
+        request: Request,
+        chat: ChatDep,
+        fact_id: uuid.UUID,
+        action: Literal["pin", "unpin"],
+        rt: RuntimeDep,
+        templates: TemplatesDep,
+    ) -> Response:
+        facts = rt.facts.aio
+        try:
+            fact = await facts.get(fact_id)
+        except FactNotFoundError:
+            raise HTTPException(404, "No such fact.") from None
+        if fact.session_id != chat.session_id:  # another chat's fact: as if it did not exist
+            raise HTTPException(404, "No such fact.")
+        try:
+            await (facts.pin(fact, pinned_by="user") if action == "pin" else facts.unpin(fact))
+        except BeadsMemoryError as exc:  # untrusted content, an archived fact
+            raise HTTPException(422, str(exc)) from None
+        if not is_htmx(request):
+            return RedirectResponse(f"/chats/{chat.id}/inspector", status_code=303)
+        context = {"inspector": await load_inspector(facts, rt.stock_store, chat)}
+        return templates.TemplateResponse(request, "partials/inspector.html", context)
 
     return router

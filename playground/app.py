@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse
@@ -54,6 +55,12 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
     async def invalid_request(request: Request, exc: RequestValidationError) -> PlainTextResponse:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         return PlainTextResponse(f"Invalid request: {problems}", status_code=422)
+
+    @app.exception_handler(psycopg.OperationalError)
+    async def database_unreachable(request: Request, exc: psycopg.OperationalError) -> PlainTextResponse:
+        # the database went away (or its pool is exhausted): say so, never a bare 500
+        message = "The database is unreachable right now; try again in a moment. Running turns resume."
+        return PlainTextResponse(message, status_code=503, headers={"Retry-After": "2"})
 
     return app
 

@@ -89,6 +89,12 @@ UPDATE playground.turns
    SET status = 'done', finished_at = now(), lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
  WHERE id = %s
 """
+_HAND_BACK = """
+UPDATE playground.turns SET status = 'queued', lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
+ WHERE id = %s
+"""
+#: final events: written with their lane's or turn's status in one transaction, or not at all
+_FINAL_KINDS = frozenset({"done", "error", "turn_done"})
 
 
 class EventWriter:
@@ -153,6 +159,12 @@ class EventWriter:
         self.emit("turn", "turn_done", {})
         await self._write([(_FINISH_TURN, (self.turn_id,))])
 
+    async def hand_back(self, message: str) -> None:
+        """This attempt cannot go on (the database went away): log what it had emitted and why it
+        stopped, and put the turn back in the queue, in one transaction."""
+        self.emit("turn", "interrupted", {"message": message})
+        await self._write([(_HAND_BACK, (self.turn_id,)), ("SELECT pg_notify(%s, '')", (TURNS_CHANNEL,))])
+
     async def _flush_periodically(self) -> None:
         while True:
             await asyncio.sleep(self.flush_seconds)
@@ -174,7 +186,9 @@ class EventWriter:
             try:
                 await self._insert(batch, extra)
             except BaseException:
-                self._buffer[:0] = batch  # nothing was committed: keep the order for the next try
+                # nothing was committed: keep the order for the next try, except a final event, which
+                # goes with its status or not at all (whoever finishes the lane or turn writes it again)
+                self._buffer[:0] = [event for event in batch if event[1] not in _FINAL_KINDS]
                 raise
 
     async def _insert(
@@ -297,11 +311,26 @@ class StreamScope:
 Renderer = Callable[[EventRow], Awaitable[str]]
 
 
-async def read_after(pool: AsyncConnectionPool, scope: StreamScope, after: int) -> list[EventRow]:
+#: what a stream says (once) while the database is unreachable; it goes on when the database is back
+DATABASE_UNREACHABLE = "The database is unreachable; this stream resumes where it was when it is back."
+
+
+async def read_after(
+    pool: AsyncConnectionPool, scope: StreamScope, after: int, timeout: float | None = None
+) -> list[EventRow]:
     query, key = (_TURN_AFTER, scope.turn_id) if scope.turn_id is not None else (_CHAT_AFTER, scope.chat_id)
-    async with pool.connection() as conn:
+    async with pool.connection(timeout=timeout) as conn:
         cur = await conn.execute(query, (key, after, REPLAY_BATCH))
         return [EventRow.from_row(r) for r in await cur.fetchall()]  # type: ignore[arg-type]
+
+
+async def turn_finished(pool: AsyncConnectionPool, turn_id: uuid.UUID) -> bool:
+    async with pool.connection() as conn:
+        cur = await conn.execute(
+            "SELECT status = 'done' AS done FROM playground.turns WHERE id = %s", (turn_id,)
+        )
+        row = await cur.fetchone()
+    return bool(row and row["done"])  # type: ignore[index,call-overload]
 
 
 async def event_stream(
@@ -317,10 +346,25 @@ async def event_stream(
 ) -> AsyncIterator[ServerSentEvent]:
     """Every event after `after`, then each new one as it is committed; ids are the scope's cursor."""
     wake = hub.subscribe(scope.chat_id, queue_size)  # before the first read: no wake-up is missed
+    unreachable = False
     try:
         yield ServerSentEvent(retry=retry_ms, comment="stream open")
         while True:
-            rows = await read_after(pool, scope, after)
+            try:
+                rows = await read_after(pool, scope, after, timeout=max(5.0, poll_seconds))
+                if not rows and scope.turn_id is not None and await turn_finished(pool, scope.turn_id):
+                    # everything the finished turn logged is visible now: read once more, and if
+                    # nothing is there the client is past its end (a resume after its last event)
+                    rows = await read_after(pool, scope, after)
+                    if not rows:
+                        return
+            except psycopg.OperationalError:
+                if not unreachable:  # say it once per outage, then keep trying from the same place
+                    yield ServerSentEvent(event="unavailable", data=DATABASE_UNREACHABLE)
+                unreachable = True
+                await asyncio.sleep(poll_seconds)
+                continue
+            unreachable = False
             for event in rows:
                 after = scope.cursor(event)
                 yield ServerSentEvent(id=str(after), event="ev", data=await render(event))

@@ -85,7 +85,13 @@ async def read_form(request: Request, max_bytes: int) -> dict[str, str]:
         if len(body) > max_bytes:
             raise HTTPException(413, f"Request body too large (limit {max_bytes} bytes).")
     try:
-        fields = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+        # errors="strict": a percent-escaped invalid sequence (a lone surrogate's bytes, say) is refused,
+        # not silently replaced with U+FFFD
+        fields = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False, errors="strict")
     except UnicodeDecodeError:
         raise HTTPException(400, "The form is not valid UTF-8.") from None
-    return {name: values[-1] for name, values in fields.items()}
+    form = {name: values[-1] for name, values in fields.items()}
+    if any("\x00" in name or "\x00" in value for name, value in form.items()):
+        # Postgres text cannot hold a NUL: refuse it rather than store something else
+        raise HTTPException(400, "The form contains a NUL character (U+0000), which cannot be stored.")
+    return form

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -126,6 +127,7 @@ WITH candidate AS (
        AND NOT EXISTS (
             SELECT 1 FROM playground.turns e
              WHERE e.chat_id = t.chat_id AND e.turn_no < t.turn_no AND e.status <> 'done')
+       AND t.id <> ALL(%(mine)s::uuid[])
      ORDER BY t.created_at, t.turn_no
      LIMIT 1
        FOR UPDATE OF t SKIP LOCKED
@@ -164,6 +166,7 @@ class TurnWorker:
         concurrency: int = 4,
         lease_seconds: float = 30.0,
         poll_seconds: float = 1.0,
+        on_reconnect: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.pool = pool
         self.hub = hub
@@ -171,17 +174,38 @@ class TurnWorker:
         self.concurrency = concurrency
         self.lease_seconds = lease_seconds
         self.poll_seconds = poll_seconds
+        #: called after the liveness lock was taken again (the database came back): refresh the pools
+        self.on_reconnect = on_reconnect
         self.owner = uuid.uuid4()
         self.lock_key = secrets.randbelow(2**31 - 1) + 1
         self._running: dict[uuid.UUID, tuple[uuid.UUID, asyncio.Task[None]]] = {}
         self._stopped_chats: set[uuid.UUID] = set()
         self._liveness: psycopg.AsyncConnection[Any] | None = None
+        self._liveness_checked = 0.0
         self._loop_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        self._liveness = await psycopg.AsyncConnection.connect(self.pool.conninfo, autocommit=True)
-        await self._liveness.execute("SELECT pg_advisory_lock(%s, %s)", (LIVENESS_LOCK_CLASS, self.lock_key))
+        await self._hold_liveness()
         self._loop_task = asyncio.create_task(self._claim_forever())
+
+    async def _hold_liveness(self) -> None:
+        """Hold this worker's liveness lock, taking it again if its connection died with a database
+        restart: without it every turn this worker runs looks abandoned to every claimer."""
+        previous = self._liveness
+        if previous is not None and not previous.closed:
+            if time.monotonic() - self._liveness_checked < self.poll_seconds:
+                return
+            try:
+                await previous.execute("SELECT 1")
+                self._liveness_checked = time.monotonic()
+                return
+            except psycopg.OperationalError:
+                await previous.close()
+        conn = await psycopg.AsyncConnection.connect(self.pool.conninfo, autocommit=True)
+        await conn.execute("SELECT pg_advisory_lock(%s, %s)", (LIVENESS_LOCK_CLASS, self.lock_key))
+        self._liveness, self._liveness_checked = conn, time.monotonic()
+        if previous is not None and self.on_reconnect is not None:
+            await self.on_reconnect()
 
     async def stop(self) -> None:
         if self._loop_task is not None:
@@ -216,6 +240,7 @@ class TurnWorker:
             "key": self.lock_key,
             "lease": self.lease_seconds,
             "lock_class": LIVENESS_LOCK_CLASS,
+            "mine": list(self._running),  # never a turn this worker is running already
         }
         async with self.pool.connection() as conn:
             cur = await conn.execute(_CLAIM, params)
@@ -226,6 +251,7 @@ class TurnWorker:
         while True:
             self.hub.turns_ready.clear()
             try:
+                await self._hold_liveness()
                 while len(self._running) < self.concurrency:
                     turn = await self.claim()
                     if turn is None:

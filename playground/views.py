@@ -63,6 +63,7 @@ class TurnView:
     status: str = "queued"
     lanes: dict[str, LaneView] = field(default_factory=lambda: {lane: LaneView(lane) for lane in LANES})
     last_event_no: int = 0
+    notice: str = ""  # why an attempt at the turn stopped (the database went away), if one did
 
 
 def tool_args(args: Any) -> str:
@@ -78,6 +79,8 @@ def apply(turn: TurnView, event: EventRow) -> None:
             turn.user_text = payload.get("text", turn.user_text)
         elif event.kind == "turn_done":
             turn.status = "done"
+        elif event.kind == "interrupted":
+            turn.notice = payload.get("message", "")
         return
     lane = turn.lanes[event.lane]
     kind = event.kind

@@ -1,0 +1,187 @@
+"""`python -m bench.reliability [--quick] [--only NAME ...]`: run the scenarios, print a progress
+line per scenario and the table, write `bench/results/reliability.json` and `docs/reliability.md`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from bench.reliability import report
+from bench.reliability.bad_input import rig_oversized_tool, run_bad_inputs
+from bench.reliability.crash import run_crash
+from bench.reliability.isolation import run_isolation, run_poisoning
+from bench.reliability.load import run_load
+from bench.reliability.outage import run_outage
+from bench.reliability.servers import OwnPostgres, app_in_thread, app_process, create_database, drop_database
+from bench.reliability.sse_reconnect import run_sse_reconnects
+from memory.connection import open_pool
+from playground.settings import PlaygroundSettings
+
+
+@dataclass(frozen=True)
+class Sizes:
+    chats: int
+    turns: int
+    crash_turns: int
+    kills: int
+    outages: tuple[float, ...]
+    reconnects: int
+    isolation: int
+    poisoning: int
+
+
+LONG = Sizes(
+    chats=50,
+    turns=10,
+    crash_turns=20,
+    kills=20,
+    outages=(3.0, 10.0, 40.0),
+    reconnects=100,
+    isolation=1000,
+    poisoning=300,
+)
+QUICK = Sizes(
+    chats=5, turns=3, crash_turns=4, kills=3, outages=(3.0,), reconnects=10, isolation=50, poisoning=15
+)
+SCENARIOS = ("load", "crash", "outage", "sse", "bad_input", "isolation")
+
+
+@contextlib.contextmanager
+def database_server() -> Iterator[str]:
+    """DATABASE_URL's server if set, else an embedded Postgres of our own in a temporary directory."""
+    if os.environ.get("DATABASE_URL"):
+        yield os.environ["DATABASE_URL"]
+        return
+    own = OwnPostgres()
+    try:
+        yield own.url
+    finally:
+        own.close()
+
+
+@contextlib.contextmanager
+def fresh_database(server_url: str) -> Iterator[str]:
+    url = create_database(server_url)
+    try:
+        yield url
+    finally:
+        drop_database(server_url, url)
+
+
+def scenario_load(server: str, sizes: Sizes) -> dict[str, Any]:
+    with fresh_database(server) as db, app_process(db) as app:
+        return asyncio.run(run_load(app.base, db, chats=sizes.chats, turns=sizes.turns, rss=app.rss_bytes))
+
+
+def scenario_crash(server: str, sizes: Sizes) -> dict[str, Any]:
+    with fresh_database(server) as db:
+        return run_crash(db, turns=sizes.crash_turns, kills=sizes.kills)
+
+
+def scenario_outage(server: str, sizes: Sizes) -> dict[str, Any]:
+    return run_outage(down_seconds=sizes.outages)  # always on a Postgres of its own: it is stopped
+
+
+def scenario_sse(server: str, sizes: Sizes) -> dict[str, Any]:
+    with fresh_database(server) as db, app_process(db, scripted_token_delay_ms=10) as app:
+        return run_sse_reconnects(app.base, reconnects=sizes.reconnects)
+
+
+def scenario_bad_input(server: str, sizes: Sizes) -> dict[str, Any]:
+    with fresh_database(server) as db:
+        settings = PlaygroundSettings(
+            database_url=db, embedder="fake", model_backend="scripted", web_search=False, poll_seconds=0.2
+        )
+        with app_in_thread(settings) as (app, base):
+            rig_oversized_tool(app.state.runtime)
+            return run_bad_inputs(base, db, max_message_chars=settings.max_message_chars)
+
+
+def scenario_isolation(server: str, sizes: Sizes) -> dict[str, Any]:
+    with fresh_database(server) as db, open_pool(db, min_size=1, max_size=4) as pool:
+        return {
+            "isolation": run_isolation(pool, examples=sizes.isolation),
+            "poisoning": run_poisoning(pool, examples=sizes.poisoning),
+        }
+
+
+RUNNERS: dict[str, Callable[[str, Sizes], dict[str, Any]]] = {
+    "load": scenario_load,
+    "crash": scenario_crash,
+    "outage": scenario_outage,
+    "sse": scenario_sse,
+    "bad_input": scenario_bad_input,
+    "isolation": scenario_isolation,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.reliability", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes: a minute or two")
+    parser.add_argument("--only", nargs="+", choices=SCENARIOS, help="run only these scenarios")
+    parser.add_argument("--no-write", action="store_true", help="print the table, write no files")
+    parser.add_argument(
+        "--report-only", action="store_true", help="render docs/reliability.md again from the saved JSON"
+    )
+    args = parser.parse_args(argv)
+    if args.report_only:
+        saved = json.loads(report.JSON_PATH.read_text())
+        report.write(saved["results"], saved["meta"])
+        print(report.table(saved["results"]))
+        return 0
+    logging.basicConfig(level=logging.WARNING)
+    sizes = QUICK if args.quick else LONG
+    chosen = args.only or list(SCENARIOS)
+    results: dict[str, dict[str, Any]] = {}
+    started = time.monotonic()
+    with database_server() as server:
+        with psycopg.connect(server) as conn:
+            postgres = str(conn.execute("SHOW server_version").fetchone()[0])  # type: ignore[index]
+        for i, name in enumerate(chosen, 1):
+            print(f"[{i}/{len(chosen)}] {name} ...", flush=True)
+            began = time.monotonic()
+            try:
+                outcome = RUNNERS[name](server, sizes)
+            except Exception as exc:  # a scenario that cannot finish is a finding, not a crash of the run
+                outcome = {"violations": [f"the scenario failed: {exc!r}"]}
+            parts = outcome if name == "isolation" else {name: outcome}
+            for key, result in parts.items():
+                result["seconds"] = result.get("seconds", round(time.monotonic() - began, 1))
+                results[key] = result
+                verdict = "held" if not result["violations"] else f"{len(result['violations'])} violations"
+                print(f"      {key}: {verdict} ({round(time.monotonic() - began, 1)} s)", flush=True)
+    meta = {
+        "command": "uv run --extra dev python -m bench.reliability" + (" --quick" if args.quick else ""),
+        "mode": "quick" if args.quick else "long",
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "seconds": round(time.monotonic() - started),
+        "machine": report.machine(),
+        "postgres": f"PostgreSQL {postgres}",
+    }
+    print()
+    print(report.table(results))
+    for name, result in results.items():
+        for violation in result["violations"]:
+            print(f"  {name}: {violation}")
+    if not args.no_write:
+        report.write(results, meta)
+        print(
+            f"\nwrote {report.JSON_PATH.relative_to(report.ROOT)} and {report.DOC_PATH.relative_to(report.ROOT)}"
+        )
+    return 0 if all(not r["violations"] for r in results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""What the database says after a scenario: did every turn finish exactly once, and what was stored.
+
+Each check returns the violations it found as sentences (an empty list means the invariant held).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import psycopg
+
+_LEDGER = """
+SELECT t.turn_no, t.status, t.stock_status, t.beads_status, t.attempts,
+       (SELECT count(*) FROM playground.events e WHERE e.turn_id = t.id AND e.kind = 'done' AND e.lane = 'stock') AS stock_done,
+       (SELECT count(*) FROM playground.events e WHERE e.turn_id = t.id AND e.kind = 'done' AND e.lane = 'beads') AS beads_done,
+       (SELECT count(*) FROM playground.events e WHERE e.turn_id = t.id AND e.kind = 'turn_done') AS turn_done,
+       (SELECT count(*) FROM playground.events e WHERE e.turn_id = t.id AND e.kind = 'error') AS errors,
+       (SELECT count(*) FROM playground.events e WHERE e.turn_id = t.id AND e.kind = 'interrupted') AS interrupted,
+       (SELECT count(*) = max(seq) AND min(seq) = 1 FROM playground.events e WHERE e.turn_id = t.id) AS dense,
+       (SELECT string_agg(author, ',' ORDER BY author) FROM playground.messages m WHERE m.turn_id = t.id) AS authors
+  FROM playground.turns t WHERE t.chat_id = %s ORDER BY t.turn_no
+"""
+
+
+def query(db_url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
+    with psycopg.connect(db_url) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def ledger(db_url: str, chat_id: str) -> list[dict[str, Any]]:
+    names = [
+        "turn_no",
+        "status",
+        "stock_status",
+        "beads_status",
+        "attempts",
+        "stock_done",
+        "beads_done",
+        "turn_done",
+        "errors",
+        "interrupted",
+        "dense",
+        "authors",
+    ]
+    return [dict(zip(names, row, strict=True)) for row in query(db_url, _LEDGER, (chat_id,))]
+
+
+def exactly_once(db_url: str, chat_id: str, expected_turns: int) -> list[str]:
+    """Every turn done, each lane done once with no error, one reply per lane, numbering dense."""
+    rows = ledger(db_url, chat_id)
+    problems = []
+    if len(rows) != expected_turns:
+        problems.append(f"chat {chat_id}: {len(rows)} turns stored, {expected_turns} sent")
+    for row in rows:
+        ok = (
+            row["status"] == "done"
+            and row["stock_status"] == row["beads_status"] == "done"
+            and row["stock_done"] == row["beads_done"] == row["turn_done"] == 1
+            and row["errors"] == 0
+            and row["dense"]
+            and row["authors"] == "beads,stock,user"
+        )
+        if not ok:
+            problems.append(f"chat {chat_id} turn {row['turn_no']}: {row}")
+    return problems
+
+
+def replies(db_url: str, chat_id: str) -> dict[int, dict[str, str]]:
+    found: dict[int, dict[str, str]] = {}
+    rows = query(
+        db_url,
+        "SELECT t.turn_no, m.author, m.body FROM playground.messages m JOIN playground.turns t ON t.id = m.turn_id"
+        " WHERE t.chat_id = %s",
+        (chat_id,),
+    )
+    for turn_no, author, body in rows:
+        found.setdefault(turn_no, {})[author] = body
+    return found
+
+
+def session_of(chat_id: str) -> str:
+    return chat_id.replace("-", "")
+
+
+def fact_counts(db_url: str, chat_id: str) -> dict[str, int]:
+    """The chat's facts in the fact graph by kind, source and status, and its stock store items."""
+    rows = query(
+        db_url,
+        "SELECT kind, source, status, count(*) FROM beads.facts WHERE session_id = %s GROUP BY 1, 2, 3",
+        (session_of(chat_id),),
+    )
+    counts = {f"{kind}/{source}/{status}": int(n) for kind, source, status, n in rows}
+    counts["stock items"] = stock_items(db_url, chat_id)
+    return dict(sorted(counts.items()))
+
+
+def fact_bodies(db_url: str, chat_id: str) -> Counter[tuple[str, str, str, str]]:
+    rows = query(
+        db_url,
+        "SELECT kind, source, status, body FROM beads.facts WHERE session_id = %s",
+        (session_of(chat_id),),
+    )
+    return Counter(rows)  # type: ignore[arg-type]
+
+
+def stock_items(db_url: str, chat_id: str) -> int:
+    schemas = query(
+        db_url,
+        "SELECT table_schema FROM information_schema.tables WHERE table_name = 'store'"
+        " AND table_schema LIKE 'lg\\_%%'",
+    )
+    total = 0
+    for (schema,) in schemas:
+        total += query(
+            db_url,
+            f'SELECT count(*) FROM "{schema}".store WHERE prefix = %s',
+            (f"memories.{session_of(chat_id)}",),
+        )[0][0]
+    return int(total)

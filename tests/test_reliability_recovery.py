@@ -1,0 +1,118 @@
+"""The recovery paths the reliability suite found wanting, each pinned by a small in-process test."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import psycopg
+from fastapi.testclient import TestClient
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from playground_helpers import await_idle, play_db, playground_template, rows, running, scalar, settings_for
+
+from playground.app import create_app
+from playground.chats import create_chat
+from playground.events import StreamScope, event_stream
+from playground.turns import LIVENESS_LOCK_CLASS, submit_message
+
+__all__ = ["play_db", "playground_template"]  # fixtures
+
+STATEMENT = "Our budget is $100k per year."
+
+
+class LosesOneCheckpoint(AsyncPostgresSaver):
+    """Fails the checkpoint that follows the model's step once, as a database that goes away then would."""
+
+    failed = False
+
+    async def aput(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+        if metadata.get("step") == 3 and not LosesOneCheckpoint.failed:
+            LosesOneCheckpoint.failed = True
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return await super().aput(config, checkpoint, metadata, new_versions)
+
+
+async def test_a_step_saved_without_its_checkpoint_resumes_the_nodes_after_it(play_db: str) -> None:
+    async with running(play_db, workers=1) as rt:
+        # the model's reply is saved as the step's writes, its checkpoint is not: LangGraph then shows
+        # no `next` at all, yet the final-answer capture has not run
+        rt.saver = LosesOneCheckpoint(rt.pool)  # type: ignore[arg-type]
+        chat = await create_chat(rt.pool)
+        submitted = await submit_message(rt.pool, chat.id, STATEMENT, "k")
+        assert submitted is not None
+        await await_idle(play_db)
+        rt.saver = AsyncPostgresSaver(rt.pool)  # type: ignore[arg-type]
+        control = await create_chat(rt.pool)
+        await submit_message(rt.pool, control.id, STATEMENT, "k")
+        await await_idle(play_db)
+    assert LosesOneCheckpoint.failed
+
+    def conclusions(chat_id: Any) -> list[tuple[Any, ...]]:
+        return rows(
+            play_db,
+            "SELECT body FROM beads.facts WHERE session_id = %s AND kind = 'conclusion'",
+            (chat_id.hex,),
+        )
+
+    assert conclusions(chat.id) == conclusions(control.id) == [("Noted.",)]
+    kinds = rows(
+        play_db,
+        "SELECT lane, kind, payload->>'message' FROM playground.events WHERE turn_id = %s"
+        " AND kind IN ('interrupted', 'done', 'error', 'resume') ORDER BY seq",
+        (submitted.turn_id,),
+    )
+    assert [k[:2] for k in kinds if k[1] != "done"] == [("turn", "interrupted"), ("beads", "resume")]
+    assert sorted(k[0] for k in kinds if k[1] == "done") == ["beads", "stock"]
+    [why] = [message for _, kind, message in kinds if kind == "interrupted"]
+    assert why.startswith("The database became unreachable during this turn (OperationalError")
+    with TestClient(create_app(settings_for(play_db))) as client:
+        page = client.get(f"/chats/{chat.id}")
+    assert "The database became unreachable during this turn" in page.text
+
+
+async def test_the_worker_takes_its_liveness_lock_again_after_losing_its_connection(play_db: str) -> None:
+    reconnected = asyncio.Event()
+    async with running(play_db, workers=1, poll_seconds=0.1) as rt:
+        worker = rt.worker
+
+        async def back() -> None:
+            reconnected.set()
+
+        worker.on_reconnect = back
+        held = (
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND classid = %s::oid AND objid = %s::oid"
+        )
+        assert scalar(play_db, held, (LIVENESS_LOCK_CLASS, worker.lock_key)) == 1
+        assert worker._liveness is not None
+        pid = worker._liveness.info.backend_pid
+        # a restarted database drops every connection, and the lock with it
+        assert scalar(play_db, "SELECT pg_terminate_backend(%s)", (pid,))
+        await asyncio.wait_for(reconnected.wait(), timeout=10)
+        assert scalar(play_db, held, (LIVENESS_LOCK_CLASS, worker.lock_key)) == 1
+        # and it still runs turns, each once
+        chat = await create_chat(rt.pool)
+        await submit_message(rt.pool, chat.id, STATEMENT, "k")
+        await await_idle(play_db)
+    assert rows(play_db, "SELECT attempts FROM playground.turns WHERE chat_id = %s", (chat.id,)) == [(1,)]
+
+
+async def test_a_turn_stream_resumed_past_its_end_ends(play_db: str) -> None:
+    async with running(play_db, workers=1) as rt:
+        chat = await create_chat(rt.pool)
+        submitted = await submit_message(rt.pool, chat.id, STATEMENT, "k")
+        assert submitted is not None
+        await await_idle(play_db)
+        last = scalar(play_db, "SELECT last_seq FROM playground.turns WHERE id = %s", (submitted.turn_id,))
+
+        async def plain(event: Any) -> str:
+            return event.kind
+
+        for after in (last, last + 1_000):  # after its last event, or anywhere beyond: nothing will come
+            stream = event_stream(rt.pool, rt.hub, StreamScope(chat.id, submitted.turn_id), after, plain)
+            events = await asyncio.wait_for(_collect(stream), timeout=10)
+            assert [e for e in events if e.id is not None] == []
+
+
+async def _collect(stream: Any) -> list[Any]:
+    return [event async for event in stream]

@@ -340,6 +340,7 @@ def injection(event: dict[str, Any]) -> dict[str, Any]:
         # the pinned tier and the call's assembly (tiers, tokens, kept / dropped / why, the gate)
         "pinned": event.get("pinned", []),
         "assembly": event.get("assembly"),
+        "capture": event.get("capture"),  # eager or evict, and what this call captured at eviction
         "window_messages": event.get("window_messages"),
         "history_messages": event.get("history_messages"),
     }

@@ -70,6 +70,7 @@ def test_pin_from_the_inspector_and_see_it_under_the_next_reply(client: TestClie
     assert f'id="assembly-{turn}-beads"' in facts and "Context assembly:" in facts
     assert re.search(r"<td>pinned</td><td class=\"num\">400</td><td class=\"num\">[1-9]\d*</td>", facts)
     assert "Gate: injection is always on (mode always)." in facts
+    assert "Capture: eager: each message stored as it arrived." in facts
     assert client.get(chat).status_code == 200  # the full page renders the same partials
 
     # a plain form (no JavaScript) gets a redirect back to the inspector

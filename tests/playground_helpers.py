@@ -9,8 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import socket
-import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -18,10 +16,10 @@ from typing import Any
 
 import psycopg
 import pytest
-import uvicorn
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from bench.reliability.servers import free_port, serve  # noqa: F401  (re-exported for the tests)
 from playground.runtime import Runtime, open_runtime
 from playground.settings import PlaygroundSettings
 
@@ -115,30 +113,3 @@ async def await_idle(db_url: str, timeout: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("turns did not finish in time")
         await asyncio.sleep(0.05)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextlib.contextmanager
-def serve(app: Any) -> Iterator[str]:
-    """The app on 127.0.0.1 in a thread (lifespan included); yields its base URL."""
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the app did not start")
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)

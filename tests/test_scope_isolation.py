@@ -6,30 +6,13 @@ from __future__ import annotations
 import uuid
 
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from psycopg_pool import ConnectionPool
 
+# the adversarial namespace trees the reliability suite also draws from
+from bench.reliability.isolation import trees
 from memory.embedders import FakeEmbedder
 from memory.model import Kind, Namespace
 from memory.store import FactStore
-
-# names built to break naive prefix matching: LIKE metacharacters, separators, escapes, unicode
-ADVERSARIAL = st.text(
-    alphabet=st.sampled_from([*"ab%_\\/.:-*' ", "é", "名", "\u200b", "\u202e", "🙂"]),
-    min_size=1,
-    max_size=8,
-)
-
-
-@st.composite
-def trees(draw: st.DrawFn) -> tuple[str, list[tuple[int | None, str]]]:
-    """A session name and a namespace tree as (parent index, label) in creation order."""
-    session = draw(ADVERSARIAL)
-    size = draw(st.integers(min_value=1, max_value=7))
-    nodes: list[tuple[int | None, str]] = [(None, "root")]
-    for i in range(1, size):
-        nodes.append((draw(st.integers(min_value=0, max_value=i - 1)), draw(ADVERSARIAL)))
-    return session, nodes
 
 
 def build(

@@ -176,29 +176,37 @@ def app_process(db_url: str, **settings: Any) -> Iterator[AppProcess]:
 
 
 @contextlib.contextmanager
-def app_in_thread(settings: Any) -> Iterator[tuple[Any, str]]:
-    """The app on 127.0.0.1, served by uvicorn in a thread of this process (lifespan included), so a
-    scenario can reach into its runtime; yields (app, base URL)."""
+def serve(app: Any, start_seconds: float = 90) -> Iterator[str]:
+    """`app` on 127.0.0.1, served by uvicorn in a thread of this process (lifespan included);
+    yields its base URL."""
     import threading
 
     import uvicorn
 
-    from playground.app import create_app
-
-    app = create_app(settings)
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + start_seconds
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("the app did not start")
         time.sleep(0.05)
     try:
-        yield app, f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(timeout=60)
+
+
+@contextlib.contextmanager
+def app_in_thread(settings: Any) -> Iterator[tuple[Any, str]]:
+    """The app in a thread of this process, so a scenario can reach into its runtime; yields
+    (app, base URL)."""
+    from playground.app import create_app
+
+    app = create_app(settings)
+    with serve(app) as base:
+        yield app, base

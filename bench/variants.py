@@ -6,6 +6,8 @@ against the library's answer (the same facts, scores and resolutions) on every q
 - candidates=48: the nearest 48 claims and 48 passages fetched before ranking instead of 32 (the
   library fetches max(candidates, 4k); the recall the library gave up for speed, so the "same
   answer" count says what 32 costs).
+- claims scan only: no nearest-passage scan; passages only score the claims the claim scan found
+  (one nearest-neighbour scan instead of two, a recall trade).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ def candidate_statement(
         "ns": ns.id,
         "q": as_vector(qvec),
         "n": max(options.candidates, options.k * 4),
+        "passage_scan": options.passage_scan,
     }
     return statement, params
 
@@ -62,9 +65,17 @@ def with_candidates(fn: Callable[..., SearchResult], candidates: int) -> Callabl
     return run
 
 
+def with_options(fn: Callable[..., SearchResult], **changes: Any) -> Callable[..., SearchResult]:
+    def run(conn, ns, query, qvec, eid, dims, options):  # type: ignore[no-untyped-def]
+        return fn(conn, ns, query, qvec, eid, dims, replace(options, **changes))
+
+    return run
+
+
 VARIANTS: dict[str, Callable[..., SearchResult]] = {
     "library": retrieval.search,
     "candidates=48": with_candidates(retrieval.search, 48),
+    "claims scan only": with_options(retrieval.search, passage_scan=False),
 }
 
 

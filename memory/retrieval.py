@@ -42,6 +42,9 @@ class SearchOptions:
     # nearest claims and nearest passages fetched before filtering (at least 4k of each): 32 answered
     # 99 of 100 bench queries exactly as 48 did, about a quarter faster (bench/variants.py)
     candidates: int = 32
+    # also fetch the nearest passages (a second nearest-neighbour scan); off, passages only score the
+    # claims the first scan found (an experiment: bench/variants.py and the harness measure it)
+    passage_scan: bool = True
     include_directives: bool = False
     exclude_message_ids: frozenset[str] = field(default_factory=frozenset)
     exclude_fact_ids: frozenset[uuid.UUID] = field(default_factory=frozenset)
@@ -99,14 +102,15 @@ passage_hits AS (
         (SELECT v.passage_id AS id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
            FROM beads.passage_vectors v
            JOIN beads.passages p ON p.id = v.passage_id
-          WHERE v.embedder_id = {eid} AND v.indexed AND p.session_id = %(session)s
+          WHERE v.embedder_id = {eid} AND v.indexed AND p.session_id = %(session)s AND %(passage_scan)s
           ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
           LIMIT %(n)s)
         UNION ALL
         (SELECT v.passage_id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
            FROM beads.passage_vectors v
            JOIN beads.passages p ON p.id = v.passage_id
-          WHERE v.embedder_id = {eid} AND NOT v.indexed AND p.session_id = %(session)s)
+          WHERE v.embedder_id = {eid} AND NOT v.indexed AND p.session_id = %(session)s
+            AND %(passage_scan)s)
     ) nearest
     ORDER BY sim DESC
     LIMIT %(n)s
@@ -187,6 +191,7 @@ def search(
         "ns": ns.id,
         "q": as_vector(query_vector),
         "n": max(options.candidates, options.k * 4),
+        "passage_scan": options.passage_scan,
     }
     # pgvector caps ef_search at 1,000; past it the iterative scan keeps walking for the rest
     ef_search = min(HNSW_EF_SEARCH_MAX, max(40, params["n"]))

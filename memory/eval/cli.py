@@ -72,6 +72,12 @@ def parser() -> argparse.ArgumentParser:
         help="merge restated facts (python -m memory consolidate) in a copy of the ingested database first",
     )
     run.add_argument(
+        "--no-passage-scan",
+        dest="passage_scan",
+        action="store_false",
+        help="the facts arm's search runs one nearest-neighbour scan (claims) instead of two",
+    )
+    run.add_argument(
         "--ask-at",
         choices=ASK_AT_MODES,
         default="end",
@@ -126,6 +132,7 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         recency_weight=args.recency_weight,
         recency_half_life_days=args.recency_half_life,
         ask_at=args.ask_at,
+        passage_scan=args.passage_scan,
         show_progress=not args.no_progress,
     )
     if bool(args.answer_model) != bool(args.judge_model):

@@ -64,6 +64,7 @@ class RunConfig:
     consolidate: bool = False
     recency_weight: float = 0.0  # the facts arm's SearchOptions.recency_weight (0: off)
     recency_half_life_days: float = 30.0
+    passage_scan: bool = True  # the facts arm's SearchOptions.passage_scan (False: one scan, claims)
     # when each question is asked: at the end of the conversation, or right after the session that
     # holds its latest evidence (memory.eval.window.asked_at), where shorter histories fit a window
     ask_at: str = "end"
@@ -325,6 +326,7 @@ class Evaluation:
                 stores.facts.search_options,
                 recency_weight=self.config.recency_weight,
                 recency_half_life=timedelta(days=self.config.recency_half_life_days),
+                passage_scan=self.config.passage_scan,
             )
             arms = [
                 make_arm(name, stores, self.config.facts_share, self.config.budgets, options)
@@ -462,6 +464,7 @@ def write_run_info(out_dir: Path, config: RunConfig, records: Sequence[DatasetRu
         "consolidate": config.consolidate,
         "recency_weight": config.recency_weight,
         "recency_half_life_days": config.recency_half_life_days,
+        "passage_scan": config.passage_scan,
         "ask_at": config.ask_at,
         "sample_per_type": config.sample,
         "limit": config.limit,

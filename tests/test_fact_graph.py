@@ -468,7 +468,9 @@ def test_a_very_large_k_searches_past_the_hnsw_search_width_limit(store: FactSto
 def test_without_the_passage_scan_a_fact_is_found_only_through_its_claim(store: FactStore) -> None:
     root = store.root("s1")
     for i in range(6):
-        store.capture_message(root, f"Cluster {i} runs in eu-{i}. It has {i + 2} nodes. Its owner is team {i}.")
+        store.capture_message(
+            root, f"Cluster {i} runs in eu-{i}. It has {i + 2} nodes. Its owner is team {i}."
+        )
     # k=1 fetches 4 nearest claims; the passage scan adds every claim of the 4 nearest messages
     both = store.search(root, "where does cluster 3 run?", k=1, candidates=1)
     claims_only = store.search(root, "where does cluster 3 run?", k=1, candidates=1, passage_scan=False)

@@ -6,8 +6,8 @@ against the library's answer (the same facts, scores and resolutions) on every q
 - candidates=48: the nearest 48 claims and 48 passages fetched before ranking instead of 32 (the
   library fetches max(candidates, 4k); the recall the library gave up for speed, so the "same
   answer" count says what 32 costs).
-- claims scan only: no nearest-passage scan; passages only score the claims the claim scan found
-  (one nearest-neighbour scan instead of two, a recall trade).
+- two scans: the nearest passages fetched too (a second nearest-neighbour scan), so that a claim far
+  from the query but carved from a near message is a candidate; the library no longer does this.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def with_options(fn: Callable[..., SearchResult], **changes: Any) -> Callable[..
 VARIANTS: dict[str, Callable[..., SearchResult]] = {
     "library": retrieval.search,
     "candidates=48": with_candidates(retrieval.search, 48),
-    "claims scan only": with_options(retrieval.search, passage_scan=False),
+    "two scans": with_options(retrieval.search, passage_scan=True),
 }
 
 

@@ -1,7 +1,8 @@
 """Ranked retrieval: what a namespace may read, resolved to current versions, scored, capped.
 
 The pipeline, in order (every step traces to a failure the seed system measured):
-  candidates  nearest claims and nearest passages, each from its own HNSW index, within the session
+  candidates  nearest claims from the HNSW index of this embedding space, within the session (with
+              passage_scan, also the claims of the nearest passages, from a second index)
   skip        archived and directive hits (a question resembles the query it should not answer)
   resolve     each hit to the head of its supersedes chain: matching a stale value returns the current one
   filter      head in scope (self, ancestors, or demoted descendants), not archived, not a directive,
@@ -42,9 +43,11 @@ class SearchOptions:
     # nearest claims and nearest passages fetched before filtering (at least 4k of each): 32 answered
     # 99 of 100 bench queries exactly as 48 did, about a quarter faster (bench/variants.py)
     candidates: int = 32
-    # also fetch the nearest passages (a second nearest-neighbour scan); off, passages only score the
-    # claims the first scan found (an experiment: bench/variants.py and the harness measure it)
-    passage_scan: bool = True
+    # also fetch the nearest passages (a second nearest-neighbour scan). Off, passages only score the
+    # claims the claim scan found: the search takes half the time at 100k facts, and the block's
+    # evidence recall moved by 1 of 298 LoCoMo questions and 0 of 214 BEAM ones (bench/block_recall.py;
+    # the harness's windows: no change at 1,200 / 3,000 / 6,000 tokens, results/passage-scan/)
+    passage_scan: bool = False
     include_directives: bool = False
     exclude_message_ids: frozenset[str] = field(default_factory=frozenset)
     exclude_fact_ids: frozenset[uuid.UUID] = field(default_factory=frozenset)

@@ -72,10 +72,9 @@ def parser() -> argparse.ArgumentParser:
         help="merge restated facts (python -m memory consolidate) in a copy of the ingested database first",
     )
     run.add_argument(
-        "--no-passage-scan",
-        dest="passage_scan",
-        action="store_false",
-        help="the facts arm's search runs one nearest-neighbour scan (claims) instead of two",
+        "--passage-scan",
+        action="store_true",
+        help="the facts arm's search also scans the nearest passages (two nearest-neighbour scans)",
     )
     run.add_argument(
         "--ask-at",

@@ -64,7 +64,7 @@ class RunConfig:
     consolidate: bool = False
     recency_weight: float = 0.0  # the facts arm's SearchOptions.recency_weight (0: off)
     recency_half_life_days: float = 30.0
-    passage_scan: bool = True  # the facts arm's SearchOptions.passage_scan (False: one scan, claims)
+    passage_scan: bool = False  # the facts arm's SearchOptions.passage_scan (True: a second scan)
     # when each question is asked: at the end of the conversation, or right after the session that
     # holds its latest evidence (memory.eval.window.asked_at), where shorter histories fit a window
     ask_at: str = "end"

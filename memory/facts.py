@@ -71,8 +71,9 @@ def insert_facts(
     items: Sequence[NewFact],
     provenance: Provenance,
     embedder_id: int,
-) -> tuple[list[uuid.UUID], int]:
-    """Write `items` into `ns`; returns every item's fact id and how many rows were new.
+) -> tuple[list[uuid.UUID], dict[uuid.UUID, Fact]]:
+    """Write `items` into `ns`; returns every item's fact id, and the facts that were new (as
+    written: the caller needs no second read).
 
     Ids are content-addressed, so writing the same items again (a checkpoint replay re-running a
     capture hook) inserts nothing.
@@ -107,8 +108,8 @@ def insert_facts(
                     %(behalf)s, %(body)s, %(passage)s, %(thread)s, %(message)s, %(start)s, %(end)s,
                     %(id)s, coalesce(%(valid_from)s, now()), %(metadata)s)
                 ON CONFLICT (id) DO NOTHING
-                RETURNING id
-                """,
+                RETURNING """
+                + FACT_COLUMNS,
                 {
                     "id": fid,
                     "session": ns.session_id,
@@ -137,8 +138,9 @@ def insert_facts(
             conn, embedder_id, [(pid, vec) for pid, vec in passage_rows.items() if vec is not None]
         )
         vectors.mark_written(conn, ns.session_id, embedder_id)
-    written = sum(cursor.fetchone() is not None for cursor in inserted)
-    return ids, written
+    rows = [cursor.fetchone() for cursor in inserted]
+    new = {r["id"]: Fact.from_row(r) for r in rows if r is not None}
+    return ids, new
 
 
 def get_facts(conn: psycopg.Connection, ids: Iterable[uuid.UUID]) -> list[Fact]:

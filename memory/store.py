@@ -201,9 +201,14 @@ class FactStore:
         )
         embedder_id = self.embedder_id
         with self.pool.connection() as conn:
-            ids, written = fact_sql.insert_facts(conn, ns, items, provenance, embedder_id)
-            result = CaptureResult(facts=tuple(fact_sql.get_facts(conn, dict.fromkeys(ids))), written=written)
-        if written:
+            ids, new = fact_sql.insert_facts(conn, ns, items, provenance, embedder_id)
+            known = dict(new)
+            if missing := [i for i in dict.fromkeys(ids) if i not in known]:  # a replay: already stored
+                known.update((f.id, f) for f in fact_sql.get_facts(conn, missing))
+            result = CaptureResult(
+                facts=tuple(known[i] for i in dict.fromkeys(ids) if i in known), written=len(new)
+            )
+        if new:
             self._vectors_written()
         return result
 

@@ -43,7 +43,13 @@ def markdown(results: dict[str, Any]) -> str:
     ]
     for s in sizes:
         sr, plan = s["search"], s["plan"]
-        used = ", ".join("yes" if plan[k] else "**NO**" for k in ("fact_index_used", "passage_index_used"))
+        passage_scan = p["search_options"].get("passage_scan", True)
+        used = ", ".join(
+            "not scanned"
+            if k == "passage_index_used" and not passage_scan
+            else ("yes" if plan[k] else "**NO**")
+            for k in ("fact_index_used", "passage_index_used")
+        )
         rows.append(
             f"| {s['size']:,} | {_pp(sr['ours'])} | {_pp(sr['theirs'])} "
             f"| {sr['ratio_p50']:.2f}, {sr['ratio_p95']:.2f} | {_pp(sr['theirs_unprepared'])} "

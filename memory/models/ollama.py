@@ -8,6 +8,7 @@ types differ by call path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -57,8 +58,15 @@ def explain_ollama_error(exc: BaseException, model: str, base_url: str) -> Model
 class OllamaChatModel(ChatOllama):
     """ChatOllama whose connection and missing-model errors are :class:`ModelUnavailableError`."""
 
-    def _explained(self, exc: BaseException) -> ModelUnavailableError | None:
-        return explain_ollama_error(exc, self.model, display_url(self.base_url))
+    @contextlib.contextmanager
+    def _explaining(self) -> Iterator[None]:
+        """Re-raise a connection or missing-model error as ModelUnavailableError (any call path)."""
+        try:
+            yield
+        except Exception as e:
+            if (explained := explain_ollama_error(e, self.model, display_url(self.base_url))) is None:
+                raise
+            raise explained from e
 
     def _generate(
         self,
@@ -67,12 +75,8 @@ class OllamaChatModel(ChatOllama):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        try:
+        with self._explaining():
             return super()._generate(messages, stop, run_manager, **kwargs)
-        except Exception as e:
-            if (explained := self._explained(e)) is None:
-                raise
-            raise explained from e
 
     async def _agenerate(
         self,
@@ -81,12 +85,8 @@ class OllamaChatModel(ChatOllama):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        try:
+        with self._explaining():
             return await super()._agenerate(messages, stop, run_manager, **kwargs)
-        except Exception as e:
-            if (explained := self._explained(e)) is None:
-                raise
-            raise explained from e
 
     def _stream(
         self,
@@ -95,12 +95,8 @@ class OllamaChatModel(ChatOllama):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        try:
+        with self._explaining():
             yield from super()._stream(messages, stop, run_manager, **kwargs)
-        except Exception as e:
-            if (explained := self._explained(e)) is None:
-                raise
-            raise explained from e
 
     async def _astream(
         self,
@@ -109,13 +105,9 @@ class OllamaChatModel(ChatOllama):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        try:
+        with self._explaining():
             async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
                 yield chunk
-        except Exception as e:
-            if (explained := self._explained(e)) is None:
-                raise
-            raise explained from e
 
 
 def ollama_chat_model(settings: ModelSettings | None = None) -> OllamaChatModel:

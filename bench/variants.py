@@ -13,49 +13,17 @@ against the library's answer (the same facts, scores and resolutions) on every q
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import psycopg
-from psycopg import sql
 
 from memory import retrieval
-from memory.model import Namespace, SearchResult
+from memory.facts import get_facts
+from memory.model import SearchResult
 from memory.retrieval import SearchOptions
-from memory.vectors import as_vector
-
-
-def candidate_statement(
-    template: str, ns: Namespace, qvec: Sequence[float], eid: int, dims: int, options: SearchOptions
-) -> tuple[sql.Composed, dict[str, Any]]:
-    """The statement and parameters memory.retrieval.search builds, for any candidate-query template."""
-    statement = sql.SQL(template).format(eid=sql.Literal(int(eid)), dims=sql.Literal(int(dims)))
-    params = {
-        "session": ns.session_id,
-        "lineage": list(ns.lineage),
-        "ns": ns.id,
-        "q": as_vector(qvec),
-        "n": max(options.candidates, options.k * 4),
-        "passage_scan": options.passage_scan,
-    }
-    return statement, params
-
-
-def set_hnsw(conn: psycopg.Connection, candidates: int, one_round_trip: bool = False) -> None:
-    """The HNSW settings inside the caller's transaction: two SET LOCALs, or one set_config round trip
-    (what the library sends)."""
-    ef_search = max(40, candidates)
-    if one_round_trip:
-        conn.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-            "set_config('hnsw.ef_search', %s, true)",
-            (str(ef_search),),
-        )
-    else:
-        conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef_search)))
 
 
 def with_candidates(fn: Callable[..., SearchResult], candidates: int) -> Callable[..., SearchResult]:
@@ -138,43 +106,28 @@ def _interleave(
     return out
 
 
-def explain(
-    conn: psycopg.Connection, template: str, systems: Any, data: Any, query: str, options: SearchOptions
-) -> str:
-    """EXPLAIN (ANALYZE, BUFFERS) of a candidate query, with the library's HNSW settings."""
-    eid, dims = systems.store.embedder_id, systems.embedder.dims
-    statement, params = candidate_statement(
-        template, data.root, systems.embedder.vector(query), eid, dims, options
-    )
-    with conn.transaction():
-        set_hnsw(conn, params["n"], one_round_trip=True)
-        rows = conn.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + statement, params).fetchall()
-    return "\n".join(r["QUERY PLAN"] for r in rows)
-
-
 def breakdown(
     conn: psycopg.Connection, systems: Any, data: Any, query_texts: list[str], options: SearchOptions
 ) -> dict[str, Any]:
-    """Where one library search spends its time, step by step (ms, p50 and p95 over the queries)."""
+    """Where one library search spends its time, step by step (ms, p50 and p95 over the queries), on
+    a connection that already carries the HNSW settings, as the library's searches run."""
     eid, dims, root = systems.store.embedder_id, systems.embedder.dims, data.root
-    keys = ("begin_and_sets", "execute", "fetch_rows", "commit", "rank")
+    keys = ("execute", "fetch_rows", "rank", "read_winners")
     steps: dict[str, list[float]] = {k: [] for k in (*keys, "rows")}
     for q in query_texts:
-        statement, params = candidate_statement(
-            retrieval._CANDIDATES, root, systems.embedder.vector(q), eid, dims, options
-        )
+        qvec = systems.embedder.vector(q)
+        retrieval.search(conn, root, q, qvec, eid, dims, options)  # the settings, as search leaves them
+        statement, params = retrieval.candidate_query(root, qvec, eid, dims, options)
         t0 = time.perf_counter()
-        with conn.transaction():
-            set_hnsw(conn, params["n"], one_round_trip=True)
-            t1 = time.perf_counter()
-            cur = conn.execute(statement, params)  # the server's work and the transfer
-            t2 = time.perf_counter()
-            rows = cur.fetchall()  # turning the result into dicts
-            t3 = time.perf_counter()
+        cur = conn.execute(statement, params)  # the server's work and the transfer
+        t1 = time.perf_counter()
+        rows = cur.fetchall()  # turning the result into dicts
+        t2 = time.perf_counter()
+        ranked = retrieval.rank(rows, options)
+        t3 = time.perf_counter()
+        get_facts(conn, [c["head_id"] for c in ranked.chosen])
         t4 = time.perf_counter()
-        retrieval.rank(rows, options)
-        t5 = time.perf_counter()
-        for key, value in zip(keys, (t1 - t0, t2 - t1, t3 - t2, t4 - t3, t5 - t4), strict=True):
+        for key, value in zip(keys, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
             steps[key].append(value * 1000)
         steps["rows"].append(len(rows))
     out = {}

@@ -178,15 +178,10 @@ def _wanted(ranked: Ranked) -> list[uuid.UUID]:
     return list(dict.fromkeys([c["head_id"] for c in ranked.chosen] + [c["hit_id"] for c in ranked.chosen]))
 
 
-def search(
-    conn: psycopg.Connection,
-    ns: Namespace,
-    query: str,
-    query_vector: Sequence[float],
-    embedder_id: int,
-    dims: int,
-    options: SearchOptions = SearchOptions(),  # frozen, so a shared default is safe
-) -> SearchResult:
+def candidate_query(
+    ns: Namespace, query_vector: Sequence[float], embedder_id: int, dims: int, options: SearchOptions
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """The candidate statement and its parameters, as `search` runs them (benchmarks EXPLAIN it)."""
     statement = sql.SQL(_CANDIDATES).format(eid=sql.Literal(int(embedder_id)), dims=sql.Literal(int(dims)))
     params = {
         "session": ns.session_id,
@@ -196,8 +191,34 @@ def search(
         "n": max(options.candidates, options.k * 4),
         "passage_scan": options.passage_scan,
     }
+    return statement, params
+
+
+def ef_search_for(options: SearchOptions) -> int:
     # pgvector caps ef_search at 1,000; past it the iterative scan keeps walking for the rest
-    ef_search = min(HNSW_EF_SEARCH_MAX, max(40, params["n"]))
+    return min(HNSW_EF_SEARCH_MAX, max(40, options.candidates, options.k * 4))
+
+
+def set_hnsw_local(conn: psycopg.Connection[Any], ef_search: int) -> None:
+    """The HNSW settings for the current transaction only."""
+    conn.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+        "set_config('hnsw.ef_search', %s, true)",
+        (str(ef_search),),
+    )
+
+
+def search(
+    conn: psycopg.Connection,
+    ns: Namespace,
+    query: str,
+    query_vector: Sequence[float],
+    embedder_id: int,
+    dims: int,
+    options: SearchOptions = SearchOptions(),  # frozen, so a shared default is safe
+) -> SearchResult:
+    statement, params = candidate_query(ns, query_vector, embedder_id, dims, options)
+    ef_search = ef_search_for(options)
     if _session_settings_hold(conn, ef_search):
         # two statements, two round trips, no BEGIN/COMMIT: a fact forgotten in between is skipped
         ranked = rank(conn.execute(statement, params).fetchall(), options)
@@ -205,11 +226,7 @@ def search(
     else:
         # inside a caller's transaction: settings scoped to it, BEGIN and the query in one round trip
         with conn.pipeline(), conn.transaction():
-            conn.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                "set_config('hnsw.ef_search', %s, true)",
-                (str(ef_search),),
-            )
+            set_hnsw_local(conn, ef_search)
             ranked = rank(conn.execute(statement, params).fetchall(), options)
             facts = {f.id: f for f in get_facts(conn, _wanted(ranked))}
     hits = []

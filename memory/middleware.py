@@ -278,25 +278,18 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         for message in messages:
             if message.id is None or message.id in seen or message.id in new or not self._capturable(message):
                 continue
-            if isinstance(message, HumanMessage):
-                self.store.capture_message(
-                    self.namespace,
-                    message_text(message),
-                    source=Source.PASSIVE_CAPTURE,
-                    agent_id=self.agent_id,
-                    acting_on_behalf_of=self.acting_on_behalf_of,
-                    thread_id=thread_id,
-                    message_id=message.id,
-                )
-            else:
-                self.store.capture_message(
-                    self.namespace,
-                    message_text(message)[:MAX_TOOL_RESULT_CHARS],
-                    source=Source.TOOL_RESULT,
-                    agent_id=self.agent_id,
-                    thread_id=thread_id,
-                    message_id=message.id,
-                )
+            said_by_user = isinstance(message, HumanMessage)
+            text = message_text(message)
+            self.store.capture_message(
+                self.namespace,
+                text if said_by_user else text[:MAX_TOOL_RESULT_CHARS],
+                source=Source.PASSIVE_CAPTURE if said_by_user else Source.TOOL_RESULT,
+                agent_id=self.agent_id,
+                # a tool result is nobody's instruction: it acts on no one's behalf
+                acting_on_behalf_of=self.acting_on_behalf_of if said_by_user else None,
+                thread_id=thread_id,
+                message_id=message.id,
+            )
             new.append(message.id)
         return new
 

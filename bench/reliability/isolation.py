@@ -45,7 +45,7 @@ def trees(draw: st.DrawFn) -> tuple[str, list[tuple[int | None, str]]]:
     return session, nodes
 
 
-def _build(
+def build_tree(
     store: FactStore, session: str, nodes: list[tuple[int | None, str]]
 ) -> list[tuple[Namespace, Any]]:
     built: list[tuple[Namespace, Any]] = []
@@ -58,12 +58,29 @@ def _build(
     return built
 
 
-def _lineage(nodes: list[tuple[int | None, str]], i: int) -> set[int]:
+def lineage(nodes: list[tuple[int | None, str]], i: int) -> set[int]:
     out = {i}
     while (parent := nodes[i][0]) is not None:
         i = parent
         out.add(i)
     return out
+
+
+def _explore(examples: int, random_seed: int) -> Any:
+    """Hypothesis as the long runs use it: seeded (reproducible), no example database, no deadline."""
+
+    def decorate(test: Any) -> Any:
+        return seed(random_seed)(
+            settings(
+                max_examples=examples,
+                deadline=None,
+                database=None,
+                suppress_health_check=list(HealthCheck),
+                phases=[Phase.generate, Phase.shrink],
+            )(test)
+        )
+
+    return decorate
 
 
 def run_isolation(pool: ConnectionPool, *, examples: int = 1000, random_seed: int = 8) -> dict[str, Any]:
@@ -72,25 +89,18 @@ def run_isolation(pool: ConnectionPool, *, examples: int = 1000, random_seed: in
     counts = {"examples": 0, "reads": 0, "foreign_lookups": 0, "cross_reads": 0}
     failures: list[str] = []
 
-    @seed(random_seed)
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.generate, Phase.shrink],
-    )
+    @_explore(examples, random_seed)
     @given(tree=trees(), other=trees())
     def visibility(tree: tuple[str, list[Any]], other: tuple[str, list[Any]]) -> None:
         run = uuid.uuid4().hex[:6]  # examples share one database: keep their sessions apart
         session, nodes = tree
-        mine = _build(store, f"{session}{run}", nodes)
-        theirs = _build(store, f"{other[0]}{run}x", other[1])
+        mine = build_tree(store, f"{session}{run}", nodes)
+        theirs = build_tree(store, f"{other[0]}{run}x", other[1])
         foreign = {fact.id for _, fact in theirs}
         counts["examples"] += 1
         for i, (ns, _) in enumerate(mine):
-            up = _lineage(nodes, i)
-            down = {j for j in range(len(nodes)) if i in _lineage(nodes, j)} - {i}
+            up = lineage(nodes, i)
+            down = {j for j in range(len(nodes)) if i in lineage(nodes, j)} - {i}
             result = store.search(
                 ns, "Finding about the shared topic", k=50, relevance_floor=-10.0, per_agent_cap=50
             )
@@ -167,14 +177,7 @@ def run_poisoning(pool: ConnectionPool, *, examples: int = 200, random_seed: int
     counts = {"examples": 0, "tool_results_captured": 0, "poison_outranked_user_fact": 0}
     failures: list[str] = []
 
-    @seed(random_seed)
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.generate, Phase.shrink],
-    )
+    @_explore(examples, random_seed)
     @given(page=poison_pages(), value=st.integers(min_value=0, max_value=10_000))
     def poisoning(page: tuple[list[str], str, str], value: int) -> None:
         templates, sep, via = page

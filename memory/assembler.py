@@ -13,8 +13,10 @@ Three tiers, each with its own token budget:
              verbatim while it fits; when it does not, tool results older than the recent messages are
              replaced by a placeholder first, then the oldest messages go.
 
-When the three together exceed the model's context (less what is reserved for the reply), material
-goes in this order, lowest value first:
+When the model's context is known, the window's share of it is what the fixed prompt, the reply's
+reserve and the two fact tiers leave (`plan_window`), so the tiers share the context rather than
+compete for it. Should the three together still exceed it (a long system prompt, a newest message
+larger than its share), material goes in this order, lowest value first:
   1. old tool output in the view (never the results of the latest round of calls) becomes a placeholder;
   2. retrieved facts, lowest-ranked first;
   3. window messages, oldest first (a tool result never outlives its call; the newest message stays);
@@ -340,6 +342,57 @@ def _tier_tokens(items: Sequence[Item], header: int) -> int:
 
 PINNED_LABEL = "pinned #{rank} [{key}]"
 RETRIEVED_LABEL = "retrieved #{rank} [{key}]"
+
+
+# -- the plan: the window's share of the context, and the gate -----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WindowPlan:
+    window: WindowFit
+    gate: GateDecision
+    budget: int | None  # the window's token budget (None: the last `recent_messages` messages)
+
+
+def pinned_tokens(pinned: Sequence[Item], header: int, budget: int | None) -> int:
+    """What the pinned tier costs once fitted to its budget."""
+    kept, _ = _fit_prefix(pinned, header, budget, "pinned", PINNED_LABEL)
+    return _tier_tokens(kept, header)
+
+
+def plan_window(
+    history: Sequence[MessageSlot],
+    budgets: Budgets,
+    mode: InjectionMode,
+    *,
+    pinned: Sequence[Item] = (),
+    pinned_header_tokens: int = 0,
+    fixed_tokens: int = 0,
+) -> WindowPlan:
+    """The raw-message view and the gate's decision, before retrieval (which must know the view).
+
+    Without the model's context the window is as configured (`window` tokens, or the last
+    `recent_messages` messages). With it, the window gets what the context leaves once the reply's
+    reserve, the fixed prompt, the pinned tier as fitted and, when the gate injects, the retrieved
+    tier's budget are set aside (and no more than `window`, when that is set too). The tiers then
+    share the context instead of competing for it: the evaluation (`assembled` arm) showed that a
+    window given the whole context pushed out every retrieved fact, although at 1,200 tokens a ranked
+    fact finds the evidence several times as often as an old turn does.
+    """
+    if budgets.context is None:
+        fit = fit_window(history, budgets.recent_messages, budgets.window)
+        return WindowPlan(fit, should_inject(fit.history_tokens, fit.capacity, mode), budgets.window)
+    left = budgets.context - budgets.reserve - fixed_tokens
+    left -= pinned_tokens(pinned, pinned_header_tokens, budgets.pinned)
+
+    def capped(room: int) -> int:
+        return max(0, room if budgets.window is None else min(room, budgets.window))
+
+    gate = should_inject(sum(s.tokens for s in history), capped(left), mode)
+    if gate.inject and budgets.retrieved is not None:
+        left -= budgets.retrieved
+    room = capped(left)
+    return WindowPlan(fit_window(history, budgets.recent_messages, room), gate, room)
 
 
 def assemble(

@@ -7,7 +7,8 @@ Per model call it
      view, when a sub-agent is forked, and at the end of the thread;
   2. builds the model's view of the raw messages (state keeps everything): the last `window`
      messages, or with `window_tokens` as much of the history as that budget holds, old tool output
-     cleared to a placeholder first;
+     cleared to a placeholder first; with `context_tokens` the window's budget is what the context
+     leaves after the reply's reserve, the system prompt and the two fact tiers;
   3. takes the query from the FULL message list (a turn with many tool calls would otherwise leave the
      window without a user message, and memory would silently switch off);
   4. asks the injection gate whether to recall at all (`injection`: always, gated, never), ranks facts
@@ -42,8 +43,7 @@ from memory.assembler import (
     MessageSlot,
     Role,
     assemble,
-    fit_window,
-    should_inject,
+    plan_window,
 )
 from memory.block import (
     HEADER,
@@ -390,27 +390,35 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
     def _prepare(self, request: ModelRequest) -> _Prepared:
         full = list(request.state["messages"])
         slots = message_slots(full)
-        fit = fit_window(slots, self.window, self.budgets.window)
-        gate = should_inject(fit.history_tokens, fit.capacity, self.injection)
+        pins = self.store.pinned(self.namespace.session_id, self.namespace)
+        usable_pins = [p for p in pins if p.excluded_because is None]
+        pin_lines = [pinned_line(p.fact) for p in usable_pins]
+        pin_counts = count_cached(pin_lines)
+        base = request.system_message.text if request.system_message is not None else ""
+        [pinned_header, retrieved_header, fixed] = count_cached([PINNED_HEADER, HEADER, base])
+        pinned_items = [Item(p.fact.short_id, n) for p, n in zip(usable_pins, pin_counts, strict=True)]
+        plan = plan_window(
+            slots,
+            self.budgets,
+            self.injection,
+            pinned=pinned_items,
+            pinned_header_tokens=pinned_header,
+            fixed_tokens=fixed,
+        )
+        fit, gate = plan.window, plan.gate
         verbatim = set(fit.kept) - fit.cleared
         view_ids = frozenset(m.id for i, m in enumerate(full) if i in verbatim and m.id is not None)
         query = query_from(full)
-        pins = self.store.pinned(self.namespace.session_id, self.namespace)
-        usable_pins = [p for p in pins if p.excluded_because is None]
         result = self._search(query, view_ids, usable_pins) if query and gate.inject else None
 
-        # the two fact tiers as lines, each costed
-        pin_lines = [pinned_line(p.fact) for p in usable_pins]
+        # the retrieved tier as lines, each costed
         if result is None:
             hit_lines: list[str] = []
         elif result.not_in_memory:
             hit_lines = [NOTHING]
         else:
             hit_lines = [hit_line(h) for h in result.hits]
-        base = request.system_message.text if request.system_message is not None else ""
-        pin_counts = count_cached(pin_lines)
         hit_counts = count_cached(hit_lines)
-        [pinned_header, retrieved_header, fixed] = count_cached([PINNED_HEADER, HEADER, base])
         if result is not None and result.not_in_memory:
             retrieved_items = [Item("not in memory", hit_counts[0])]
             retrieved_header = 0  # the one line is the whole section
@@ -420,7 +428,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
                 Item(h.fact.short_id, n, h.score) for h, n in zip(hits, hit_counts, strict=True)
             ]
         assembly = assemble(
-            pinned=[Item(p.fact.short_id, n) for p, n in zip(usable_pins, pin_counts, strict=True)],
+            pinned=pinned_items,
             retrieved=retrieved_items,
             history=slots,
             window=fit,

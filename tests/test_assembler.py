@@ -11,6 +11,7 @@ from memory.assembler import (
     MessageSlot,
     assemble,
     fit_window,
+    plan_window,
     should_inject,
 )
 
@@ -216,6 +217,65 @@ def test_pinned_facts_go_last_newest_pin_first_and_overflow_is_reported() -> Non
     assert [t["tier"] for t in described["tiers"]] == ["pinned", "retrieved", "window"]
     assert described["kept"]["window"] == [8, 9]  # 1-based, as the labels are
     assert {d["tier"] for d in described["dropped"]} == {"pinned", "retrieved", "window"}
+
+
+# -- the plan: the window's share of a known context ------------------------------------------------
+
+
+def test_without_a_context_the_plan_is_the_configured_window() -> None:
+    history = [human(30) for _ in range(12)]
+    plan = plan_window(history, Budgets(), "gated")
+    assert plan.window == fit_window(history) and plan.budget is None
+    assert plan.window.kept == tuple(range(2, 12))  # the last 10 messages
+    assert plan.gate.inject  # 360 tokens of history, 300 in the window
+
+
+def test_with_a_context_the_tiers_share_it_and_retrieved_facts_are_not_pushed_out() -> None:
+    history = [human(30) for _ in range(12)]  # 360 tokens
+    budgets = Budgets(pinned=50, retrieved=100, context=400, reserve=20)
+    pinned = items(20, 20, 20, prefix="p")  # only two fit the pinned budget (with the 8-token header)
+    plan = plan_window(history, budgets, "always", pinned=pinned, pinned_header_tokens=8, fixed_tokens=12)
+    # 400 - 20 reserve - 12 fixed - 48 pinned - 100 retrieved
+    assert plan.budget == 220 and plan.window.kept == tuple(range(5, 12))  # 7 x 30 = 210
+    result = assemble(
+        pinned=pinned,
+        retrieved=items(30, 30, 30),
+        history=history,
+        window=plan.window,
+        budgets=budgets,
+        fixed_tokens=12,
+        pinned_header_tokens=8,
+        gate=plan.gate,
+    )
+    assert result.retrieved == ("f1", "f2", "f3") and result.pinned == ("p1", "p2")
+    assert result.total_tokens == 12 + 48 + 90 + 210 <= 400 - 20 and result.overflow == 0
+    assert {d.tier for d in result.dropped} == {"window", "pinned"}  # old messages and the third pin
+
+    # given the whole context instead, the window would have pushed every retrieved fact out
+    crowded = assemble(
+        pinned=pinned,
+        retrieved=items(30, 30, 30),
+        history=history,
+        window=fit_window(history, window_tokens=400),
+        budgets=budgets,
+        fixed_tokens=12,
+        pinned_header_tokens=8,
+    )
+    assert crowded.retrieved == ()
+
+
+def test_a_gate_that_holds_back_leaves_the_retrieved_share_to_the_window() -> None:
+    history = [human(30) for _ in range(10)]  # 300 tokens
+    budgets = Budgets(pinned=None, retrieved=100, context=400, reserve=50)
+    held = plan_window(history, budgets, "gated")
+    assert not held.gate.inject and held.budget == 350 and held.window.kept == tuple(range(10))
+    spent = plan_window(history, budgets, "always")
+    assert spent.gate.inject and spent.budget == 250 and spent.window.kept == tuple(range(2, 10))
+    # a window budget of its own caps the share, and is not cut by the retrieved tier's
+    capped = plan_window(history, Budgets(pinned=None, retrieved=100, window=120, context=1000), "always")
+    assert capped.budget == 120
+    squeezed = plan_window(history, Budgets(pinned=None, retrieved=100, window=120, context=700), "always")
+    assert squeezed.budget == 88  # 700 - 512 reserve - 100 retrieved
 
 
 def test_no_context_means_no_pressure() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from eval_samples import write_beam, write_locomo
 from rich.console import Console
 
-from memory.eval.arms import ARM_NAMES
+from memory.eval.arms import DEFAULT_ARMS
 from memory.eval.cli import main
 from memory.eval.report import PLOT_FILE, SUMMARY_FILE, write_report
 from memory.eval.runner import ROWS_FILE, ROWS_SNAPSHOT, Evaluation, RunConfig, read_rows, write_run_info
@@ -41,7 +41,7 @@ def test_a_run_writes_one_row_per_question_arm_and_budget(tmp_path: Path, db_url
         BEAM_QUESTIONS * ROWS_PER_QUESTION,
     ]
     assert records[0].issues["evidence unresolved: malformed"] == 1
-    assert {r["arm"] for r in rows} == set(ARM_NAMES)
+    assert {r["arm"] for r in rows} == set(DEFAULT_ARMS)
     for row in rows:
         assert row["budget"] is None if row["arm"] == "full" else row["tokens"] <= row["budget"]
     ku = next(

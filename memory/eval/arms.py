@@ -9,6 +9,8 @@ chose them (`priority`, 0 first): rank for retrieval, recency for a transcript t
 - bm25      bm25s over whole turns, best first until full
 - facts     FactStore.search's ranked facts in about a third of the budget, the tail in the rest
 - full      every turn, no budget: the ceiling
+- facts_gated, assembled, assembled_pinned, assembled_noclear: the middleware's gate and context
+            assembler over the same budget (memory.eval.assembled)
 """
 
 from __future__ import annotations
@@ -38,7 +40,19 @@ if TYPE_CHECKING:
 
     from memory.store import FactStore
 
-ARM_NAMES = ("tail", "docstore", "bm25", "facts", "facts_gated", "full")
+ARM_NAMES = (
+    "tail",
+    "docstore",
+    "bm25",
+    "facts",
+    "facts_gated",
+    "assembled",
+    "assembled_pinned",
+    "assembled_noclear",
+    "full",
+)
+# the default run: the assembled arms are measured on purpose (memory.eval.assembled)
+DEFAULT_ARMS = ("tail", "docstore", "bm25", "facts", "facts_gated", "full")
 TURNS_TITLE = "Conversation turns retrieved from memory (most relevant first):"
 FACTS_TITLE = "Facts from memory (most relevant first):"
 # Below the library's relevance floor FactStore.search says "not in memory"; the docstore's score is

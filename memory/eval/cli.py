@@ -3,7 +3,7 @@
     python -m memory.eval run --locomo PATH --beam DIR [--longmemeval PATH] [--out results]
         [--budgets 1200 3000 6000] [--arms tail docstore bm25 facts full] [--embedder minilm]
         [--database-url URL] [--sample N] [--limit N] [--answer-model SPEC --judge-model SPEC]
-        [--consolidate] [--recency-weight W [--recency-half-life DAYS]]
+        [--consolidate] [--recency-weight W [--recency-half-life DAYS]] [--tool-calls EVERY]
     python -m memory.eval report [--out results]
 
 Exit codes: 0 done, 2 the configuration, the database or a model failed.
@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.text import Text
 
 from memory.errors import BeadsMemoryError
-from memory.eval.arms import ARM_NAMES
+from memory.eval.arms import ARM_NAMES, DEFAULT_ARMS
 from memory.eval.report import write_report
 from memory.eval.runner import (
     ROWS_FILE,
@@ -46,7 +46,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--longmemeval", type=Path, help="a LongMemEval JSON file (oracle, S or M, cleaned)")
     run.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results)")
     run.add_argument("--budgets", type=int, nargs="+", default=[1200, 3000, 6000])
-    run.add_argument("--arms", nargs="+", choices=ARM_NAMES, default=list(ARM_NAMES))
+    run.add_argument("--arms", nargs="+", choices=ARM_NAMES, default=list(DEFAULT_ARMS))
     run.add_argument(
         "--embedder", default="minilm", help="minilm (offline, default), ollama[:model], fake-<dims>"
     )
@@ -84,6 +84,15 @@ def parser() -> argparse.ArgumentParser:
         "holding its latest evidence, or after a session drawn between that one and the end (later): "
         "histories of every length, what the injection gate is measured on",
     )
+    run.add_argument(
+        "--tool-calls",
+        type=int,
+        default=0,
+        metavar="EVERY",
+        help="insert a web search call and its output after every EVERY-th turn, the output taken "
+        "from another conversation (memory.eval.toolcalls); datasets get a '-tools' name (default 0: none)",
+    )
+    run.add_argument("--tool-tokens", type=int, default=300, help="tokens of each tool output (default 300)")
     run.add_argument(
         "--recency-weight", type=float, default=0.0, help="the facts arm's recency weight (default 0: off)"
     )
@@ -132,6 +141,8 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         recency_half_life_days=args.recency_half_life,
         ask_at=args.ask_at,
         passage_scan=args.passage_scan,
+        tool_calls=args.tool_calls,
+        tool_tokens=args.tool_tokens,
         show_progress=not args.no_progress,
     )
     if bool(args.answer_model) != bool(args.judge_model):

@@ -12,7 +12,7 @@ from datetime import datetime
 from functools import cached_property
 from typing import Literal
 
-Role = Literal["user", "assistant"]
+Role = Literal["user", "assistant", "tool"]  # "tool": a tool's result (memory.eval.toolcalls)
 
 # Which LongMemEval judge prompt grades a question (see memory.eval.judging).
 JudgePrompt = Literal["default", "temporal", "knowledge-update", "preference", "abstention"]
@@ -28,6 +28,7 @@ class Turn:
     speaker: str
     text: str
     timestamp: datetime | None
+    calls_tool: bool = False  # an assistant turn that calls a tool (not a final answer)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ conversation as ingested (its turns, the embedder, this module's capture policy)
 what is already there and re-ingests only a conversation whose fingerprint changed.
 
 The fact graph is written through the same calls the middleware makes: a user turn is captured verbatim
-(`capture_message`, split into claims), an assistant turn is remembered as one conclusion, each with the
+(`capture_message`, split into claims), as is a tool's result (source tool_result), an assistant turn
+is remembered as one conclusion (one that calls a tool is not captured), each with the
 turn id as `message_id` (how evidence maps facts back to turns) and the turn's time as `valid_from`.
 Passive capture never supersedes anything: that is the library's behaviour, measured as it is.
 """
@@ -91,7 +92,9 @@ def texts_to_embed(conversation: Conversation) -> list[str]:
     """
     texts: list[str] = []
     for turn in conversation.turns:
-        if turn.role == "user":
+        if turn.calls_tool:
+            pass  # not captured (below), still a document
+        elif turn.role in ("user", "tool"):
             claims = split_message(turn.text)
             texts.extend(c.text for c in claims)
             if claims and (len(claims) > 1 or claims[0].text != turn.text.strip()):
@@ -151,11 +154,13 @@ class Ingestor:
         root = self.root(conversation.id)
         written = 0
         for turn in conversation.turns:
-            if turn.role == "user":
+            if turn.calls_tool:
+                continue  # the middleware captures a tool call's result, not the call
+            if turn.role in ("user", "tool"):
                 written += self.facts.capture_message(
                     root,
                     turn.text,
-                    source=Source.PASSIVE_CAPTURE,
+                    source=Source.PASSIVE_CAPTURE if turn.role == "user" else Source.TOOL_RESULT,
                     message_id=turn.id,
                     thread_id=turn.session_id,
                     valid_from=turn.timestamp,

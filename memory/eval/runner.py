@@ -30,6 +30,7 @@ from memory.eval.ingest import Ingestor, IngestStats, database_name, ensure_data
 from memory.eval.judging import answer, judge
 from memory.eval.loaders import LOADERS
 from memory.eval.metrics import window_metrics
+from memory.eval.toolcalls import with_tool_calls
 from memory.eval.window import ConversationView, Window, asked_at
 from memory.retrieval import SearchOptions
 
@@ -52,7 +53,7 @@ class RunConfig:
     datasets: list[tuple[str, Path]]  # (loader name, path)
     out_dir: Path
     budgets: tuple[int, ...] = (1200, 3000, 6000)
-    arms: tuple[str, ...] = arm_lib.ARM_NAMES
+    arms: tuple[str, ...] = arm_lib.DEFAULT_ARMS
     embedder: str = "minilm"
     database_url: str | None = None  # a server: one database per dataset and embedder is created on it
     exact_database: bool = False  # use database_url as it is (tests, or a role that cannot create databases)
@@ -65,6 +66,9 @@ class RunConfig:
     recency_weight: float = 0.0  # the facts arm's SearchOptions.recency_weight (0: off)
     recency_half_life_days: float = 30.0
     passage_scan: bool = False  # the facts arm's SearchOptions.passage_scan (True: a second scan)
+    # insert a tool call and ~tool_tokens of tool output after every `tool_calls`-th turn (0: none)
+    tool_calls: int = 0
+    tool_tokens: int = 300
     # when each question is asked: at the end of the conversation, or right after the session that
     # holds its latest evidence (memory.eval.window.asked_at), where shorter histories fit a window
     ask_at: str = "end"
@@ -206,7 +210,10 @@ class Evaluation:
         )
         with Progress(*columns, console=self.console, disable=not self.config.show_progress) as progress:
             for loader, path in self.config.datasets:
-                records.append(self._run_dataset(LOADERS[loader](path), done, progress))
+                dataset = LOADERS[loader](path)
+                if self.config.tool_calls:
+                    dataset = with_tool_calls(dataset, self.config.tool_calls, self.config.tool_tokens)
+                records.append(self._run_dataset(dataset, done, progress))
         return records
 
     def _selected(self, dataset: Dataset) -> list[Question]:
@@ -436,6 +443,18 @@ def make_arm(
             stores.facts, stores.ingestor.root, share=facts_share, options=options, budgets=budgets
         )
         return facts if name == "facts" else arm_lib.GatedFactsArm(facts)
+    if name.startswith("assembled"):
+        from memory.eval.assembled import AssembledArm, standing_rules
+
+        facts = arm_lib.FactsArm(
+            stores.facts, stores.ingestor.root, share=facts_share, options=options, budgets=budgets
+        )
+        return AssembledArm(
+            facts,
+            name,
+            pin_policy=standing_rules if name == "assembled_pinned" else None,
+            clear_tool_output=name != "assembled_noclear",
+        )
     raise ValueError(f"unknown arm {name!r}; arms: {', '.join(arm_lib.ARM_NAMES)}")
 
 
@@ -465,6 +484,8 @@ def write_run_info(out_dir: Path, config: RunConfig, records: Sequence[DatasetRu
         "recency_weight": config.recency_weight,
         "recency_half_life_days": config.recency_half_life_days,
         "passage_scan": config.passage_scan,
+        "tool_calls": config.tool_calls,
+        "tool_tokens": config.tool_tokens,
         "ask_at": config.ask_at,
         "sample_per_type": config.sample,
         "limit": config.limit,

@@ -1,0 +1,241 @@
+"""The middleware's context assembler as an arm: pinned, retrieved and window tiers in one budget.
+
+Where the facts arm packs a fixed share of the budget itself, this arm hands every decision to
+`memory.assembler`, the code the middleware runs on each model call: the budget is the model's
+context (nothing reserved: the harness asks for no reply), the pinned tier gets `pinned_share` of it,
+the retrieved tier `facts_share`, and the window the raw turns, whole, with tool output older than the
+last `recent_messages` turns cleared to a placeholder when the history does not fit. What the
+assembler keeps is what the window shows; its token count is the assembler's own.
+
+Pins come from a policy standing in for the user, who pins by hand: `standing_rules` pins every claim
+the user stated as a standing rule ("Always ...", "Never ...", "From now on ...") or a preference
+("I prefer ...", "I'd rather ..."), in the order they were said. Only claims said before the question
+are pinned, as a user could not have pinned anything later.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memory.assembler import Budgets, Item, MessageSlot, assemble, plan_window
+from memory.block import clip
+from memory.eval.arms import FACTS_TITLE, MAX_K, WIDEN_BELOW, FactsArm
+from memory.eval.conversation import Question, Turn
+from memory.eval.tokens import Packer, count_tokens
+from memory.eval.window import TAIL_TITLE, ConversationView, Window, WindowItem, format_time, render
+from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Status
+
+PINNED_TITLE = "Pinned by the user (standing rules and preferences, oldest first):"
+
+_RULE = re.compile(
+    r"^\W*(?:please\s+)?(?:always|never|from now on|going forward|whenever|make sure)\b", re.IGNORECASE
+)
+_PREFERENCE = re.compile(
+    r"\bI(?:'d| would)?\s+(?:really\s+|strongly\s+|generally\s+|usually\s+|much\s+)?(?:prefer|rather)\b",
+    re.IGNORECASE,
+)
+
+PinPolicy = Callable[[Fact, Turn], bool]
+
+
+def standing_rules(fact: Fact, turn: Turn) -> bool:
+    """What a user would pin: their own standing rules and stated preferences."""
+    if turn.role != "user" or fact.source in UNTRUSTED_SOURCES:
+        return False
+    return bool(_RULE.search(fact.body) or _PREFERENCE.search(fact.body))
+
+
+_ROLES = {"user": "human", "assistant": "ai", "tool": "tool"}
+
+
+def cleared_line(turn: Turn, tokens: int) -> str:
+    """A cleared tool result as the window shows it (the middleware's placeholder, in the harness's form)."""
+    return render(turn, f"[{turn.speaker} output cleared from this view to save context ({tokens} tokens)]")
+
+
+@dataclass(frozen=True, slots=True)
+class _Pin:
+    fact: Fact
+    turn: Turn
+    line: str
+    tokens: int
+
+
+class AssembledArm:
+    """Facts, pins and turns as `memory.assembler` fits them into the budget (see the module docstring)."""
+
+    budgeted = True
+
+    def __init__(
+        self,
+        facts: FactsArm,
+        name: str = "assembled",
+        pin_policy: PinPolicy | None = None,
+        pinned_share: float = 1 / 6,
+        recent_messages: int = 10,
+        clear_tool_output: bool = True,
+    ) -> None:
+        if pin_policy is not None and not 0 < pinned_share + facts.share < 1:
+            raise ValueError("the pinned and facts shares must leave room for the window")
+        self.facts = facts
+        self.name = name
+        self.pin_policy = pin_policy
+        self.pinned_share = pinned_share if pin_policy is not None else 0.0
+        self.recent_messages = recent_messages
+        self.clear_tool_output = clear_tool_output
+        self._facts: tuple[str, list[Fact]] | None = None
+        self._counts: dict[str, int] = {}
+
+    def _pins_in(self, view: ConversationView) -> list[_Pin]:
+        """The claims the policy pins among the turns said so far, in the order they were said."""
+        if self.pin_policy is None:
+            return []
+        cid = view.conversation.id
+        if self._facts is None or self._facts[0] != cid:  # one read per conversation
+            namespace = self.facts.namespace_for(cid)
+            self._facts = (cid, self.facts.store.facts_in_namespace(namespace.id))
+        turns = view.conversation.turn_by_id
+        order = {tid: i for i, tid in enumerate(turns)}
+        facts = [f for f in self._facts[1] if f.status is Status.ACTIVE and f.message_id in turns]
+        facts.sort(key=lambda f: (order[f.message_id or ""], f.span or (0, 0)))
+        pins = []
+        for fact in facts:
+            turn = turns[fact.message_id or ""]
+            if self.pin_policy(fact, turn):
+                line = render(turn, clip(fact.body))
+                pins.append(_Pin(fact, turn, line, self._count(line)))
+        return pins
+
+    def _count(self, line: str) -> int:
+        if line not in self._counts:
+            self._counts[line] = count_tokens(line)
+        return self._counts[line]
+
+    def window(self, view: ConversationView, question: Question, budget: int | None) -> Window:
+        if budget is None:
+            raise ValueError("the assembled arm needs a budget")
+        pins = self._pins_in(view)
+        turns = view.conversation.turns
+        slots = []
+        for turn in turns:
+            tokens = view.tokens[turn.id]
+            cleared = self._count(cleared_line(turn, tokens)) if turn.role == "tool" else 0
+            if not self.clear_tool_output:
+                cleared = tokens  # a placeholder that saves nothing: the baseline without clearing
+            slots.append(MessageSlot(_ROLES[turn.role], tokens, cleared, turn.speaker))
+        # the question is the newest message, as in the middleware (which always keeps it); every arm
+        # asks it outside the window, so it costs nothing here
+        slots.append(MessageSlot("human", 0))
+        budgets = Budgets(
+            pinned=int(budget * self.pinned_share),
+            retrieved=int(budget * self.facts.share),
+            window=None,
+            recent_messages=self.recent_messages,
+            context=budget,
+            reserve=0,
+        )
+        pinned_items = [Item(p.fact.short_id, p.tokens) for p in pins]
+        pinned_header, retrieved_header, tail_header = (
+            self._count(t) for t in (PINNED_TITLE, FACTS_TITLE, TAIL_TITLE)
+        )
+        plan = plan_window(
+            slots,
+            budgets,
+            "always",
+            pinned=pinned_items,
+            pinned_header_tokens=pinned_header,
+            fixed_tokens=tail_header,  # the window's header: the harness's one fixed text
+        )
+        fit = plan.window
+        cleared = fit.cleared if self.clear_tool_output else frozenset()
+        shown = frozenset(turns[i].id for i in fit.kept if i < len(turns) and i not in cleared)
+        hits, lines = self._retrieved(view, question, budget, shown, {p.fact.id for p in pins})
+        retrieved_items = [Item(h.fact.short_id, n, h.score) for h, (_, n) in zip(hits, lines, strict=True)]
+        assembly = assemble(
+            pinned=pinned_items,
+            retrieved=retrieved_items,
+            history=slots,
+            window=fit,
+            budgets=budgets,
+            fixed_tokens=tail_header,
+            pinned_header_tokens=pinned_header,
+            retrieved_header_tokens=retrieved_header,
+            gate=plan.gate,
+        )
+
+        packer = Packer(budget)
+        items: list[WindowItem] = []
+        kept_pins = set(assembly.pinned)
+        section = packer.section(PINNED_TITLE)
+        for pin in pins:
+            if pin.fact.short_id in kept_pins and packer.add(section, pin.line, pin.tokens):
+                items.append(WindowItem(pin.turn.id, len(items), fact_id=pin.fact.short_id))
+        kept_hits = set(assembly.retrieved)
+        section = packer.section(FACTS_TITLE)
+        for hit, (line, tokens) in zip(hits, lines, strict=True):
+            if hit.fact.short_id in kept_hits and packer.add(section, line, tokens):
+                items.append(
+                    WindowItem(
+                        hit.fact.message_id or "",
+                        len(items),
+                        fact_id=hit.fact.short_id,
+                        score=round(hit.score, 4),
+                    )
+                )
+        section = packer.section(TAIL_TITLE)
+        tail: list[WindowItem] = []
+        for i in assembly.window:
+            if i == len(turns):
+                continue  # the question
+            turn = turns[i]
+            if i in assembly.cleared and self.clear_tool_output:
+                line = cleared_line(turn, view.tokens[turn.id])
+                packer.add(section, line, self._count(line))
+                continue  # a placeholder shows nothing of the turn
+            if packer.add(section, view.lines[turn.id], view.tokens[turn.id]):
+                tail.append(WindowItem(turn.id, 0))
+        # the window's items in the order a tail chooses them: newest first
+        items.extend(WindowItem(item.turn_id, len(items) + n) for n, item in enumerate(reversed(tail)))
+        probe = self.facts.memory_probe(view, question)
+        return Window(
+            self.name, budget, packer.text(), packer.used, tuple(items), probe.not_in_memory, probe.best_score
+        )
+
+    def _retrieved(
+        self,
+        view: ConversationView,
+        question: Question,
+        budget: int,
+        shown: frozenset[str],
+        pinned: set[uuid.UUID],
+    ) -> tuple[list[Hit], list[tuple[str, int]]]:
+        """Ranked facts not already in the window nor pinned, about as many as the tier can hold."""
+        namespace = self.facts.namespace_for(view.conversation.id)
+        tier = int(budget * self.facts.share)
+        k = max(self.facts.options.k, tier // 20)
+        while True:
+            result = self.facts.store.search(
+                namespace,
+                question.question,
+                self.facts.options,
+                k=k,
+                exclude_message_ids=shown | view.hidden,
+                exclude_fact_ids=self.facts.options.exclude_fact_ids | pinned,
+            )
+            hits = list(result.hits)
+            lines = [self._line(view, h) for h in hits]
+            used = sum(n for _, n in lines)
+            if len(hits) < k or tier - used < WIDEN_BELOW or k >= MAX_K:
+                return hits, lines
+            k *= 2
+
+    def _line(self, view: ConversationView, hit: Hit) -> tuple[str, int]:
+        fact = hit.fact
+        turn = view.conversation.turn_by_id.get(fact.message_id or "")
+        # clipped as the middleware's block clips a fact (memory.block.clip): what the assembler weighs
+        body = clip(fact.body)
+        line = render(turn, body) if turn else f"[{format_time(fact.valid_from)}] memory: {body}"
+        return line, self._count(line)

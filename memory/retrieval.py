@@ -70,6 +70,27 @@ class SearchOptions:
 
 # {dims} and {eid} are integers we own, placed as literals so the planner matches the partial
 # expression index of this embedding space.
+# The nearest passages (the messages claims were cut from), whose claims become candidates too: a
+# second nearest-neighbour scan, run only with SearchOptions.passage_scan. Left out of the statement
+# otherwise, rather than switched off by a parameter: planning the unused branch cost 0.4 ms a search
+# (bench/statement_variants.py).
+_PASSAGE_HITS = """    SELECT id, sim FROM (
+        (SELECT v.passage_id AS id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
+           FROM beads.passage_vectors v
+           JOIN beads.passages p ON p.id = v.passage_id
+          WHERE v.embedder_id = {eid} AND v.indexed AND p.session_id = %(session)s
+          ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
+          LIMIT %(n)s)
+        UNION ALL
+        (SELECT v.passage_id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
+           FROM beads.passage_vectors v
+           JOIN beads.passages p ON p.id = v.passage_id
+          WHERE v.embedder_id = {eid} AND NOT v.indexed AND p.session_id = %(session)s)
+    ) nearest
+    ORDER BY sim DESC
+    LIMIT %(n)s"""
+_NO_PASSAGE_HITS = "    SELECT NULL::uuid AS id, NULL::float8 AS sim WHERE false"
+
 _CANDIDATES = """
 WITH scope AS (
     -- what this namespace may read: its lineage (self and ancestors) and its subtree (demoted)
@@ -101,22 +122,7 @@ claim_hits AS (
     LIMIT %(n)s
 ),
 passage_hits AS (
-    SELECT id, sim FROM (
-        (SELECT v.passage_id AS id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
-           FROM beads.passage_vectors v
-           JOIN beads.passages p ON p.id = v.passage_id
-          WHERE v.embedder_id = {eid} AND v.indexed AND p.session_id = %(session)s AND %(passage_scan)s
-          ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
-          LIMIT %(n)s)
-        UNION ALL
-        (SELECT v.passage_id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
-           FROM beads.passage_vectors v
-           JOIN beads.passages p ON p.id = v.passage_id
-          WHERE v.embedder_id = {eid} AND NOT v.indexed AND p.session_id = %(session)s
-            AND %(passage_scan)s)
-    ) nearest
-    ORDER BY sim DESC
-    LIMIT %(n)s
+{passage_hits}
 ),
 hit_ids AS (
     SELECT id FROM claim_hits
@@ -182,14 +188,15 @@ def candidate_query(
     ns: Namespace, query_vector: Sequence[float], embedder_id: int, dims: int, options: SearchOptions
 ) -> tuple[sql.Composed, dict[str, Any]]:
     """The candidate statement and its parameters, as `search` runs them (benchmarks EXPLAIN it)."""
-    statement = sql.SQL(_CANDIDATES).format(eid=sql.Literal(int(embedder_id)), dims=sql.Literal(int(dims)))
+    constants = {"eid": sql.Literal(int(embedder_id)), "dims": sql.Literal(int(dims))}
+    passages = sql.SQL(_PASSAGE_HITS if options.passage_scan else _NO_PASSAGE_HITS).format(**constants)
+    statement = sql.SQL(_CANDIDATES).format(passage_hits=passages, **constants)
     params = {
         "session": ns.session_id,
         "lineage": list(ns.lineage),
         "ns": ns.id,
         "q": as_vector(query_vector),
         "n": max(options.candidates, options.k * 4),
-        "passage_scan": options.passage_scan,
     }
     return statement, params
 

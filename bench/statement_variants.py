@@ -46,7 +46,7 @@ from memory import vectors
 from memory.connection import CONNECTION_KWARGS, open_pool
 from memory.embedded import start_embedded
 from memory.embedders import FakeEmbedder
-from memory.facts import FACT_COLUMNS, NewFact, Provenance, check_trust
+from memory.facts import FACT_COLUMNS, INSERT_FACT, NewFact, Provenance, check_trust, fact_params
 from memory.ids import fact_id, passage_id
 from memory.model import Fact, Kind, Namespace, Source
 from memory.retrieval import SearchOptions, candidate_query, ef_search_for
@@ -58,19 +58,6 @@ WORDS = """budget postgres team deadline vector index memory agent graph cluster
 user release review schema migration backup replica tenant quota invoice""".split()  # noqa: SIM905
 
 # -- capture variants -------------------------------------------------------------------------------
-
-_FACT_INSERT = (
-    """
-INSERT INTO beads.facts (id, session_id, namespace_id, kind, source, source_key, agent_id,
-    acting_on_behalf_of, body, passage_id, thread_id, message_id, span_start, span_end,
-    head_id, valid_from, metadata)
-VALUES (%(id)s, %(session)s, %(ns)s, %(kind)s, %(source)s, %(source_key)s, %(agent)s,
-    %(behalf)s, %(body)s, %(passage)s, %(thread)s, %(message)s, %(start)s, %(end)s,
-    %(id)s, coalesce(%(valid_from)s, now()), %(metadata)s)
-ON CONFLICT (id) DO NOTHING
-RETURNING """
-    + FACT_COLUMNS
-)
 
 Written = tuple[list[uuid.UUID], dict[uuid.UUID, Fact]]
 
@@ -100,25 +87,7 @@ def insert_prepared(
             )
         for item in items:
             fid = fact_id(ns.session_id, ns.id, item.source.value, item.source_key, item.body)
-            params = {
-                "id": fid,
-                "session": ns.session_id,
-                "ns": ns.id,
-                "kind": item.kind.value,
-                "source": item.source.value,
-                "source_key": item.source_key,
-                "agent": prov.agent_id,
-                "behalf": prov.acting_on_behalf_of,
-                "body": item.body,
-                "passage": passage_id(ns.session_id, item.passage) if item.passage is not None else None,
-                "thread": prov.thread_id,
-                "message": prov.message_id,
-                "start": item.span[0] if item.span else None,
-                "end": item.span[1] if item.span else None,
-                "valid_from": prov.valid_from,
-                "metadata": Jsonb(item.metadata or {}),
-            }
-            cursors.append(conn.execute(_FACT_INSERT, params, prepare=True))
+            cursors.append(conn.execute(INSERT_FACT, fact_params(ns, item, prov, fid), prepare=True))
             ids.append(fid)
         for item, fid in zip(items, ids, strict=True):
             conn.execute(

@@ -65,6 +65,44 @@ def check_trust(source: Source, kind: Kind) -> None:
         raise UntrustedWriteError(f"content from {source.value} cannot be stored as a directive")
 
 
+# One fact row; its own id is its chain's head until something supersedes it. A replay conflicts and
+# returns nothing, which is how insert_facts tells new facts from known ones.
+INSERT_FACT = (
+    """
+INSERT INTO beads.facts (id, session_id, namespace_id, kind, source, source_key, agent_id,
+    acting_on_behalf_of, body, passage_id, thread_id, message_id, span_start, span_end,
+    head_id, valid_from, metadata)
+VALUES (%(id)s, %(session)s, %(ns)s, %(kind)s, %(source)s, %(source_key)s, %(agent)s,
+    %(behalf)s, %(body)s, %(passage)s, %(thread)s, %(message)s, %(start)s, %(end)s,
+    %(id)s, coalesce(%(valid_from)s, now()), %(metadata)s)
+ON CONFLICT (id) DO NOTHING
+RETURNING """
+    + FACT_COLUMNS
+)
+
+
+def fact_params(ns: Namespace, item: NewFact, provenance: Provenance, fid: uuid.UUID) -> dict[str, Any]:
+    """INSERT_FACT's parameters for `item`."""
+    return {
+        "id": fid,
+        "session": ns.session_id,
+        "ns": ns.id,
+        "kind": item.kind.value,
+        "source": item.source.value,
+        "source_key": item.source_key,
+        "agent": provenance.agent_id,
+        "behalf": provenance.acting_on_behalf_of,
+        "body": item.body,
+        "passage": passage_id(ns.session_id, item.passage) if item.passage is not None else None,
+        "thread": provenance.thread_id,
+        "message": provenance.message_id,
+        "start": item.span[0] if item.span else None,
+        "end": item.span[1] if item.span else None,
+        "valid_from": provenance.valid_from,
+        "metadata": Jsonb(item.metadata or {}),
+    }
+
+
 def insert_facts(
     conn: psycopg.Connection,
     ns: Namespace,
@@ -98,37 +136,7 @@ def insert_facts(
                 passage_rows[pid] = item.passage_vector
         for item in items:
             fid = fact_id(ns.session_id, ns.id, item.source.value, item.source_key, item.body)
-            pid = passage_id(ns.session_id, item.passage) if item.passage is not None else None
-            cursor = conn.execute(
-                """
-                INSERT INTO beads.facts (id, session_id, namespace_id, kind, source, source_key, agent_id,
-                    acting_on_behalf_of, body, passage_id, thread_id, message_id, span_start, span_end,
-                    head_id, valid_from, metadata)
-                VALUES (%(id)s, %(session)s, %(ns)s, %(kind)s, %(source)s, %(source_key)s, %(agent)s,
-                    %(behalf)s, %(body)s, %(passage)s, %(thread)s, %(message)s, %(start)s, %(end)s,
-                    %(id)s, coalesce(%(valid_from)s, now()), %(metadata)s)
-                ON CONFLICT (id) DO NOTHING
-                RETURNING """
-                + FACT_COLUMNS,
-                {
-                    "id": fid,
-                    "session": ns.session_id,
-                    "ns": ns.id,
-                    "kind": item.kind.value,
-                    "source": item.source.value,
-                    "source_key": item.source_key,
-                    "agent": provenance.agent_id,
-                    "behalf": provenance.acting_on_behalf_of,
-                    "body": item.body,
-                    "passage": pid,
-                    "thread": provenance.thread_id,
-                    "message": provenance.message_id,
-                    "start": item.span[0] if item.span else None,
-                    "end": item.span[1] if item.span else None,
-                    "valid_from": provenance.valid_from,
-                    "metadata": Jsonb(item.metadata or {}),
-                },
-            )
+            cursor = conn.execute(INSERT_FACT, fact_params(ns, item, provenance, fid))
             ids.append(fid)
             inserted.append(cursor)
             # a replay's vector rows conflict and are skipped like its facts

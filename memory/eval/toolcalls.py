@@ -2,10 +2,9 @@
 
 LoCoMo and BEAM hold no tool output, and an agent's transcript is full of it. `with_tool_calls` makes
 a dataset that has some, deterministically: after every `every`-th turn the assistant runs a web
-search on the words of that turn, and the tool answers with about `tokens` tokens of text taken from
-the next conversation of the same dataset (cyclically), read in order: realistic bulk that answers
-none of the questions. Questions, evidence and every original turn are unchanged; the new turns get
-ids of their own, so evidence can never point at them.
+search on the words of that turn, and the tool answers with about `tokens` tokens of text taken in
+order from the next conversation of the same dataset (cyclically). Questions, evidence and every
+original turn are unchanged; the new turns get ids of their own, so evidence never points at them.
 """
 
 from __future__ import annotations

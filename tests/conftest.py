@@ -21,7 +21,9 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from memory.connection import ensure_vector_extension, open_async_pool, open_pool
 from memory.embedded import start_embedded
+from memory.embedders import FakeEmbedder
 from memory.migrate import setup
+from memory.store import FactStore
 
 
 def database_url(server_url: str, dbname: str) -> str:
@@ -99,6 +101,14 @@ def empty_db_url(pg_server_url: str) -> Iterator[str]:
 def pool(db_url: str) -> Iterator[ConnectionPool]:
     with open_pool(db_url, min_size=1, max_size=4) as p:
         yield p
+
+
+@pytest.fixture
+def store(pool: ConnectionPool) -> FactStore:
+    """A fact store on the test's database, with the seeded 64-d fake embedder."""
+    s = FactStore(pool, FakeEmbedder(64))
+    s.setup()
+    return s
 
 
 @pytest.fixture

@@ -26,13 +26,6 @@ from memory.websearch import search_web
 
 
 @pytest.fixture
-def store(pool: ConnectionPool) -> FactStore:
-    s = FactStore(pool, FakeEmbedder(64))
-    s.setup()
-    return s
-
-
-@pytest.fixture
 def saver(pool: ConnectionPool) -> PostgresSaver:
     checkpointer = PostgresSaver(pool)  # type: ignore[arg-type]
     checkpointer.setup()

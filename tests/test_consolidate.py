@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import psycopg
-import pytest
 from psycopg_pool import ConnectionPool
 
 from memory import cli
@@ -29,13 +28,6 @@ class ControlledEmbedder(FakeEmbedder):
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return [list(self.fixed[t]) if t in self.fixed else super().embed([t])[0] for t in texts]
-
-
-@pytest.fixture
-def store(pool: ConnectionPool) -> FactStore:
-    s = FactStore(pool, FakeEmbedder(64))
-    s.setup()
-    return s
 
 
 def status_of(store: FactStore, fid: uuid.UUID) -> Status:

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from langchain_core.messages import HumanMessage
 from playground_helpers import ORIGIN, play_db, playground_template, settings_for
-from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool import AsyncConnectionPool
 
 from memory.connection import open_async_pool, open_pool
 from memory.embedders import FakeEmbedder
@@ -27,13 +27,6 @@ from playground.chats import create_chat
 from playground.runtime import consolidate_idle_chats
 
 __all__ = ["play_db", "playground_template"]  # fixtures
-
-
-@pytest.fixture
-def store(pool: ConnectionPool) -> FactStore:
-    s = FactStore(pool, FakeEmbedder(64))
-    s.setup()
-    return s
 
 
 # -- the middleware records what it injected -------------------------------------------------------

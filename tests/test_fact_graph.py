@@ -20,13 +20,6 @@ from memory.store import FactStore
 CONSTRAINTS = "Our budget is $100k per year. It must be self-hostable. Latency must stay under 50 ms."
 
 
-@pytest.fixture
-def store(pool: ConnectionPool) -> FactStore:
-    s = FactStore(pool, FakeEmbedder(64))
-    s.setup()
-    return s
-
-
 def row_counts(url: str) -> dict[str, int]:
     with psycopg.connect(url) as conn:
         return {

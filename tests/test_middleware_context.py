@@ -7,12 +7,11 @@ import uuid
 from typing import Any
 
 import pytest
+from agent_helpers import injection_events, system_text
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
-from psycopg_pool import ConnectionPool
 
-from memory.embedders import FakeEmbedder
 from memory.middleware import INJECTION_EVENT, BeadsMemoryMiddleware
 from memory.model import Relation, Source
 from memory.models.scripted import ScriptedChatModel, calls, tool_call
@@ -21,13 +20,6 @@ from memory.subagents import make_subagent_tool
 
 BUDGET = "Our budget is $100k per year."
 ASK = "What is our budget? Check a few sources."
-
-
-@pytest.fixture
-def store(pool: ConnectionPool) -> FactStore:
-    s = FactStore(pool, FakeEmbedder(64))
-    s.setup()
-    return s
 
 
 def page(i: int) -> str:
@@ -50,19 +42,6 @@ def lookups(n: int, answer: str = "Done.") -> list[Any]:
     return [calls(tool_call("lookup", item=str(i))) for i in range(n)] + [answer]
 
 
-def run(agent: Any, text: str, session: str = "s") -> list[dict[str, Any]]:
-    config = {"configurable": {"thread_id": str(uuid.uuid4()), "session_id": session}}
-    return [
-        chunk
-        for _mode, chunk in agent.stream({"messages": [HumanMessage(text)]}, config, stream_mode=["custom"])
-        if chunk.get("type") == INJECTION_EVENT
-    ]
-
-
-def system_text(prompt: list[BaseMessage]) -> str:
-    return str(prompt[0].content) if prompt and prompt[0].type == "system" else ""
-
-
 def agent_with(store: FactStore, model: ScriptedChatModel, tools: list[BaseTool], **options: Any) -> Any:
     middleware = BeadsMemoryMiddleware(store, store.root("s"), **options)
     return create_agent(model, tools=tools, middleware=[middleware])
@@ -75,7 +54,7 @@ def test_gated_injection_waits_until_the_history_no_longer_fits_the_window(store
     store.capture_message(store.root("s"), BUDGET, message_id="earlier")
     model = ScriptedChatModel(replies=lookups(8))
     agent = agent_with(store, model, [lookup_tool()], injection="gated")  # a 10-message window
-    events = run(agent, ASK)
+    events = injection_events(agent, ASK)
     assert len(events) == 9
     first, last = events[0], events[-1]
     # one message fits the window: nothing recalled, no Memory section, the decision explained
@@ -95,12 +74,12 @@ def test_gated_on_a_token_window_and_the_default_always(store: FactStore) -> Non
     store.capture_message(store.root("s"), BUDGET, message_id="earlier")
     model = ScriptedChatModel(replies=lookups(2))
     agent = agent_with(store, model, [lookup_tool()], injection="gated", window_tokens=100_000)
-    events = run(agent, ASK)
+    events = injection_events(agent, ASK)
     assert [e["gate"]["inject"] for e in events] == [False, False, False]
     assert all(e["gate"]["window_tokens"] == 100_000 for e in events)
 
     model = ScriptedChatModel(replies=["ok"])
-    [event] = run(agent_with(store, model, []), ASK)
+    [event] = injection_events(agent_with(store, model, []), ASK)
     assert event["gate"] == {
         "mode": "always",
         "inject": True,
@@ -129,7 +108,7 @@ def assert_pairing_valid(prompt: list[BaseMessage]) -> None:
 def test_old_tool_output_is_cleared_to_a_placeholder_before_anything_is_dropped(store: FactStore) -> None:
     model = ScriptedChatModel(replies=lookups(5))
     agent = agent_with(store, model, [lookup_tool()], window=3, window_tokens=800)
-    events = run(agent, "Collect five sources.")
+    events = injection_events(agent, "Collect five sources.")
     last_prompt = model.prompts[-1]
     assert_pairing_valid(last_prompt)
     tools = [m for m in last_prompt if isinstance(m, ToolMessage)]
@@ -148,7 +127,7 @@ def test_old_tool_output_is_cleared_to_a_placeholder_before_anything_is_dropped(
 def test_a_tight_window_budget_drops_the_oldest_messages_after_clearing(store: FactStore) -> None:
     model = ScriptedChatModel(replies=lookups(6))
     agent = agent_with(store, model, [lookup_tool()], window=2, window_tokens=400)
-    events = run(agent, "Collect six sources.")
+    events = injection_events(agent, "Collect six sources.")
     assert_pairing_valid(model.prompts[-1])
     assert not isinstance(model.prompts[-1][1], ToolMessage)
     report = events[-1]["assembly"]
@@ -175,12 +154,12 @@ def test_under_a_small_context_the_lowest_ranked_facts_go_first(store: FactStore
         )
     model = ScriptedChatModel(replies=["ok", "ok"])
     roomy = agent_with(store, model, [])
-    [wide] = run(roomy, "What is our budget for each item?")
+    [wide] = injection_events(roomy, "What is our budget for each item?")
     assert len(wide["facts"]) == 8
 
     model = ScriptedChatModel(replies=["ok"])
     tight = agent_with(store, model, [], context_tokens=wide["assembly"]["total_tokens"] + 512 - 40)
-    [event] = run(tight, "What is our budget for each item?")
+    [event] = injection_events(tight, "What is our budget for each item?")
     report = event["assembly"]
     drops = [d for d in report["dropped"] if d["tier"] == "retrieved"]
     assert drops and all(d["reason"].startswith("context full") for d in drops)
@@ -207,7 +186,7 @@ def test_evict_mode_captures_late_but_loses_nothing_by_thread_end(store: FactSto
         model = ScriptedChatModel(replies=lookups(8, answer="The budget is $100k."))
         middleware = BeadsMemoryMiddleware(store, store.root(mode), capture=mode)  # type: ignore[arg-type]
         agent = create_agent(model, tools=[lookup_tool(store, mode, seen)], middleware=[middleware])
-        events = run(agent, f"{BUDGET} Check eight sources.", session=mode)
+        events = injection_events(agent, f"{BUDGET} Check eight sources.", session=mode)
         results[mode] = seen
         if mode == "evict":
             evicted = [e["capture"]["captured_at_eviction"] for e in events]
@@ -247,7 +226,7 @@ def test_evict_mode_captures_at_fork_and_merge(store: FactStore) -> None:
     delegate = make_subagent_tool(store, root, model, [StructuredTool.from_function(web)], capture="evict")
     middleware = BeadsMemoryMiddleware(store, root, capture="evict", skip_capture_tools={"delegate_research"})
     agent = create_agent(model, tools=[delegate], middleware=[middleware])
-    run(agent, f"{BUDGET} Research whether Qdrant can run on-prem.")
+    injection_events(agent, f"{BUDGET} Research whether Qdrant can run on-prem.")
 
     # fork: the supervisor's request was captured before the sub-agent started, so it could recall it
     assert "$100k" in sub_prompts[0]

@@ -3,17 +3,12 @@ and the pinned tier of every prompt."""
 
 from __future__ import annotations
 
-import uuid
-from typing import Any
-
 import pytest
+from agent_helpers import injection_events, system_text
 from langchain.agents import create_agent
-from langchain_core.messages import BaseMessage, HumanMessage
-from psycopg_pool import ConnectionPool
 
-from memory.embedders import FakeEmbedder
 from memory.errors import BeadsMemoryError, UntrustedWriteError
-from memory.middleware import INJECTION_EVENT, BeadsMemoryMiddleware
+from memory.middleware import BeadsMemoryMiddleware
 from memory.model import Source
 from memory.models.scripted import ScriptedChatModel, calls, tool_call
 from memory.store import FactStore
@@ -21,26 +16,6 @@ from memory.store import FactStore
 RULE = "Always answer in metric units."
 BUDGET = "Our budget is $100k per year."
 BUDGET_NEW = "Our budget is $120k per year."
-
-
-@pytest.fixture
-def store(pool: ConnectionPool) -> FactStore:
-    s = FactStore(pool, FakeEmbedder(64))
-    s.setup()
-    return s
-
-
-def system_text(prompt: list[BaseMessage]) -> str:
-    return str(prompt[0].content) if prompt and prompt[0].type == "system" else ""
-
-
-def run(agent: Any, text: str) -> list[dict[str, Any]]:
-    events = []
-    config = {"configurable": {"thread_id": str(uuid.uuid4())}}
-    for _mode, chunk in agent.stream({"messages": [HumanMessage(text)]}, config, stream_mode=["custom"]):
-        if chunk.get("type") == INJECTION_EVENT:
-            events.append(chunk)
-    return events
 
 
 def test_a_pin_follows_its_claim_through_supersession(store: FactStore) -> None:
@@ -110,7 +85,7 @@ def test_a_pinned_chain_whose_head_turned_untrusted_stays_out_of_the_prompt(stor
 
     model = ScriptedChatModel(replies=["ok"])
     agent = create_agent(model, middleware=[BeadsMemoryMiddleware(store, root)])
-    [event] = run(agent, "Which vendors are on the shortlist?")
+    [event] = injection_events(agent, "Which vendors are on the shortlist?")
     assert "## Pinned" not in system_text(model.prompts[0])
     assert event["pinned"][0]["injected"] is False and event["pinned"][0]["excluded"]
 
@@ -144,15 +119,16 @@ def test_the_agent_pins_with_the_tool_and_the_pin_reaches_every_later_prompt(sto
     [rule] = store.capture_message(root, RULE, message_id="m0").facts
     model = ScriptedChatModel(replies=[calls(tool_call("pin_fact", fact_id=rule.short_id)), "Pinned.", "Hi."])
     agent = create_agent(model, middleware=[BeadsMemoryMiddleware(store, root)])
-    run(agent, "Please always keep the units rule in mind.")
-    events = run(agent, "What's a good name for a cat?")  # unrelated: retrieval finds nothing near
+    injection_events(agent, "Please always keep the units rule in mind.")
+    # unrelated: retrieval finds nothing near
+    events = injection_events(agent, "What's a good name for a cat?")
     assert f"- [{rule.short_id}] {RULE}" in system_text(model.prompts[-1])
     assert "## Pinned" in system_text(model.prompts[-1])
     [event] = events
     assert [p["short_id"] for p in event["pinned"]] == [rule.short_id]
     assert event["pinned"][0]["injected"] and event["pinned"][0]["pinned_by"] == "root"
     # never duplicated in the retrieved tier, even when the query is about it
-    events = run(agent, "Which units should answers use?")
+    events = injection_events(agent, "Which units should answers use?")
     assert rule.short_id not in [f["short_id"] for f in events[0]["facts"]]
     assert system_text(model.prompts[-1]).count(RULE) == 1
 
@@ -169,7 +145,7 @@ def test_pinned_facts_are_injected_whatever_the_gate_and_truncated_by_budget(sto
     model = ScriptedChatModel(fallback="ok")
     middleware = BeadsMemoryMiddleware(store, root, injection="never", pinned_tokens=60)
     agent = create_agent(model, middleware=[middleware])
-    [event] = run(agent, "Tell me about claim family 3.")
+    [event] = injection_events(agent, "Tell me about claim family 3.")
     system = system_text(model.prompts[0])
     assert "## Memory" not in system  # the gate said never: no retrieved tier at all
     injected = [p["short_id"] for p in event["pinned"] if p["injected"]]

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from psycopg_pool import ConnectionPool
 
 # the adversarial namespace trees the reliability suite also draws from
-from bench.reliability.isolation import build_tree, lineage, trees
+from bench.reliability.isolation import build_tree, seen_and_expected, trees
 from memory.embedders import FakeEmbedder
 from memory.store import FactStore
 
@@ -26,13 +26,7 @@ def test_visibility_is_lineage_plus_demoted_subtree(pool: ConnectionPool, tree, 
     theirs = build_tree(store, f"{other[0]}{run}x", other[1])
     foreign = {fact.id for _, fact in theirs}
 
-    for i, (ns, _) in enumerate(mine):
-        up = lineage(nodes, i)
-        down = {j for j in range(len(nodes)) if i in lineage(nodes, j)} - {i}
-        result = store.search(
-            ns, "Finding about the shared topic", k=50, relevance_floor=-10.0, per_agent_cap=50
-        )
-        got = {h.fact.id: h.demoted for h in result.hits}
-        expected = {mine[j][1].id: False for j in up} | {mine[j][1].id: True for j in down}
+    for i in range(len(mine)):
+        got, expected = seen_and_expected(store, mine, nodes, i)
         assert got == expected
         assert not foreign & got.keys()

@@ -66,6 +66,21 @@ def lineage(nodes: list[tuple[int | None, str]], i: int) -> set[int]:
     return out
 
 
+def seen_and_expected(
+    store: FactStore, mine: list[tuple[Namespace, Any]], nodes: list[tuple[int | None, str]], i: int
+) -> tuple[dict[Any, bool], dict[Any, bool]]:
+    """What namespace i of a built tree reads (fact id -> demoted), and what it should: its lineage's
+    facts as its own, its subtree's demoted, nothing else."""
+    up = lineage(nodes, i)
+    down = {j for j in range(len(nodes)) if i in lineage(nodes, j)} - {i}
+    result = store.search(
+        mine[i][0], "Finding about the shared topic", k=50, relevance_floor=-10.0, per_agent_cap=50
+    )
+    got = {hit.fact.id: hit.demoted for hit in result.hits}
+    expected = {mine[j][1].id: False for j in up} | {mine[j][1].id: True for j in down}
+    return got, expected
+
+
 def _explore(examples: int, random_seed: int) -> Any:
     """Hypothesis as the long runs use it: seeded (reproducible), no example database, no deadline."""
 
@@ -98,14 +113,8 @@ def run_isolation(pool: ConnectionPool, *, examples: int = 1000, random_seed: in
         theirs = build_tree(store, f"{other[0]}{run}x", other[1])
         foreign = {fact.id for _, fact in theirs}
         counts["examples"] += 1
-        for i, (ns, _) in enumerate(mine):
-            up = lineage(nodes, i)
-            down = {j for j in range(len(nodes)) if i in lineage(nodes, j)} - {i}
-            result = store.search(
-                ns, "Finding about the shared topic", k=50, relevance_floor=-10.0, per_agent_cap=50
-            )
-            got = {hit.fact.id: hit.demoted for hit in result.hits}
-            expected = {mine[j][1].id: False for j in up} | {mine[j][1].id: True for j in down}
+        for i in range(len(mine)):
+            got, expected = seen_and_expected(store, mine, nodes, i)
             counts["reads"] += 1
             if foreign & got.keys() or got != expected:
                 counts["cross_reads"] += 1

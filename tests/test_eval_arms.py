@@ -173,6 +173,18 @@ def test_a_question_asked_at_its_evidence_sees_no_later_turn(stores: Stores, tmp
         assert {i.turn_id for i in window.items} <= first_session, name
 
 
+def test_the_docstore_sizes_its_first_search_from_the_turns_said_so_far(
+    stores: Stores, tmp_path: Path
+) -> None:
+    conversation = ingested(stores, load_locomo(write_locomo(tmp_path)))
+    cat = next(q for q in conversation.questions if q.question == "What is the name of Ana's cat?")
+    early = asked_at(ConversationView(conversation), cat, "evidence")
+    assert len(early.hidden) > len(early.tokens)  # most of the conversation comes after the question
+    window = make_arm("docstore", stores, budgets=(1200,)).window(early, cat, 1200)
+    assert window_metrics(window, cat)["hit_any"]
+    assert {i.turn_id for i in window.items} <= set(early.lines)
+
+
 def test_the_gated_arm_is_the_transcript_while_it_fits_and_the_facts_arm_after(
     stores: Stores, tmp_path: Path
 ) -> None:

@@ -173,7 +173,8 @@ class DocstoreArm(RankedTurnsArm):
         turns = len(view.conversation.turns) + len(view.hidden)
         limit = turns
         if not complete and self.largest_budget is not None:
-            median = sorted(view.tokens.values())[turns // 2] if turns else 1
+            shown = sorted(view.tokens.values())  # the turns said so far: what the window can hold
+            median = shown[len(shown) // 2] if shown else 1
             limit = min(turns, 2 * self.largest_budget // max(1, median) + 10)
         namespace = docstore_namespace(view.conversation.id)
         hits = self.store.search(namespace, query=question.question, limit=max(1, limit))

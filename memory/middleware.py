@@ -25,7 +25,6 @@ import contextlib
 import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from functools import lru_cache
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain.agents import AgentState
@@ -37,12 +36,14 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from memory.assembler import (
+    INJECTION_MODES,
     Budgets,
     InjectionMode,
     Item,
     MessageSlot,
     Role,
     assemble,
+    fit_window,
     plan_window,
 )
 from memory.block import (
@@ -53,12 +54,14 @@ from memory.block import (
     describe_pinned,
     hit_line,
     pinned_line,
+    render_block,
+    render_pinned,
 )
 from memory.model import Kind, Namespace, SearchResult, Source
 from memory.pins import PinnedFact
 from memory.retrieval import SearchOptions
 from memory.store import FactStore
-from memory.tokens import count_many
+from memory.tokens import count_cached
 from memory.tools import MEMORY_TOOL_NAMES, memory_tools
 
 INJECTION_EVENT = "beads_injection"
@@ -99,11 +102,12 @@ def message_text(message: AnyMessage) -> str:
 
 
 def trim_window(messages: Sequence[AnyMessage], size: int) -> list[AnyMessage]:
-    """The last `size` messages, never starting on a tool result whose call was cut off."""
-    window = list(messages[-size:]) if size > 0 else []
-    while window and isinstance(window[0], ToolMessage):
-        window.pop(0)
-    return window
+    """The last `size` messages, never starting on a tool result whose call was cut off (the
+    assembler's message-count window, which is what the middleware shows)."""
+    if size < 1:
+        return []
+    kept = fit_window([MessageSlot(_role(m), 0) for m in messages], recent_messages=size).kept
+    return [messages[i] for i in kept]
 
 
 def query_from(messages: Sequence[AnyMessage]) -> str:
@@ -128,16 +132,6 @@ def cleared_tool_message(message: ToolMessage, tokens: int) -> ToolMessage:
         id=message.id,
         status=message.status,
     )
-
-
-@lru_cache(maxsize=8192)
-def _count_one(text: str) -> int:
-    return count_many([text])[0]
-
-
-def count_cached(texts: Sequence[str]) -> list[int]:
-    """Token counts, remembered per text: the same history is counted again on every model call."""
-    return [_count_one(t) for t in texts]
 
 
 def _role(message: AnyMessage) -> Role:
@@ -168,7 +162,8 @@ def message_slots(messages: Sequence[AnyMessage]) -> list[MessageSlot]:
         cost = tokens + MESSAGE_OVERHEAD_TOKENS
         cleared = 0
         if isinstance(message, ToolMessage):
-            cleared = _count_one(cleared_placeholder(message, cost)) + MESSAGE_OVERHEAD_TOKENS
+            [cleared] = count_cached([cleared_placeholder(message, cost)])
+            cleared += MESSAGE_OVERHEAD_TOKENS
         slots.append(MessageSlot(_role(message), cost, cleared, getattr(message, "name", "") or ""))
     return slots
 
@@ -226,8 +221,8 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         name: str | None = None,
     ) -> None:
         super().__init__()
-        if injection not in ("always", "gated", "never"):
-            raise ValueError(f"injection must be always, gated or never, not {injection!r}")
+        if injection not in INJECTION_MODES:
+            raise ValueError(f"injection must be one of {', '.join(INJECTION_MODES)}, not {injection!r}")
         if capture not in ("eager", "evict"):
             raise ValueError(f"capture must be eager or evict, not {capture!r}")
         self.store = store
@@ -235,7 +230,6 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         self.agent_id = agent_id or namespace.agent_id
         self.acting_on_behalf_of = acting_on_behalf_of
         self.role = role
-        self.window = window
         self.budgets = Budgets(
             pinned=pinned_tokens,
             retrieved=retrieved_tokens,
@@ -447,14 +441,8 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             result = dataclasses.replace(
                 result, hits=tuple(h for h in result.hits if h.fact.short_id in kept_retrieved)
             )
-        retrieved_block = ""
-        if result is not None and result.not_in_memory and kept_retrieved:
-            retrieved_block = NOTHING
-        elif result is not None and result.hits:
-            retrieved_block = "\n".join([HEADER, *(hit_line(h) for h in result.hits)])
-        pinned_block = (
-            "\n".join([PINNED_HEADER, *(pinned_line(p.fact) for p in injected_pins)]) if injected_pins else ""
-        )
+        retrieved_block = render_block(result) if kept_retrieved else ""
+        pinned_block = render_pinned([p.fact for p in injected_pins])
         block = "\n\n".join(part for part in (retrieved_block, pinned_block) if part)
         system = "\n\n".join(part for part in (base, block) if part)
         view = [

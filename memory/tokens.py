@@ -35,3 +35,22 @@ def count_tokens(text: str) -> int:
 def count_many(texts: Sequence[str]) -> list[int]:
     """`count_tokens` of each text, in one batch."""
     return [len(e.ids) for e in _tokenizer().encode_batch(list(texts), add_special_tokens=False)]
+
+
+# Counts remembered per text: a thread's history is counted again on every model call, and the
+# harness counts the same lines at every budget. Bounded: cleared when it grows past this many.
+_COUNTS: dict[str, int] = {}
+_COUNTS_MAX = 16_384
+
+
+def count_cached(texts: Sequence[str]) -> list[int]:
+    """`count_tokens` of each text, the ones not seen before counted in one batch."""
+    counts = {t: n for t in texts if (n := _COUNTS.get(t)) is not None}
+    missing = [t for t in dict.fromkeys(texts) if t not in counts]
+    if missing:
+        counted = dict(zip(missing, count_many(missing), strict=True))
+        counts.update(counted)
+        if len(_COUNTS) + len(counted) > _COUNTS_MAX:
+            _COUNTS.clear()
+        _COUNTS.update(counted)
+    return [counts[t] for t in texts]

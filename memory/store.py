@@ -342,6 +342,13 @@ class FactStore:
         with self.pool.connection() as conn:
             return reads.rollup_from(conn, child.id, child.parent_id)
 
+    def link_rollup(self, summary: Fact, child_id: uuid.UUID) -> int:
+        """Link `summary` (rollup_of) to every fact namespace `child_id` recorded, directives aside;
+        links already there are skipped. Returns how many facts it covers."""
+        raw = [f.id for f in self.facts_in_namespace(child_id) if f.kind is not Kind.DIRECTIVE]
+        self.relate_many(summary, Relation.ROLLUP_OF, raw)
+        return len(raw)
+
     def subtree_facts(self, ns_id: uuid.UUID, agent_id: str | None = None) -> list[Fact]:
         with self.pool.connection() as conn:
             return reads.subtree_facts(conn, ns_id, agent_id)

@@ -23,7 +23,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from memory.block import clip
 from memory.middleware import FORK_TOOL_METADATA, BeadsMemoryMiddleware, CaptureMode
-from memory.model import Fact, Kind, Namespace, Relation, Source
+from memory.model import Fact, Kind, Namespace, Source
 from memory.store import FactStore
 
 _log = logging.getLogger(__name__)
@@ -46,8 +46,7 @@ def _fallback(store: FactStore, child: Namespace, researcher: str, reason: str) 
         source_key=f"fallback:{child.id}",
         metadata={"from_namespace": str(child.id)},
     )
-    raw = [f.id for f in store.facts_in_namespace(child.id) if f.kind is not Kind.DIRECTIVE]
-    store.relate_many(fact, Relation.ROLLUP_OF, raw)
+    store.link_rollup(fact, child.id)
     return fact
 
 
@@ -56,19 +55,20 @@ def merge_capture(
     child: Namespace,
     middleware: BeadsMemoryMiddleware,
     state: dict[str, Any] | None,
+    summary: Fact | None,
     crashed: bool = False,
 ) -> int:
     """The merge, in evict mode: the sub-agent's thread is dropped here. Its end-of-thread hook has
-    captured what was left, after conclude_task linked its rollup, so the rollup is linked again to
-    every raw fact; a crashed sub-agent never reached that hook, so its last state is captured here.
-    Returns the messages captured."""
+    captured what was left, after conclude_task linked its rollup (`summary`, None when a crash
+    left it unknown), so the rollup is linked again to every raw fact; a crashed sub-agent never
+    reached that hook, so its last state is captured here. Returns the messages captured."""
     if middleware.capture != "evict":
         return 0  # eager capture took everything before each model call
     captured = middleware.capture_pending(state) if crashed and state else []
-    summary = store.rollup_from(child)
+    if summary is None:
+        summary = store.rollup_from(child)
     if summary is not None:
-        raw = [f.id for f in store.facts_in_namespace(child.id) if f.kind is not Kind.DIRECTIVE]
-        store.relate_many(summary, Relation.ROLLUP_OF, raw)  # links already there are skipped
+        store.link_rollup(summary, child.id)
     return len(captured)
 
 
@@ -113,18 +113,18 @@ def run_subagent(
             last_answer = final.text if isinstance(final, AIMessage) else ""
             summary = store.rollup_from(child)
             if summary is not None:
-                merge_capture(store, child, middleware, state)
+                merge_capture(store, child, middleware, state, summary)
                 return summary
             if attempt < max_reprompts:
                 messages = [*messages, HumanMessage(REPROMPT)]
     except Exception as exc:  # any failure of the sub-agent is the parent's fact, not the parent's crash
         _log.warning("sub-agent %s failed: %r", researcher, exc)
         with contextlib.suppress(Exception):  # a broken store must not hide the fallback below
-            merge_capture(store, child, middleware, state, crashed=True)
+            merge_capture(store, child, middleware, state, None, crashed=True)
         return _fallback(
             store, child, researcher, f"it failed with {type(exc).__name__}: {clip(str(exc), 200)}"
         )
-    merge_capture(store, child, middleware, state)
+    # no merge capture here: no attempt concluded, and a sub-agent that did not crash left nothing
     reason = "it never called conclude_task"
     if last_answer.strip():
         reason += f"; its last answer was: {clip(last_answer, 400)}"

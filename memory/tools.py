@@ -76,9 +76,8 @@ def _conclude_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
             )
         except (BeadsMemoryError, ValueError) as exc:
             return f"Not concluded: {exc}"
-        raw = [f.id for f in store.facts_in_namespace(ns.id) if f.kind is not Kind.DIRECTIVE]
-        store.relate_many(rollup, Relation.ROLLUP_OF, raw)
-        return f"Concluded: summary [{rollup.short_id}] recorded for the delegating agent, linked to {len(raw)} facts."
+        linked = store.link_rollup(rollup, ns.id)
+        return f"Concluded: summary [{rollup.short_id}] recorded for the delegating agent, linked to {linked} facts."
 
     return StructuredTool.from_function(conclude_task)
 

@@ -110,8 +110,9 @@ SELECT f.id, f.namespace_id, f.kind, f.source, f.body, f.valid_from, f.recorded_
    AND f.kind = ANY(%(kinds)s)
    AND NOT EXISTS (SELECT 1 FROM beads.edges e
                     WHERE e.relation = 'supersedes' AND (e.src = f.id OR e.dst = f.id))
-   AND coalesce(f.metadata->>'pinned', 'false') <> 'true'
-   {pinned}
+   -- never a pinned claim: a pin names a version and applies to the head of its chain
+   AND NOT EXISTS (SELECT 1 FROM beads.pins p JOIN beads.facts pf ON pf.id = p.fact_id
+                    WHERE pf.head_id = f.id)
 """
 
 # What the merge re-checks under the row locks: still current and still outside every chain.
@@ -123,9 +124,8 @@ SELECT f.id FROM beads.facts f
  ORDER BY f.id FOR UPDATE
 """
 
-# Unused current facts: neither recorded nor retrieved since the cutoff. {pinned} is a whitelisted
-# clause (see _pinned_clause). The same predicate guards the UPDATE, so a fact retrieved or
-# superseded between the read and the write is left alone.
+# Unused current facts: neither recorded nor retrieved since the cutoff. The same predicate guards
+# the UPDATE, so a fact retrieved or superseded between the read and the write is left alone.
 _UNUSED = """
   FROM beads.facts f
   LEFT JOIN beads.retrievals r ON r.fact_id = f.id
@@ -133,22 +133,10 @@ _UNUSED = """
    AND f.kind = ANY(%(kinds)s)
    AND f.recorded_at < %(cutoff)s
    AND (r.last_retrieved_at IS NULL OR r.last_retrieved_at < %(cutoff)s)
-   AND coalesce(f.metadata->>'pinned', 'false') <> 'true'
-   {pinned}
+   -- never a pinned claim: a pin names a version and applies to the head of its chain
+   AND NOT EXISTS (SELECT 1 FROM beads.pins p JOIN beads.facts pf ON pf.id = p.fact_id
+                    WHERE pf.head_id = f.id)
 """
-
-
-def _pinned_clause(conn: psycopg.Connection) -> str:
-    """Never expire or merge away a pinned claim. A pin (beads.pins, migration 0004) names the version
-    that was pinned and applies to the head of its chain; the clause is added only where that table
-    exists, so consolidation also runs against a schema that predates pins."""
-    row = conn.execute("SELECT to_regclass('beads.pins') IS NOT NULL AS present").fetchone()
-    if not row or not row["present"]:
-        return ""
-    return (
-        "AND NOT EXISTS (SELECT 1 FROM beads.pins p JOIN beads.facts pf ON pf.id = p.fact_id "
-        "WHERE pf.head_id = f.id)"
-    )
 
 
 def _trust(source: str) -> bool:
@@ -238,10 +226,9 @@ def _expire(
         "kinds": [k.value for k in CONSOLIDATED_KINDS],
         "cutoff": cutoff,
     }
-    pinned = _pinned_clause(conn)
     query = (
         "SELECT f.id, f.body, greatest(f.recorded_at, r.last_retrieved_at) AS last_used"
-        + _UNUSED.format(pinned=pinned)
+        + _UNUSED
         + " ORDER BY f.recorded_at, f.id"
     )
     found = [Expiry(r["id"], r["body"], r["last_used"]) for r in conn.execute(query, params).fetchall()]
@@ -254,12 +241,12 @@ def _expire(
         with conn.transaction():
             rows = conn.execute(
                 "UPDATE beads.facts f SET status = 'archived', valid_to = greatest(f.valid_from, %(now)s), "
-                "metadata = f.metadata || jsonb_build_object('consolidation', jsonb_build_object("
+                "metadata = f.metadata || jsonb_build_object(%(note_key)s::text, jsonb_build_object("
                 "'action', 'expired', 'at', %(now_text)s::text, 'reason', "
                 "'not retrieved since ' || to_char(greatest(f.recorded_at, r.last_retrieved_at) AT TIME ZONE 'UTC', "
                 "'YYYY-MM-DD') || %(horizon_text)s::text)) "
                 "FROM (SELECT f.id, r.last_retrieved_at"
-                + _UNUSED.format(pinned=pinned)
+                + _UNUSED
                 + " AND f.id = ANY(%(ids)s) FOR UPDATE OF f) AS r "
                 "WHERE f.id = r.id RETURNING f.id",
                 {
@@ -268,6 +255,7 @@ def _expire(
                     "now": now,
                     "now_text": now.isoformat(),
                     "horizon_text": f" (horizon {days:g} days)",
+                    "note_key": NOTE_KEY,
                 },
             ).fetchall()
         done.extend(batch[r["id"]] for r in rows)
@@ -316,7 +304,7 @@ def _run(
 ) -> None:
     if merge:
         rows = conn.execute(
-            _MERGE_CANDIDATES.format(pinned=_pinned_clause(conn)),
+            _MERGE_CANDIDATES,
             {
                 "session": report.session_id,
                 "eid": embedder_id,

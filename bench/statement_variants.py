@@ -49,7 +49,7 @@ from memory.embedders import FakeEmbedder
 from memory.facts import FACT_COLUMNS, INSERT_FACT, NewFact, Provenance, check_trust, fact_params
 from memory.ids import fact_id, passage_id
 from memory.model import Fact, Kind, Namespace, Source
-from memory.retrieval import SearchOptions, candidate_query, ef_search_for
+from memory.retrieval import SearchOptions, candidate_query, ef_search_for, set_hnsw
 from memory.splitting import split_message
 from memory.store import FactStore
 
@@ -303,11 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with pool.connection() as conn, psycopg.connect(url, **CONNECTION_KWARGS) as generic:
             register_vector(generic)
             for c in (conn, generic):
-                c.execute(
-                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
-                    "set_config('hnsw.ef_search', %s, false)",
-                    (str(ef_search_for(options)),),
-                )
+                set_hnsw(c, ef_search_for(options), local=False)
             generic.execute("SET plan_cache_mode = force_generic_plan")
             library, params0 = candidate_query(root, queries[0], eid, 768, options)
             n = params0["n"]

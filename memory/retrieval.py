@@ -8,10 +8,12 @@ The pipeline, in order (every step traces to a failure the seed system measured)
   filter      head in scope (self, ancestors, or demoted descendants), not archived, not a directive,
               not already visible in the raw message window
   score       w * cos(claim, q) + (1 - w) * cos(passage, q), best hit per head, minus a penalty
-              for facts of descendant namespaces
+              for facts of descendant namespaces, plus (with recency_weight) a bonus that halves
+              every recency_half_life
   select      by score, md5(body) breaking near-ties; drop a fact whose derived_from parent is already
               selected; at most `per_agent_cap` facts per sub-agent; stop at k
-  floor       below the relevance floor the answer is "not in memory", not the nearest noise
+  floor       below the relevance floor (on relevance alone, recency aside) the answer is "not in
+              memory", not the nearest noise
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ class SearchOptions:
     descendant_penalty: float = 0.15
     relevance_floor: float = 0.2  # blended cosine similarity; below it nothing is "in memory"
     per_agent_cap: int = 3  # facts per sub-agent among the demoted (delegated) ones
-    # nearest claims and nearest passages fetched before filtering (at least 4k of each): 32 answered
-    # 99 of 100 bench queries exactly as 48 did, about a quarter faster (bench/variants.py)
+    # nearest claims fetched before ranking (at least 4k; with passage_scan, as many passages too):
+    # 32 answered 99 of 100 bench queries exactly as 48 did, about a quarter faster (bench/variants.py)
     candidates: int = 32
     # also fetch the nearest passages (a second nearest-neighbour scan). Off, passages only score the
     # claims the claim scan found: the search takes half the time at 100k facts, and the block's
@@ -101,7 +103,8 @@ WITH scope AS (
 ),
 -- Each side: the nearest indexed vectors through HNSW, plus the few written since the background
 -- indexer last ran (migration 0006), compared exactly. Similarities are computed here, on rows the
--- scans already hold (vectors are stored inline, migration 0005), not re-read per candidate below.
+-- scans already hold (vectors are stored inline, migration 0005); below, only the side a candidate
+-- was not found by (its passage, without passage_scan) is read, by primary key.
 claim_hits AS (
     SELECT id, sim FROM (
         (SELECT v.fact_id AS id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
@@ -171,11 +174,7 @@ def _session_settings_hold(conn: psycopg.Connection[Any], ef_search: int) -> boo
     if not conn.autocommit or conn.info.transaction_status != TransactionStatus.IDLE:
         return False
     if _CONFIGURED.get(conn) != ef_search:
-        conn.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
-            "set_config('hnsw.ef_search', %s, false)",
-            (str(ef_search),),
-        )
+        set_hnsw(conn, ef_search, local=False)
         _CONFIGURED[conn] = ef_search
     return True
 
@@ -196,23 +195,32 @@ def candidate_query(
         "lineage": list(ns.lineage),
         "ns": ns.id,
         "q": as_vector(query_vector),
-        "n": max(options.candidates, options.k * 4),
+        "n": candidate_count(options),
     }
     return statement, params
 
 
+def candidate_count(options: SearchOptions) -> int:
+    """How many nearest claims a search fetches before ranking: `candidates`, at least 4k."""
+    return max(options.candidates, options.k * 4)
+
+
 def ef_search_for(options: SearchOptions) -> int:
     # pgvector caps ef_search at 1,000; past it the iterative scan keeps walking for the rest
-    return min(HNSW_EF_SEARCH_MAX, max(40, options.candidates, options.k * 4))
+    return min(HNSW_EF_SEARCH_MAX, max(40, candidate_count(options)))
+
+
+def set_hnsw(conn: psycopg.Connection[Any], ef_search: int, *, local: bool) -> None:
+    """The HNSW settings a search needs: for the current transaction only (`local`), or the session."""
+    conn.execute(
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', %s), set_config('hnsw.ef_search', %s, %s)",
+        (local, str(ef_search), local),
+    )
 
 
 def set_hnsw_local(conn: psycopg.Connection[Any], ef_search: int) -> None:
     """The HNSW settings for the current transaction only."""
-    conn.execute(
-        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-        "set_config('hnsw.ef_search', %s, true)",
-        (str(ef_search),),
-    )
+    set_hnsw(conn, ef_search, local=True)
 
 
 def search(

@@ -236,6 +236,11 @@ class Assembly:
 # -- the window -----------------------------------------------------------------------------------
 
 
+def cleared_text(tool: str, tokens: int) -> str:
+    """What a cleared tool result shows in its place (the harness renders the same words)."""
+    return f"[{tool} output cleared from this view to save context ({tokens} tokens)]"
+
+
 def _cost(slot: MessageSlot, cleared: bool) -> int:
     return slot.cleared_tokens if cleared else slot.tokens
 

@@ -43,6 +43,7 @@ from memory.assembler import (
     MessageSlot,
     Role,
     assemble,
+    cleared_text,
     fit_window,
     plan_window,
 )
@@ -120,7 +121,7 @@ def query_from(messages: Sequence[AnyMessage]) -> str:
 
 
 def cleared_placeholder(message: ToolMessage, tokens: int) -> str:
-    return f"[{message.name or 'tool'} output cleared from this view to save context ({tokens} tokens)]"
+    return cleared_text(message.name or "tool", tokens)
 
 
 def cleared_tool_message(message: ToolMessage, tokens: int) -> ToolMessage:

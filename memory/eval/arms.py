@@ -1,4 +1,4 @@
-"""The arms: five ways to spend the same context budget on one conversation, and the window each builds.
+"""The arms: ways to spend the same context budget on one conversation, and the window each builds.
 
 Every budgeted arm packs through one `Packer` with one token count (memory.eval.tokens), so no arm can
 exceed its budget and none is measured differently. Items are recorded with the order in which the arm
@@ -22,15 +22,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from memory.assembler import should_inject
 from memory.eval.conversation import Question
-from memory.eval.tokens import Packer, count_tokens
+from memory.eval.tokens import Packer, count_cached, count_tokens
 from memory.eval.window import (
     TAIL_TITLE,
     ConversationView,
     Window,
     WindowItem,
+    fact_line,
     fill_tail,
-    format_time,
-    render,
 )
 from memory.model import Hit, Namespace, SearchResult, Status
 from memory.retrieval import SearchOptions
@@ -325,14 +324,10 @@ class FactsArm:
         packer = Packer(facts_budget)
         section = packer.section(FACTS_TITLE)
         items: list[WindowItem] = []
-        turns = view.conversation.turn_by_id
-        for hit in hits:
+        lines = [fact_line(view, hit.fact) for hit in hits]
+        for hit, line, tokens in zip(hits, lines, count_cached(lines), strict=True):
             fact = hit.fact
-            turn = turns.get(fact.message_id or "")
-            line = (
-                render(turn, fact.body) if turn else f"[{format_time(fact.valid_from)}] memory: {fact.body}"
-            )
-            if packer.add(section, line, count_tokens(line)):
+            if packer.add(section, line, tokens):
                 items.append(
                     WindowItem(
                         fact.message_id or "",
@@ -381,11 +376,11 @@ class GatedFactsArm:
     def window(self, view: ConversationView, question: Question, budget: int | None) -> Window:
         if budget is None:
             raise ValueError("the gated facts arm needs a budget")
-        packer = Packer(budget)
         gate = should_inject(view.history_tokens + count_tokens(TAIL_TITLE), budget, "gated")
         if gate.inject:
             inner = self.facts.window(view, question, budget)
             return replace(inner, arm=self.name)
+        packer = Packer(budget)
         items = fill_tail(packer, view)
         return Window(self.name, budget, packer.text(), packer.used, tuple(items))
 

@@ -5,7 +5,7 @@ Where the facts arm packs a fixed share of the budget itself, this arm hands eve
 context (nothing reserved: the harness asks for no reply), the pinned tier gets `pinned_share` of it,
 the retrieved tier `facts_share`, and the window the raw turns, whole, with tool output older than the
 last `recent_messages` turns cleared to a placeholder when the history does not fit. What the
-assembler keeps is what the window shows; its token count is the assembler's own.
+assembler keeps is what the window shows, counted as every arm's window is.
 
 Pins come from a policy standing in for the user, who pins by hand: `standing_rules` pins every claim
 the user stated as a standing rule ("Always ...", "Never ...", "From now on ...") or a preference
@@ -20,12 +20,12 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memory.assembler import Budgets, Item, MessageSlot, assemble, plan_window
+from memory.assembler import Budgets, Item, MessageSlot, assemble, cleared_text, plan_window
 from memory.block import clip
 from memory.eval.arms import FACTS_TITLE, MAX_K, WIDEN_BELOW, FactsArm
 from memory.eval.conversation import Question, Turn
-from memory.eval.tokens import Packer, count_tokens
-from memory.eval.window import TAIL_TITLE, ConversationView, Window, WindowItem, format_time, render
+from memory.eval.tokens import Packer, count_cached
+from memory.eval.window import TAIL_TITLE, ConversationView, Window, WindowItem, fact_line, render
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Status
 
 PINNED_TITLE = "Pinned by the user (standing rules and preferences, oldest first):"
@@ -53,7 +53,7 @@ _ROLES = {"user": "human", "assistant": "ai", "tool": "tool"}
 
 def cleared_line(turn: Turn, tokens: int) -> str:
     """A cleared tool result as the window shows it (the middleware's placeholder, in the harness's form)."""
-    return render(turn, f"[{turn.speaker} output cleared from this view to save context ({tokens} tokens)]")
+    return render(turn, cleared_text(turn.speaker, tokens))
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,6 @@ class AssembledArm:
         self.recent_messages = recent_messages
         self.clear_tool_output = clear_tool_output
         self._facts: tuple[str, list[Fact]] | None = None
-        self._counts: dict[str, int] = {}
 
     def _pins_in(self, view: ConversationView) -> list[_Pin]:
         """The claims the policy pins among the turns said so far, in the order they were said."""
@@ -109,10 +108,10 @@ class AssembledArm:
                 pins.append(_Pin(fact, turn, line, self._count(line)))
         return pins
 
-    def _count(self, line: str) -> int:
-        if line not in self._counts:
-            self._counts[line] = count_tokens(line)
-        return self._counts[line]
+    @staticmethod
+    def _count(line: str) -> int:
+        [tokens] = count_cached([line])
+        return tokens
 
     def window(self, view: ConversationView, question: Question, budget: int | None) -> Window:
         if budget is None:
@@ -233,9 +232,6 @@ class AssembledArm:
             k *= 2
 
     def _line(self, view: ConversationView, hit: Hit) -> tuple[str, int]:
-        fact = hit.fact
-        turn = view.conversation.turn_by_id.get(fact.message_id or "")
         # clipped as the middleware's block clips a fact (memory.block.clip): what the assembler weighs
-        body = clip(fact.body)
-        line = render(turn, body) if turn else f"[{format_time(fact.valid_from)}] memory: {body}"
+        line = fact_line(view, hit.fact, clip(hit.fact.body))
         return line, self._count(line)

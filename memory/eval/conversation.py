@@ -86,12 +86,6 @@ class LoadIssues:
         if len(bucket) < 5:
             bucket.append(example)
 
-    def merge(self, other: LoadIssues) -> None:
-        self.counts.update(other.counts)
-        for kind, examples in other.examples.items():
-            bucket = self.examples.setdefault(kind, [])
-            bucket.extend(examples[: max(0, 5 - len(bucket))])
-
 
 @dataclass
 class Dataset:

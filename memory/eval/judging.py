@@ -94,12 +94,9 @@ def pairwise(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     `full` has no budget; it is compared at every budget, since it is the same window at each.
     """
     by_key: dict[tuple[str, int | None], dict[str, dict[str, bool]]] = defaultdict(lambda: defaultdict(dict))
-    budgets: dict[str, set[int]] = defaultdict(set)
     graded = [r for r in rows if r.get("correct") is not None]
     for r in graded:
         by_key[(r["dataset"], r["budget"])][r["arm"]][r["question_id"]] = bool(r["correct"])
-        if r["budget"] is not None:
-            budgets[r["dataset"]].add(r["budget"])
     out: list[dict[str, Any]] = []
     for (dataset, budget), arms in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
         if budget is None:

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from memory.eval.conversation import Conversation, Question, Turn
 from memory.eval.tokens import Packer, clip_to_last, count_many, count_tokens
+from memory.model import Fact
 
 TAIL_TITLE = "Conversation so far (oldest first):"
 
@@ -45,6 +46,14 @@ def format_time(stamp: datetime | None) -> str:
 def render(turn: Turn, text: str | None = None) -> str:
     """One line of a window; turns and the facts carved from them look alike, so no arm is favoured."""
     return f"[{format_time(turn.timestamp)}] {turn.speaker}: {text if text is not None else turn.text}"
+
+
+def fact_line(view: ConversationView, fact: Fact, body: str | None = None) -> str:
+    """A fact as a window line: like the turn it was carved from, or dated and marked as memory when
+    it has none. `body` replaces the fact's text (the assembled arm clips it as the block does)."""
+    text = fact.body if body is None else body
+    turn = view.conversation.turn_by_id.get(fact.message_id or "")
+    return render(turn, text) if turn else f"[{format_time(fact.valid_from)}] memory: {text}"
 
 
 @dataclass

@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 
 from bench.embedder import TOPICS
-from memory.model import Kind, Source
+from memory.model import UNTRUSTED_SOURCES, Kind, Source
 from memory.splitting import Claim, split_message
 
 _TEAMS = ("atlas", "borealis", "cobalt", "delta", "ember", "falcon", "granite", "harbor", "indigo", "juniper")
@@ -196,7 +196,7 @@ def build_corpus(facts: int, seed: int = 1, prefix: str = "m") -> Corpus:
 
 def kinds_for(message: Message, claims: list[Claim]) -> list[Kind]:
     """The kinds capture_message gives these claims (tool results never yield directives)."""
-    if message.source is Source.TOOL_RESULT:
+    if message.source in UNTRUSTED_SOURCES:
         return [Kind.CONCLUSION for _ in claims]
     return [Kind(c.kind) for c in claims]
 

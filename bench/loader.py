@@ -33,7 +33,7 @@ from psycopg.rows import dict_row
 from bench.corpus import FORKS, Corpus, Message, Sentence, kinds_for
 from memory.ids import fact_id, passage_id
 from memory.model import Kind, Namespace, Status
-from memory.splitting import split_message
+from memory.splitting import passage_for, split_message
 from memory.store import FactStore
 
 _FACT_COPY_COLUMNS = (
@@ -100,8 +100,7 @@ def plan_rows(corpus: Corpus, spaces: dict[str, Namespace], session_id: str) -> 
         ns = spaces[message.agent]
         text = message.text
         claims = split_message(text)
-        # capture_message's rule: a message that is one claim, verbatim, needs no passage
-        passage = text if len(claims) > 1 or claims[0].text != text.strip() else None
+        passage = passage_for(text, claims)
         pid = passage_id(session_id, passage) if passage is not None else None
         if pid is not None:
             data.passages[pid] = passage

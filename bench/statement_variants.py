@@ -46,11 +46,18 @@ from memory import vectors
 from memory.connection import CONNECTION_KWARGS, open_pool
 from memory.embedded import start_embedded
 from memory.embedders import FakeEmbedder
-from memory.facts import FACT_COLUMNS, INSERT_FACT, NewFact, Provenance, check_trust, fact_params
+from memory.facts import (
+    FACT_COLUMNS,
+    INSERT_FACT,
+    NewFact,
+    Provenance,
+    check_trust,
+    fact_params,
+    message_facts,
+)
 from memory.ids import fact_id, passage_id
-from memory.model import Fact, Kind, Namespace, Source
+from memory.model import Fact, Namespace, Source
 from memory.retrieval import SearchOptions, candidate_query, ef_search_for, set_hnsw
-from memory.splitting import split_message
 from memory.store import FactStore
 
 RESULTS = Path(__file__).parent / "results" / "statement_variants.md"
@@ -211,23 +218,7 @@ def message(rng: random.Random) -> str:
 
 def new_facts(text: str, embedder: FakeEmbedder) -> list[NewFact]:
     """What FactStore.capture_message hands insert_facts for `text` (vectors computed here, untimed)."""
-    claims = split_message(text)
-    passage = text if len(claims) > 1 or claims[0].text != text.strip() else None
-    vecs = embedder.embed([c.text for c in claims] + ([passage] if passage else []))
-    key = uuid.uuid4().hex
-    return [
-        NewFact(
-            c.text,
-            Kind(c.kind),
-            Source.PASSIVE_CAPTURE,
-            f"{key}:{c.start}",
-            vec,
-            passage,
-            vecs[-1] if passage else None,
-            (c.start, c.end),
-        )
-        for c, vec in zip(claims, vecs, strict=False)
-    ]
+    return message_facts(text, Source.PASSIVE_CAPTURE, uuid.uuid4().hex, embedder.embed)
 
 
 def percentiles(samples: list[float]) -> str:

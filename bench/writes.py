@@ -20,7 +20,7 @@ from bench.embedder import LookupEmbedder
 from bench.loader import Dataset
 from memory import facts as fact_sql
 from memory import vectors
-from memory.facts import NewFact, Provenance
+from memory.facts import NewFact, Provenance, message_facts
 from memory.model import Kind, Source, Status
 from memory.splitting import split_message
 from memory.store import FactStore
@@ -150,23 +150,7 @@ def new_messages(corpus: Corpus, count: int, lookup: LookupEmbedder) -> list[Mes
 
 def new_facts(message: Message, lookup: LookupEmbedder) -> list[NewFact]:
     """The NewFacts FactStore.capture_message builds for a root user message."""
-    text = message.text
-    claims = split_message(text)
-    passage = text if len(claims) > 1 or claims[0].text != text.strip() else None
-    vecs = lookup.embed([c.text for c in claims] + ([passage] if passage else []))
-    return [
-        NewFact(
-            body=c.text,
-            kind=Kind(c.kind),
-            source=Source.PASSIVE_CAPTURE,
-            source_key=f"{message.message_id}:{c.start}",
-            claim_vector=vec,
-            passage=passage,
-            passage_vector=vecs[-1] if passage else None,
-            span=(c.start, c.end),
-        )
-        for c, vec in zip(claims, vecs, strict=False)
-    ]
+    return message_facts(message.text, Source.PASSIVE_CAPTURE, message.message_id, lookup.embed)
 
 
 def measure_writes(

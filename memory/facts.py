@@ -7,7 +7,7 @@ several statements must land together. Vectors arrive computed: nothing here cal
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -25,6 +25,7 @@ from memory.errors import (
 )
 from memory.ids import body_sha256, fact_id, passage_id
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Relation, Source, Status
+from memory.splitting import passage_for, split_message
 
 # Below this cosine similarity two facts are not "the same claim, revised": the guard that stopped
 # "The investigation into Weaviate has been completed." from retiring a user's constraints.
@@ -58,6 +59,33 @@ class Provenance:
     thread_id: str | None = None
     message_id: str | None = None
     valid_from: datetime | None = None
+
+
+def message_facts(
+    text: str, source: Source, source_key: str, embed: Callable[[list[str]], Sequence[Sequence[float]]]
+) -> list[NewFact]:
+    """What capturing message `text` writes: one fact per claim, verbatim, with the message as their
+    passage when it was cut. Untrusted sources (tool results) never yield directives: their questions
+    and instructions are kept as plain content. `embed` gets the claims and the passage in one batch."""
+    claims = split_message(text)
+    if not claims:
+        return []
+    untrusted = source in UNTRUSTED_SOURCES
+    passage = passage_for(text, claims)
+    vecs = embed([c.text for c in claims] + ([passage] if passage else []))
+    return [
+        NewFact(
+            body=c.text,
+            kind=Kind.CONCLUSION if untrusted else Kind(c.kind),
+            source=source,
+            source_key=f"{source_key}:{c.start}",
+            claim_vector=vec,
+            passage=passage,
+            passage_vector=vecs[-1] if passage else None,
+            span=(c.start, c.end),
+        )
+        for c, vec in zip(claims, vecs, strict=False)
+    ]
 
 
 def check_trust(source: Source, kind: Kind) -> None:

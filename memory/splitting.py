@@ -159,6 +159,14 @@ def split_message(message: str) -> list[Claim]:
     return claims
 
 
+def passage_for(message: str, claims: list[Claim]) -> str | None:
+    """The message as the passage its claims were cut from (embedded once, scoring all of them), or
+    None when it was not cut: a message that is one claim, verbatim, is its own passage."""
+    if not claims or (len(claims) == 1 and claims[0].text == message.strip()):
+        return None
+    return message
+
+
 def is_framing(sentence: str) -> bool:
     """Whether ``sentence`` is pure framing (greeting, thanks, acknowledgement, hand-off) with no claim.
 

@@ -28,7 +28,6 @@ from memory.facts import NewFact, Provenance
 from memory.indexer import BackgroundIndexer
 from memory.migrate import setup as migrate
 from memory.model import (
-    UNTRUSTED_SOURCES,
     CaptureResult,
     Fact,
     Kind,
@@ -38,7 +37,6 @@ from memory.model import (
     Source,
 )
 from memory.retrieval import SearchOptions
-from memory.splitting import split_message
 
 FactRef = uuid.UUID | str | Fact
 
@@ -126,29 +124,11 @@ class FactStore:
         Untrusted sources (tool results) never yield directives: their questions and instructions are
         stored as plain content, so a web page cannot plant an instruction in memory.
         """
-        claims = split_message(text)
-        if not claims:
-            return CaptureResult(facts=(), written=0)
-        untrusted = source in UNTRUSTED_SOURCES
-        kinds = [Kind.CONCLUSION if untrusted else Kind(c.kind) for c in claims]
         source_key = message_id or fact_sql.body_sha256(text).hex()
-        passage = text if len(claims) > 1 or claims[0].text != text.strip() else None
-        # embed before any transaction opens
-        vecs = self.embedder.embed([c.text for c in claims] + ([passage] if passage else []))
-        passage_vec = vecs[-1] if passage else None
-        items = [
-            NewFact(
-                body=c.text,
-                kind=kind,
-                source=source,
-                source_key=f"{source_key}:{c.start}",
-                claim_vector=vec,
-                passage=passage,
-                passage_vector=passage_vec,
-                span=(c.start, c.end),
-            )
-            for c, kind, vec in zip(claims, kinds, vecs, strict=False)
-        ]
+        # embedded before any transaction opens
+        items = fact_sql.message_facts(text, source, source_key, self.embedder.embed)
+        if not items:
+            return CaptureResult(facts=(), written=0)
         return self._write(ns, items, agent_id, acting_on_behalf_of, thread_id, message_id, valid_from)
 
     def remember(

@@ -27,7 +27,7 @@ from memory.embedders.cache import CachedEmbedder
 from memory.eval.arms import docstore_namespace
 from memory.eval.conversation import Conversation
 from memory.model import Kind, Namespace, Source
-from memory.splitting import split_message
+from memory.splitting import passage_for, split_message
 
 if TYPE_CHECKING:
     from langgraph.store.postgres import PostgresStore
@@ -97,7 +97,7 @@ def texts_to_embed(conversation: Conversation) -> list[str]:
         elif turn.role in ("user", "tool"):
             claims = split_message(turn.text)
             texts.extend(c.text for c in claims)
-            if claims and (len(claims) > 1 or claims[0].text != turn.text.strip()):
+            if passage_for(turn.text, claims) is not None:
                 texts.append(turn.text)
         else:
             texts.append(turn.text.strip())

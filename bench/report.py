@@ -95,7 +95,11 @@ def markdown(results: dict[str, Any]) -> str:
             )
 
     for key, title in (
-        ("insert_facts_steps_ms", "insert_facts (capture's SQL layer)"),
+        (
+            "insert_facts_steps_ms",
+            "insert_facts (capture's SQL layer; pipelined, so each statement is only queued and the "
+            "server's work and the round trip show at commit)",
+        ),
         ("supersede_steps_ms", "memory.facts.supersede"),
     ):
         step_names = sorted({k for s in sizes for k in s["writes"][key]})
@@ -141,7 +145,7 @@ def _variant_rows(sizes: list[dict[str, Any]]) -> list[str]:
         f"| variant | {head} | same |",
         "|---|" + "---:|" * len(measured) + "---:|",
     ]
-    for name in variants.variant_names():
+    for name in variants.VARIANTS:
         cells = [_pp(s["prototype_search"][name]) for s in measured]
         same = ", ".join(
             f"{s['prototype_search'][name]['same_hits_as_library']}/{s['prototype_search']['queries']}"

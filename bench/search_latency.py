@@ -461,7 +461,7 @@ def run_size(server_uri: str, size: int, args: argparse.Namespace, base: TopicEm
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
     out["phases_s"] = phases.seconds
     out["loadavg_at_end"] = _loadavg()
-    _write_plan(name, out["plan"], out.get("prototype_search", {}))
+    _write_plan(name, out["plan"])
     return out
 
 
@@ -475,7 +475,7 @@ def _loadavg() -> list[str]:
 _VECTOR_LITERAL = re.compile(r"'\[[-+0-9.e,]+\]'")
 
 
-def _write_plan(name: str, plan: dict[str, Any], prototype: dict[str, Any]) -> None:
+def _write_plan(name: str, plan: dict[str, Any]) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     plan = {
         k: _VECTOR_LITERAL.sub("'[768-d query vector]'", v) if isinstance(v, str) else v

@@ -3,9 +3,9 @@
 Each variant runs on the same queries as the library's search, interleaved with it, and is checked
 against the library's answer (the same facts, scores and resolutions) on every query:
 
-- candidates=48: the nearest 48 claims and 48 passages fetched before ranking instead of 32 (the
-  library fetches max(candidates, 4k); the recall the library gave up for speed, so the "same
-  answer" count says what 32 costs).
+- candidates=48: the nearest 48 claims fetched before ranking instead of 32 (the library fetches
+  max(candidates, 4k); the recall the library gave up for speed, so the "same answer" count says
+  what 32 costs).
 - two scans: the nearest passages fetched too (a second nearest-neighbour scan), so that a claim far
   from the query but carved from a near message is a candidate; the library no longer does this.
 """
@@ -26,13 +26,6 @@ from memory.model import SearchResult
 from memory.retrieval import SearchOptions
 
 
-def with_candidates(fn: Callable[..., SearchResult], candidates: int) -> Callable[..., SearchResult]:
-    def run(conn, ns, query, qvec, eid, dims, options):  # type: ignore[no-untyped-def]
-        return fn(conn, ns, query, qvec, eid, dims, replace(options, candidates=candidates))
-
-    return run
-
-
 def with_options(fn: Callable[..., SearchResult], **changes: Any) -> Callable[..., SearchResult]:
     def run(conn, ns, query, qvec, eid, dims, options):  # type: ignore[no-untyped-def]
         return fn(conn, ns, query, qvec, eid, dims, replace(options, **changes))
@@ -42,13 +35,9 @@ def with_options(fn: Callable[..., SearchResult], **changes: Any) -> Callable[..
 
 VARIANTS: dict[str, Callable[..., SearchResult]] = {
     "library": retrieval.search,
-    "candidates=48": with_candidates(retrieval.search, 48),
+    "candidates=48": with_options(retrieval.search, candidates=48),
     "two scans": with_options(retrieval.search, passage_scan=True),
 }
-
-
-def variant_names() -> list[str]:
-    return list(VARIANTS)
 
 
 def measure_variants(
@@ -114,9 +103,9 @@ def breakdown(
     eid, dims, root = systems.store.embedder_id, systems.embedder.dims, data.root
     keys = ("execute", "fetch_rows", "rank", "read_winners")
     steps: dict[str, list[float]] = {k: [] for k in (*keys, "rows")}
+    retrieval.set_hnsw(conn, retrieval.ef_search_for(options), local=False)  # as search leaves them
     for q in query_texts:
         qvec = systems.embedder.vector(q)
-        retrieval.search(conn, root, q, qvec, eid, dims, options)  # the settings, as search leaves them
         statement, params = retrieval.candidate_query(root, qvec, eid, dims, options)
         t0 = time.perf_counter()
         cur = conn.execute(statement, params)  # the server's work and the transfer
@@ -125,7 +114,7 @@ def breakdown(
         t2 = time.perf_counter()
         ranked = retrieval.rank(rows, options)
         t3 = time.perf_counter()
-        get_facts(conn, [c["head_id"] for c in ranked.chosen])
+        get_facts(conn, retrieval.winner_ids(ranked))
         t4 = time.perf_counter()
         for key, value in zip(keys, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
             steps[key].append(value * 1000)

@@ -179,7 +179,8 @@ def _session_settings_hold(conn: psycopg.Connection[Any], ef_search: int) -> boo
     return True
 
 
-def _wanted(ranked: Ranked) -> list[uuid.UUID]:
+def winner_ids(ranked: Ranked) -> list[uuid.UUID]:
+    """The facts a search reads back in full: each winner's head, and the hit it was found by."""
     return list(dict.fromkeys([c["head_id"] for c in ranked.chosen] + [c["hit_id"] for c in ranked.chosen]))
 
 
@@ -237,13 +238,13 @@ def search(
     if _session_settings_hold(conn, ef_search):
         # two statements, two round trips, no BEGIN/COMMIT: a fact forgotten in between is skipped
         ranked = rank(conn.execute(statement, params).fetchall(), options)
-        facts = {f.id: f for f in get_facts(conn, _wanted(ranked))}
+        facts = {f.id: f for f in get_facts(conn, winner_ids(ranked))}
     else:
         # inside a caller's transaction: settings scoped to it, BEGIN and the query in one round trip
         with conn.pipeline(), conn.transaction():
             set_hnsw_local(conn, ef_search)
             ranked = rank(conn.execute(statement, params).fetchall(), options)
-            facts = {f.id: f for f in get_facts(conn, _wanted(ranked))}
+            facts = {f.id: f for f in get_facts(conn, winner_ids(ranked))}
     hits = []
     for c in ranked.chosen:
         if c["head_id"] not in facts or c["hit_id"] not in facts:

@@ -49,6 +49,7 @@ from memory.embedders import FakeEmbedder
 from memory.facts import (
     FACT_COLUMNS,
     INSERT_FACT,
+    INSERT_PASSAGE,
     NewFact,
     Provenance,
     check_trust,
@@ -59,6 +60,7 @@ from memory.ids import fact_id, passage_id
 from memory.model import Fact, Namespace, Source
 from memory.retrieval import SearchOptions, candidate_query, ef_search_for, set_hnsw
 from memory.store import FactStore
+from memory.vectors import INSERT_FACT_VECTOR, INSERT_PASSAGE_VECTOR, MARK_WRITTEN
 
 RESULTS = Path(__file__).parent / "results" / "statement_variants.md"
 WORDS = """budget postgres team deadline vector index memory agent graph cluster region latency cost
@@ -87,34 +89,16 @@ def insert_prepared(
     ids, cursors = [], []
     with conn.pipeline(), conn.transaction():
         for pid, (body, _) in passages.items():
-            conn.execute(
-                "INSERT INTO beads.passages (id, session_id, body) VALUES (%s, %s, %s) ON CONFLICT (id) DO NOTHING",
-                (pid, ns.session_id, body),
-                prepare=True,
-            )
+            conn.execute(INSERT_PASSAGE, (pid, ns.session_id, body), prepare=True)
         for item in items:
             fid = fact_id(ns.session_id, ns.id, item.source.value, item.source_key, item.body)
             cursors.append(conn.execute(INSERT_FACT, fact_params(ns, item, prov, fid), prepare=True))
             ids.append(fid)
         for item, fid in zip(items, ids, strict=True):
-            conn.execute(
-                "INSERT INTO beads.fact_vectors (embedder_id, fact_id, embedding) VALUES (%s, %s, %s) "
-                "ON CONFLICT DO NOTHING",
-                (eid, fid, vectors.as_vector(item.claim_vector)),
-                prepare=True,
-            )
+            conn.execute(INSERT_FACT_VECTOR, (eid, fid, vectors.as_vector(item.claim_vector)), prepare=True)
         for pid, (_, vec) in passages.items():
-            conn.execute(
-                "INSERT INTO beads.passage_vectors (embedder_id, passage_id, embedding) VALUES (%s, %s, %s) "
-                "ON CONFLICT DO NOTHING",
-                (eid, pid, vectors.as_vector(vec)),
-                prepare=True,
-            )
-        conn.execute(
-            "DELETE FROM beads.vector_coverage WHERE session_id = %s AND embedder_id <> %s",
-            (ns.session_id, eid),
-            prepare=True,
-        )
+            conn.execute(INSERT_PASSAGE_VECTOR, (eid, pid, vectors.as_vector(vec)), prepare=True)
+        conn.execute(MARK_WRITTEN, (ns.session_id, eid), prepare=True)
     rows = [c.fetchone() for c in cursors]
     return ids, {r["id"]: Fact.from_row(r) for r in rows if r is not None}
 

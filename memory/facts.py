@@ -93,6 +93,10 @@ def check_trust(source: Source, kind: Kind) -> None:
         raise UntrustedWriteError(f"content from {source.value} cannot be stored as a directive")
 
 
+INSERT_PASSAGE = (
+    "INSERT INTO beads.passages (id, session_id, body) VALUES (%s, %s, %s) ON CONFLICT (id) DO NOTHING"
+)
+
 # One fact row; its own id is its chain's head until something supersedes it. A replay conflicts and
 # returns nothing, which is how insert_facts tells new facts from known ones.
 INSERT_FACT = (
@@ -156,11 +160,7 @@ def insert_facts(
         for item in items:
             if item.passage is not None and passage_id(ns.session_id, item.passage) not in passage_rows:
                 pid = passage_id(ns.session_id, item.passage)
-                conn.execute(
-                    "INSERT INTO beads.passages (id, session_id, body) VALUES (%s, %s, %s) "
-                    "ON CONFLICT (id) DO NOTHING",
-                    (pid, ns.session_id, item.passage),
-                )
+                conn.execute(INSERT_PASSAGE, (pid, ns.session_id, item.passage))
                 passage_rows[pid] = item.passage_vector
         for item in items:
             fid = fact_id(ns.session_id, ns.id, item.source.value, item.source_key, item.body)

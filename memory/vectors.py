@@ -64,16 +64,21 @@ def as_vector(values: Sequence[float]) -> Vector:
     return Vector(list(values))
 
 
+# A replay's vector rows conflict and are skipped, like its facts.
+INSERT_FACT_VECTOR = "INSERT INTO beads.fact_vectors (embedder_id, fact_id, embedding) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
+INSERT_PASSAGE_VECTOR = (
+    "INSERT INTO beads.passage_vectors (embedder_id, passage_id, embedding) VALUES (%s, %s, %s) "
+    "ON CONFLICT DO NOTHING"
+)
+MARK_WRITTEN = "DELETE FROM beads.vector_coverage WHERE session_id = %s AND embedder_id <> %s"
+
+
 def write_fact_vectors(
     conn: psycopg.Connection, embedder_id: int, rows: Sequence[tuple[uuid.UUID, Sequence[float]]]
 ) -> None:
     if rows:
         with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO beads.fact_vectors (embedder_id, fact_id, embedding) VALUES (%s, %s, %s) "
-                "ON CONFLICT DO NOTHING",
-                [(embedder_id, fid, as_vector(vec)) for fid, vec in rows],
-            )
+            cur.executemany(INSERT_FACT_VECTOR, [(embedder_id, fid, as_vector(vec)) for fid, vec in rows])
 
 
 def write_passage_vectors(
@@ -81,19 +86,12 @@ def write_passage_vectors(
 ) -> None:
     if rows:
         with conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO beads.passage_vectors (embedder_id, passage_id, embedding) VALUES (%s, %s, %s) "
-                "ON CONFLICT DO NOTHING",
-                [(embedder_id, pid, as_vector(vec)) for pid, vec in rows],
-            )
+            cur.executemany(INSERT_PASSAGE_VECTOR, [(embedder_id, pid, as_vector(vec)) for pid, vec in rows])
 
 
 def mark_written(conn: psycopg.Connection, session_id: str, embedder_id: int) -> None:
     """After a write embedded with `embedder_id`, other spaces no longer cover the session."""
-    conn.execute(
-        "DELETE FROM beads.vector_coverage WHERE session_id = %s AND embedder_id <> %s",
-        (session_id, embedder_id),
-    )
+    conn.execute(MARK_WRITTEN, (session_id, embedder_id))
 
 
 _MISSING_FACTS = """

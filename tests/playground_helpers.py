@@ -19,6 +19,8 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
+from bench.reliability.checks import query as rows  # noqa: F401  (re-exported for the tests)
+from bench.reliability.checks import wait_idle
 from bench.reliability.servers import free_port, serve  # noqa: F401  (re-exported for the tests)
 from playground.runtime import Runtime, open_runtime
 from playground.settings import PlaygroundSettings
@@ -91,18 +93,12 @@ def scalar(db_url: str, query: str, params: Any = None) -> Any:
     return None if row is None else row[0]
 
 
-def rows(db_url: str, query: str, params: Any = None) -> list[tuple[Any, ...]]:
-    with psycopg.connect(db_url) as conn:
-        return conn.execute(query, params).fetchall()
-
-
 def wait_until_idle(db_url: str, timeout: float = 30.0) -> None:
     """Until every turn in the database is done."""
-    deadline = time.monotonic() + timeout
-    while scalar(db_url, "SELECT count(*) FROM playground.turns WHERE status <> 'done'"):
-        if time.monotonic() > deadline:
-            raise AssertionError("turns did not finish in time")
-        time.sleep(0.05)
+    try:
+        wait_idle(db_url, timeout=timeout)
+    except TimeoutError:
+        raise AssertionError("turns did not finish in time") from None
 
 
 async def await_idle(db_url: str, timeout: float = 30.0) -> None:

@@ -514,7 +514,7 @@ def _check_storage(
     for case in stored:
         if bodies.get(case.id) != case.payload:
             problems.append(f"{case.id}: stored {bodies.get(case.id)!r:.80}, sent {case.payload!r:.80}")
-    _wait_idle(db_url)
+    checks.wait_idle(db_url)
     errors = checks.query(
         db_url,
         "SELECT t.idempotency_key, e.lane, e.payload->>'message' FROM playground.events e"
@@ -598,13 +598,3 @@ def _check_oversized_tool(db_url: str, chat: str) -> list[str]:
     if captured[2]:
         problems.append("tool-oversized-result: a tool result became a directive")
     return problems
-
-
-def _wait_idle(db_url: str, timeout: float = 120.0) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while checks.query(db_url, "SELECT count(*) FROM playground.turns WHERE status <> 'done'")[0][0]:
-        if time.monotonic() > deadline:
-            raise TimeoutError("turns did not finish")
-        time.sleep(0.1)

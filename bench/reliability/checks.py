@@ -5,7 +5,9 @@ Each check returns the violations it found as sentences (an empty list means the
 
 from __future__ import annotations
 
+import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -26,6 +28,48 @@ SELECT t.turn_no, t.status, t.stock_status, t.beads_status, t.attempts,
 def query(db_url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
     with psycopg.connect(db_url) as conn:
         return conn.execute(sql, params).fetchall()
+
+
+def unfinished_turns(db_url: str, chat_id: str | None = None) -> int:
+    """Turns not yet done: of one chat, or of the whole database."""
+    if chat_id is None:
+        return int(query(db_url, "SELECT count(*) FROM playground.turns WHERE status <> 'done'")[0][0])
+    sql = "SELECT count(*) FROM playground.turns WHERE chat_id = %s AND status <> 'done'"
+    return int(query(db_url, sql, (chat_id,))[0][0])
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.05) -> None:
+    """Poll `condition` until it holds; TimeoutError naming `what` once `timeout` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(interval)
+
+
+def wait_idle(db_url: str, chat_id: str | None = None, timeout: float = 120.0) -> None:
+    """Until every turn (of `chat_id`, or in the database) is done."""
+    wait_for(lambda: not unfinished_turns(db_url, chat_id), timeout, "the turns to finish")
+
+
+def differences_from_control(db_url: str, chat_id: str, control_id: str, what: str) -> list[str]:
+    """How a chat that went through `what` (crashes, outages) differs from a control chat that got the
+    same messages undisturbed: the facts each stored, and the replies."""
+    out = []
+    counts, control = fact_counts(db_url, chat_id), fact_counts(db_url, control_id)
+    bodies, control_bodies = fact_bodies(db_url, chat_id), fact_bodies(db_url, control_id)
+    if counts != control or bodies != control_bodies:
+        out.append(
+            f"stored {what} {counts} != without {control}: only {what} "
+            f"{sorted((bodies - control_bodies).elements())[:5]}, only without "
+            f"{sorted((control_bodies - bodies).elements())[:5]}"
+        )
+    mine, theirs = replies(db_url, chat_id), replies(db_url, control_id)
+    if mine != theirs:
+        out.append(
+            f"replies differ from the control chat's in turns {[n for n in mine if mine[n] != theirs.get(n)]}"
+        )
+    return out
 
 
 def ledger(db_url: str, chat_id: str) -> list[dict[str, Any]]:

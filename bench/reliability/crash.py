@@ -24,18 +24,12 @@ from bench.reliability.servers import AppProcess
 SETTLE_SECONDS = 300.0
 
 
-def _wait_done(db_url: str, chat_id: str, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pending = checks.query(
-            db_url,
-            "SELECT count(*) FROM playground.turns WHERE chat_id = %s AND status <> 'done'",
-            (chat_id,),
-        )[0][0]
-        if not pending:
-            return True
-        time.sleep(0.1)
-    return False
+def _settles(db_url: str, chat_id: str) -> bool:
+    try:
+        checks.wait_idle(db_url, chat_id, SETTLE_SECONDS)
+    except TimeoutError:
+        return False
+    return True
 
 
 def _turn_progress(db_url: str, chat_id: str, turn_no: int) -> tuple[str, int]:
@@ -93,14 +87,14 @@ def run_crash(
             app.kill()
             kill_points.append({"turn": turn_no, "events_logged": events, "turn_status": status})
             app.start()
-        finished = _wait_done(db_url, chat_id, SETTLE_SECONDS)
+        finished = _settles(db_url, chat_id)
 
         # the control: the same messages in a fresh chat, on a server left alone
         with httpx.Client(timeout=TIMEOUT) as client:
             control_id = new_chat(client, app.base)
             for t, text in enumerate(messages):
                 send(client, app.base, control_id, text, key=f"control-{t}")
-        control_finished = _wait_done(db_url, control_id, SETTLE_SECONDS)
+        control_finished = _settles(db_url, control_id)
     finally:
         app.close()
 
@@ -109,16 +103,7 @@ def run_crash(
         violations.append(f"turns did not finish within {SETTLE_SECONDS:.0f} s")
     violations += checks.exactly_once(db_url, chat_id, turns)
     violations += checks.exactly_once(db_url, control_id, turns)
-    counts, control_counts = checks.fact_counts(db_url, chat_id), checks.fact_counts(db_url, control_id)
-    if counts != control_counts:
-        violations.append(f"stored after crashes {counts} != without crashes {control_counts}")
-    bodies, control_bodies = checks.fact_bodies(db_url, chat_id), checks.fact_bodies(db_url, control_id)
-    if bodies != control_bodies:
-        violations.append(f"facts differ: {sorted((bodies - control_bodies).elements())[:5]} ...")
-    crashed_replies, control_replies = checks.replies(db_url, chat_id), checks.replies(db_url, control_id)
-    if crashed_replies != control_replies:
-        diff = [n for n in crashed_replies if crashed_replies[n] != control_replies.get(n)]
-        violations.append(f"replies differ in turns {diff}")
+    violations += checks.differences_from_control(db_url, chat_id, control_id, "with crashes")
     attempts = [row["attempts"] for row in checks.ledger(db_url, chat_id)]
     return {
         "turns": turns,
@@ -126,7 +111,7 @@ def run_crash(
         "kill_points": kill_points,
         "turns_interrupted": sum(a > 1 for a in attempts),
         "max_attempts_of_a_turn": max(attempts, default=0),
-        "facts": counts,
-        "control_facts": control_counts,
+        "facts": checks.fact_counts(db_url, chat_id),
+        "control_facts": checks.fact_counts(db_url, control_id),
         "violations": violations,
     }

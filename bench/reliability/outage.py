@@ -64,14 +64,6 @@ def _turn_row(db_url: str, turn_id: str) -> tuple[str, int]:
     return str(status), int(tokens)
 
 
-def _wait(condition: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 def run_outage(
     *, down_seconds: tuple[float, ...] = (3.0,), token_delay_ms: int = 80, seed: int = 8
 ) -> dict[str, Any]:
@@ -104,7 +96,7 @@ def run_outage(
                     turn_id = send(client, app.base, chat_id, question, key=f"q{n}")
                     # a random moment while the answer streams (it is dozens of tokens long)
                     at_tokens = rng.randint(1, 12)
-                    _wait(
+                    checks.wait_for(
                         lambda turn=turn_id, n=at_tokens: _turn_row(db_url, turn)[1] >= n,
                         60,
                         "the reply to stream",
@@ -117,7 +109,7 @@ def run_outage(
                     time.sleep(max(0.0, down_seconds[n] - (time.monotonic() - stopped)))
                     pg.start()
                     restarted = time.monotonic()
-                    _wait(
+                    checks.wait_for(
                         lambda turn=turn_id: _turn_row(db_url, turn)[0] == "done",
                         FINISH_SECONDS,
                         "the turn to finish",
@@ -149,7 +141,7 @@ def run_outage(
                 last_event_no = checks.query(
                     db_url, "SELECT last_event_no FROM playground.chats WHERE id = %s", (chat_id,)
                 )[0][0]
-                _wait(
+                checks.wait_for(
                     lambda: any(e.id == last_event_no for e in follower.events), 60, "the stream to catch up"
                 )
                 follower.stopping.set()
@@ -160,7 +152,7 @@ def run_outage(
                 control_id = new_chat(client, app.base)
                 for t, text in enumerate(messages):
                     send(client, app.base, control_id, text, key=f"c{t}")
-                _wait(
+                checks.wait_for(
                     lambda: (
                         all(r["status"] == "done" for r in checks.ledger(db_url, control_id))
                         and len(checks.ledger(db_url, control_id)) == len(messages)
@@ -178,20 +170,9 @@ def run_outage(
         if not notices:
             violations.append("the open stream never said the database was unreachable")
         violations += checks.exactly_once(db_url, chat_id, len(messages))
-        counts, control = checks.fact_counts(db_url, chat_id), checks.fact_counts(db_url, control_id)
-        if counts != control:
-            bodies, control_bodies = (
-                checks.fact_bodies(db_url, chat_id),
-                checks.fact_bodies(db_url, control_id),
-            )
-            violations.append(
-                f"stored with outages {counts} != without {control}: only with outages "
-                f"{sorted((bodies - control_bodies).elements())}, only without "
-                f"{sorted((control_bodies - bodies).elements())}"
-            )
-        if checks.replies(db_url, chat_id) != checks.replies(db_url, control_id):
-            violations.append("the replies differ from the control chat's")
+        violations += checks.differences_from_control(db_url, chat_id, control_id, "with outages")
         interrupted_turns = sum(r["interrupted"] > 0 for r in checks.ledger(db_url, chat_id))
+        facts = checks.fact_counts(db_url, chat_id)
     finally:
         pg.close()
     return {
@@ -200,6 +181,6 @@ def run_outage(
         "stream_notices": len(notices),
         "stream_events": len(ids),
         "details": details,
-        "facts": counts,
+        "facts": facts,
         "violations": violations,
     }

@@ -119,6 +119,8 @@ class Budgets:
     recent_messages: int = 10
     context: int | None = None  # the model's context in tokens; None: unbounded
     reserve: int = 512  # kept free for the reply when `context` is set
+    # replace old tool output by a placeholder before dropping anything (off: the evaluation's baseline)
+    clear_tool_output: bool = True
 
     def __post_init__(self) -> None:
         if self.recent_messages < 1:
@@ -246,7 +248,10 @@ def _cost(slot: MessageSlot, cleared: bool) -> int:
 
 
 def fit_window(
-    history: Sequence[MessageSlot], recent_messages: int = 10, window_tokens: int | None = None
+    history: Sequence[MessageSlot],
+    recent_messages: int = 10,
+    window_tokens: int | None = None,
+    clear_tool_output: bool = True,
 ) -> WindowFit:
     """Which raw messages the model sees, within the window's budget (see the module docstring)."""
     n = len(history)
@@ -277,7 +282,7 @@ def fit_window(
 
     # tool output older than the recent messages is the first thing to go: a placeholder keeps the
     # call/result pairing valid for the provider at a few tokens
-    clear = {i for i in range(recent_start) if history[i].role == "tool"}
+    clear = {i for i in range(recent_start) if history[i].role == "tool"} if clear_tool_output else set()
     used, start = 0, n
     for i in range(n - 1, -1, -1):
         cost = _cost(history[i], i in clear)
@@ -385,7 +390,7 @@ def plan_window(
     fact finds the evidence several times as often as an old turn does.
     """
     if budgets.context is None:
-        fit = fit_window(history, budgets.recent_messages, budgets.window)
+        fit = fit_window(history, budgets.recent_messages, budgets.window, budgets.clear_tool_output)
         return WindowPlan(fit, should_inject(fit.history_tokens, fit.capacity, mode), budgets.window)
     left = budgets.context - budgets.reserve - fixed_tokens
     left -= pinned_tokens(pinned, pinned_header_tokens, budgets.pinned)
@@ -397,7 +402,9 @@ def plan_window(
     if gate.inject and budgets.retrieved is not None:
         left -= budgets.retrieved
     room = capped(left)
-    return WindowPlan(fit_window(history, budgets.recent_messages, room), gate, room)
+    return WindowPlan(
+        fit_window(history, budgets.recent_messages, room, budgets.clear_tool_output), gate, room
+    )
 
 
 def assemble(
@@ -445,7 +452,8 @@ def assemble(
         full = f"context full ({budgets.context} tokens, {budgets.reserve} reserved for the reply)"
         # 1. old tool output: every tool result in the view except the latest round's
         last_ai = max((i for i in view if history[i].role == "ai"), default=-1)
-        for i in [i for i in view if history[i].role == "tool" and i not in cleared and i < last_ai]:
+        old_output = [i for i in view if history[i].role == "tool" and i not in cleared and i < last_ai]
+        for i in old_output if budgets.clear_tool_output else []:
             if total() <= limit:
                 break
             cleared.add(i)

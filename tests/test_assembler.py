@@ -278,6 +278,22 @@ def test_a_gate_that_holds_back_leaves_the_retrieved_share_to_the_window() -> No
     assert squeezed.budget == 88  # 700 - 512 reserve - 100 retrieved
 
 
+def test_with_clearing_off_old_tool_output_stays_whole_and_older_messages_go_instead() -> None:
+    history, cleared = _pressure(455)
+    kept = assemble(
+        pinned=items(20, 20, prefix="p"),
+        retrieved=items(30, 30, 30, prefix="r"),
+        history=history,
+        window=fit_window(history, recent_messages=20, clear_tool_output=False),
+        budgets=Budgets(context=455, reserve=50, clear_tool_output=False),
+        fixed_tokens=40,
+    )
+    assert cleared.cleared == {2} and not kept.cleared and not kept.clearings
+    assert kept.retrieved == ()  # without a placeholder to fall back on, the facts went first
+    tight = fit_window(history, recent_messages=3, window_tokens=200, clear_tool_output=False)
+    assert not tight.cleared and fit_window(history, recent_messages=3, window_tokens=200).cleared
+
+
 def test_no_context_means_no_pressure() -> None:
     history = [human(10_000)]
     result = assemble(

@@ -122,8 +122,6 @@ class AssembledArm:
         for turn in turns:
             tokens = view.tokens[turn.id]
             cleared = self._count(cleared_line(turn, tokens)) if turn.role == "tool" else 0
-            if not self.clear_tool_output:
-                cleared = tokens  # a placeholder that saves nothing: the baseline without clearing
             slots.append(MessageSlot(_ROLES[turn.role], tokens, cleared, turn.speaker))
         # the question is the newest message, as in the middleware (which always keeps it); every arm
         # asks it outside the window, so it costs nothing here
@@ -135,6 +133,7 @@ class AssembledArm:
             recent_messages=self.recent_messages,
             context=budget,
             reserve=0,
+            clear_tool_output=self.clear_tool_output,
         )
         pinned_items = [Item(p.fact.short_id, p.tokens) for p in pins]
         pinned_header, retrieved_header, tail_header = (
@@ -149,8 +148,7 @@ class AssembledArm:
             fixed_tokens=tail_header,  # the window's header: the harness's one fixed text
         )
         fit = plan.window
-        cleared = fit.cleared if self.clear_tool_output else frozenset()
-        shown = frozenset(turns[i].id for i in fit.kept if i < len(turns) and i not in cleared)
+        shown = frozenset(turns[i].id for i in fit.kept if i < len(turns) and i not in fit.cleared)
         hits, lines = self._retrieved(view, question, budget, shown, {p.fact.id for p in pins})
         retrieved_items = [Item(h.fact.short_id, n, h.score) for h, (_, n) in zip(hits, lines, strict=True)]
         assembly = assemble(
@@ -190,7 +188,7 @@ class AssembledArm:
             if i == len(turns):
                 continue  # the question
             turn = turns[i]
-            if i in assembly.cleared and self.clear_tool_output:
+            if i in assembly.cleared:
                 line = cleared_line(turn, view.tokens[turn.id])
                 packer.add(section, line, self._count(line))
                 continue  # a placeholder shows nothing of the turn

@@ -37,6 +37,11 @@ FACT_COLUMNS = (
 )
 
 
+def fact_columns(alias: str) -> str:
+    """FACT_COLUMNS qualified by a table alias, for queries that join facts to other tables."""
+    return ", ".join(f"{alias}.{c.strip()}" for c in FACT_COLUMNS.split(","))
+
+
 @dataclass(frozen=True, slots=True)
 class NewFact:
     """A fact about to be written, with its vectors already computed."""

@@ -16,10 +16,10 @@ from datetime import datetime
 import psycopg
 
 from memory.errors import BeadsMemoryError, FactNotFoundError, UntrustedWriteError
-from memory.facts import FACT_COLUMNS, get_fact
+from memory.facts import fact_columns, get_fact
 from memory.model import UNTRUSTED_SOURCES, Fact, Status
 
-_H = ", ".join(f"h.{c.strip()}" for c in FACT_COLUMNS.split(","))
+_H = fact_columns("h")
 
 
 @dataclass(frozen=True, slots=True)

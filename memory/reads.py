@@ -7,10 +7,10 @@ from datetime import datetime
 
 import psycopg
 
-from memory.facts import FACT_COLUMNS
+from memory.facts import fact_columns
 from memory.model import Fact
 
-_F = ", ".join(f"f.{c.strip()}" for c in FACT_COLUMNS.split(","))
+_F = fact_columns("f")
 
 
 def facts_in_namespace(conn: psycopg.Connection, ns_id: uuid.UUID) -> list[Fact]:

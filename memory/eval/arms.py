@@ -59,6 +59,8 @@ FACTS_TITLE = "Facts from memory (most relevant first):"
 RELEVANCE_FLOOR = SearchOptions().relevance_floor
 # the facts arm asks for more facts while this much of its block is still free, up to MAX_K
 WIDEN_BELOW = 24
+# about what one fact line costs: a block of N tokens asks for N // FACT_LINE_TOKENS facts at first
+FACT_LINE_TOKENS = 20
 MAX_K = 400
 
 
@@ -346,7 +348,7 @@ class FactsArm:
         # a fact line costs ~20-40 tokens: ask for about what the largest block holds (candidates follow k,
         # as the library sizes them) and widen only when every hit fitted with room left
         largest = self.budgets[-1] if self._shares_search(budget) else budget
-        k = max(self.options.k, int(largest * self.share) // 20)
+        k = max(self.options.k, int(largest * self.share) // FACT_LINE_TOKENS)
         while True:
             hits, more = self._hits(view, question, budget, k)
             packer, items = self._pack_facts(hits, view, facts_budget)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from memory.assembler import Budgets, Item, MessageSlot, assemble, cleared_text, plan_window
 from memory.block import clip
-from memory.eval.arms import FACTS_TITLE, MAX_K, WIDEN_BELOW, FactsArm
+from memory.eval.arms import FACT_LINE_TOKENS, FACTS_TITLE, MAX_K, WIDEN_BELOW, FactsArm
 from memory.eval.conversation import Question, Turn
 from memory.eval.tokens import Packer, count_cached
 from memory.eval.window import TAIL_TITLE, ConversationView, Window, WindowItem, fact_line, render
@@ -212,7 +212,7 @@ class AssembledArm:
         """Ranked facts not already in the window nor pinned, about as many as the tier can hold."""
         namespace = self.facts.namespace_for(view.conversation.id)
         tier = int(budget * self.facts.share)
-        k = max(self.facts.options.k, tier // 20)
+        k = max(self.facts.options.k, tier // FACT_LINE_TOKENS)
         while True:
             result = self.facts.store.search(
                 namespace,

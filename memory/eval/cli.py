@@ -45,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--beam", type=Path, help="a BEAM chat folder, or a folder of them (e.g. chats/100K)")
     run.add_argument("--longmemeval", type=Path, help="a LongMemEval JSON file (oracle, S or M, cleaned)")
     run.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results)")
-    run.add_argument("--budgets", type=int, nargs="+", default=[1200, 3000, 6000])
+    run.add_argument("--budgets", type=int, nargs="+", default=list(RunConfig.budgets))
     run.add_argument("--arms", nargs="+", choices=ARM_NAMES, default=list(DEFAULT_ARMS))
     run.add_argument(
         "--embedder", default="minilm", help="minilm (offline, default), ollama[:model], fake-<dims>"
@@ -65,7 +65,9 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--limit", type=int, help="at most N questions per dataset (after --sample)")
     run.add_argument("--conversations", type=int, help="only the first N conversations of each dataset")
-    run.add_argument("--facts-share", type=float, default=1 / 3, help="the facts arm's share of the budget")
+    run.add_argument(
+        "--facts-share", type=float, default=RunConfig.facts_share, help="the facts arm's share of the budget"
+    )
     run.add_argument(
         "--consolidate",
         action="store_true",
@@ -92,14 +94,19 @@ def parser() -> argparse.ArgumentParser:
         help="insert a web search call and its output after every EVERY-th turn, the output taken "
         "from another conversation (memory.eval.toolcalls); datasets get a '-tools' name (default 0: none)",
     )
-    run.add_argument("--tool-tokens", type=int, default=300, help="tokens of each tool output (default 300)")
+    run.add_argument(
+        "--tool-tokens",
+        type=int,
+        default=RunConfig.tool_tokens,
+        help="tokens of each tool output (default 300)",
+    )
     run.add_argument(
         "--recency-weight", type=float, default=0.0, help="the facts arm's recency weight (default 0: off)"
     )
     run.add_argument(
         "--recency-half-life",
         type=float,
-        default=30.0,
+        default=RunConfig.recency_half_life_days,
         help="days for the recency bonus to halve (default 30)",
     )
     run.add_argument("--answer-model", help="chat model that answers: ollama:<model> or <module>:<factory>")

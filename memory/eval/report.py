@@ -155,9 +155,9 @@ def render_markdown(rows: Sequence[dict[str, Any]], run_info: dict[str, Any] | N
             out += _ku_detail(mine)
         if graded:
             out += ["", "### Accuracy by question type (correct / graded)", ""]
-            out += _accuracy_tables([r for r in rows if r["dataset"] == dataset])
+            out += _accuracy_tables(mine)
             out += ["", "### Pairwise (questions both arms were graded on)", ""]
-            pairs = [p for p in pairwise(rows) if p["dataset"] == dataset]
+            pairs = pairwise(mine)
             out += _table(
                 ["budget", "arm A", "arm B", "A right, B wrong", "B right, A wrong", "same"],
                 [
@@ -311,6 +311,9 @@ _STYLES = {
     "bm25": ("^", "-.", "tab:green"),
     "facts": ("D", "-", "tab:red"),
     "facts_gated": ("v", (0, (5, 1)), "tab:purple"),
+    "assembled": ("P", "-", "tab:brown"),
+    "assembled_pinned": ("X", "--", "tab:pink"),
+    "assembled_noclear": ("p", ":", "tab:olive"),
 }
 
 

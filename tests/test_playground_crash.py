@@ -9,73 +9,19 @@ same message runs in a fresh chat without a crash: both runs stored exactly the 
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
-from playground_helpers import await_idle, free_port, play_db, playground_template, rows, running, scalar
+from playground_helpers import await_idle, play_db, playground_template, rows, running, scalar
 
+from bench.reliability import checks
+from bench.reliability.servers import app_process
 from playground.chats import create_chat
 from playground.turns import submit_message
 
 __all__ = ["play_db", "playground_template"]  # fixtures
 
-ROOT = Path(__file__).resolve().parent.parent
 MESSAGE = "Our budget is $100k per year. It must be self-hostable."
-
-
-@contextmanager
-def app_process(db_url: str, token_delay_ms: int) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    port = free_port()
-    env = {
-        **os.environ,
-        "PLAYGROUND_DATABASE_URL": db_url,
-        "PLAYGROUND_EMBEDDER": "fake",
-        "PLAYGROUND_MODEL_BACKEND": "scripted",
-        "PLAYGROUND_WEB_SEARCH": "false",
-        "PLAYGROUND_SCRIPTED_TOKEN_DELAY_MS": str(token_delay_ms),
-        "PLAYGROUND_POLL_SECONDS": "0.2",
-        "PLAYGROUND_TOKEN_FLUSH_MS": "20",
-        "PLAYGROUND_LEASE_SECONDS": "30",
-    }
-    command = [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "playground.app:app",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise AssertionError(f"the app exited: {process.stderr.read().decode()[-2000:]}")  # type: ignore[union-attr]
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise AssertionError("the app did not start")
-            time.sleep(0.1)
-        yield process, base
-    finally:
-        if process.poll() is None:
-            process.terminate()
-            process.wait(timeout=30)
-        if process.stderr:
-            process.stderr.close()
 
 
 def send(base: str, text: str) -> tuple[str, str]:
@@ -89,10 +35,10 @@ def send(base: str, text: str) -> tuple[str, str]:
 
 
 def wait_for(db_url: str, query: str, params: tuple[object, ...], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not scalar(db_url, query, params):
-        assert time.monotonic() < deadline, f"timed out waiting for: {query}"
-        time.sleep(0.02)
+    try:
+        checks.wait_for(lambda: bool(scalar(db_url, query, params)), timeout, query, interval=0.02)
+    except TimeoutError as exc:
+        raise AssertionError(str(exc)) from None
 
 
 def stored(db_url: str, chat_id: str) -> tuple[list[tuple[object, ...]], int]:
@@ -109,8 +55,8 @@ def stored(db_url: str, chat_id: str) -> tuple[list[tuple[object, ...]], int]:
 
 
 async def test_a_turn_killed_mid_reply_is_resumed_once_without_duplicates(play_db: str) -> None:
-    with app_process(play_db, token_delay_ms=1500) as (process, base):
-        chat_id, turn_id = send(base, MESSAGE)
+    with app_process(play_db, scripted_token_delay_ms=1500, lease_seconds=30) as app:
+        chat_id, turn_id = send(app.base, MESSAGE)
         # the stock lane's memory tool has run; both lanes are now streaming their replies
         wait_for(
             play_db,
@@ -118,8 +64,7 @@ async def test_a_turn_killed_mid_reply_is_resumed_once_without_duplicates(play_d
             (turn_id,),
         )
         time.sleep(0.3)
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
+        app.kill()  # SIGKILL: no shutdown hook runs, no lease is handed back
     assert rows(
         play_db, "SELECT status, stock_status, beads_status FROM playground.turns WHERE id = %s", (turn_id,)
     ) == [("running", "pending", "pending")]

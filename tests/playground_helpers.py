@@ -21,7 +21,7 @@ from psycopg.conninfo import make_conninfo
 
 from bench.reliability.checks import query as rows  # noqa: F401  (re-exported for the tests)
 from bench.reliability.checks import wait_idle
-from bench.reliability.servers import free_port, serve  # noqa: F401  (re-exported for the tests)
+from bench.reliability.servers import APP_DEFAULTS, free_port, serve  # noqa: F401  (re-exported for the tests)
 from playground.runtime import Runtime, open_runtime
 from playground.settings import PlaygroundSettings
 
@@ -31,16 +31,7 @@ HTMX = {**ORIGIN, "hx-request": "true"}
 
 def settings_for(db_url: str, **overrides: Any) -> PlaygroundSettings:
     """The app on the test database with the scripted model and the fake embedder: no model, no network."""
-    values: dict[str, Any] = {
-        "database_url": db_url,
-        "embedder": "fake",
-        "model_backend": "scripted",
-        "web_search": False,
-        "poll_seconds": 0.2,
-        "token_flush_ms": 20,
-        "lease_seconds": 5,
-        **overrides,
-    }
+    values: dict[str, Any] = {"database_url": db_url, **APP_DEFAULTS, "lease_seconds": 5, **overrides}
     return PlaygroundSettings(**values)
 
 

@@ -89,17 +89,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+#: the playground as the tests and this suite run it: the scripted model, the fake embedder, no web
+APP_DEFAULTS: dict[str, Any] = {
+    "embedder": "fake",
+    "model_backend": "scripted",
+    "web_search": False,
+    "poll_seconds": 0.2,
+    "token_flush_ms": 20,
+}
+
+
 def app_env(db_url: str, **settings: Any) -> dict[str, str]:
-    """The environment of an app process: the scripted model, the fake embedder, no web, `settings`."""
-    values: dict[str, Any] = {
-        "database_url": db_url,
-        "embedder": "fake",
-        "model_backend": "scripted",
-        "web_search": "false",
-        "poll_seconds": 0.2,
-        "token_flush_ms": 20,
-        **settings,
-    }
+    """The environment of an app process: APP_DEFAULTS, then `settings`."""
+    values: dict[str, Any] = {"database_url": db_url, **APP_DEFAULTS, **settings}
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
     env.update({f"PLAYGROUND_{k.upper()}": str(v) for k, v in values.items()})
     return env

@@ -288,6 +288,19 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             new.append(message.id)
         return new
 
+    def _evicted(
+        self,
+        messages: Sequence[AnyMessage],
+        shown: Collection[int],
+        state: dict[str, Any],
+        done: Collection[str] = (),
+    ) -> list[str]:
+        """Evict mode: capture what is not shown verbatim (dropped, or cleared to a placeholder)."""
+        if self.capture != "evict":
+            return []
+        gone = [m for i, m in enumerate(messages) if i not in shown]
+        return self._capture(gone, {*state.get("beads_captured", ()), *done})
+
     def capture_pending(self, state: dict[str, Any]) -> list[str]:
         """Capture every message of `state` not captured yet (thread end, fork, merge); returns the ids."""
         return self._capture(state.get("messages", []), set(state.get("beads_captured", ())))
@@ -401,6 +414,9 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             fixed_tokens=fixed,
         )
         fit, gate = plan.window, plan.gate
+        # evict mode: what leaves the view in this call is stored before the search, so that it can
+        # be recalled in this very call (captured after it, it would reach retrieval a call late)
+        captured = self._evicted(full, set(fit.kept) - fit.cleared, request.state)
         verbatim = set(fit.kept) - fit.cleared
         view_ids = frozenset(m.id for i, m in enumerate(full) if i in verbatim and m.id is not None)
         query = query_from(full)
@@ -453,11 +469,8 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         if result is not None and result.hits:  # what expiry reads; search itself stays a pure read
             self.store.note_retrieved([hit.fact.id for hit in result.hits])
 
-        captured: list[str] = []
-        if self.capture == "evict":  # what left the view (dropped, or cleared to a placeholder)
-            shown = set(assembly.window) - assembly.cleared
-            evicted = [m for i, m in enumerate(full) if i not in shown]
-            captured = self._capture(evicted, set(request.state.get("beads_captured", ())))
+        # and what the context limit dropped after the search (a rare overflow): stored now
+        captured += self._evicted(full, set(assembly.window) - assembly.cleared, request.state, captured)
 
         described = describe_injection(result, block)
         event = {

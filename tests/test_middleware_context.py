@@ -201,6 +201,26 @@ def test_evict_mode_captures_late_but_loses_nothing_by_thread_end(store: FactSto
     assert len(tool_facts) == 8
 
 
+def test_evict_mode_shows_the_model_exactly_what_eager_capture_does(store: FactStore) -> None:
+    """Why the harness figures of the two modes are the same: on every model call the injected facts
+    and the view are identical, because retrieval never shows a fact whose message is still in view,
+    and those are exactly the facts eviction has not stored yet."""
+    seen: dict[str, list[tuple[list[str], int, list[str]]]] = {}
+    for mode in ("eager", "evict"):
+        model = ScriptedChatModel(replies=lookups(8, answer="The budget is $100k."))
+        middleware = BeadsMemoryMiddleware(store, store.root(f"same-{mode}"), capture=mode, window=4)  # type: ignore[arg-type]
+        agent = create_agent(model, tools=[lookup_tool()], middleware=[middleware])
+        events = injection_events(agent, f"{BUDGET} Check eight sources.", session=mode)
+        views = [[m.type for m in prompt[1:]] for prompt in model.prompts]
+        seen[mode] = [
+            ([f["text"] for f in e["facts"]], e["window_messages"], view)
+            for e, view in zip(events, views, strict=True)
+        ]
+    assert len(seen["eager"]) == 9
+    assert seen["evict"] == seen["eager"]
+    assert any(facts for facts, _, _ in seen["eager"])  # memory did inject, from messages out of view
+
+
 def test_evict_mode_captures_at_fork_and_merge(store: FactStore) -> None:
     root = store.root("s")
 

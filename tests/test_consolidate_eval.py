@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +94,39 @@ def test_recency_weight_reaches_the_facts_arm(tmp_path: Path, db_url: str) -> No
     recent = {r["question_id"]: r["window"] for r in read_rows(tmp_path / "recent" / ROWS_FILE)}
     assert plain.keys() == recent.keys()
     assert any(plain[q] != recent[q] for q in plain)  # a strong recency term reorders the fact block
+
+
+def test_expiry_replays_the_conversations_use_and_expires_in_a_copy(
+    tmp_path: Path, pg_server_url: str
+) -> None:
+    cfg = config(tmp_path, pg_server_url, datasets=[("locomo", write_locomo(tmp_path))], expire_days=14.0)
+    records = Evaluation(cfg).run()
+    [record] = records
+    try:
+        [done] = record.consolidation
+        assert done["retrievals_replayed"] > 0 and done["expired"] > 0 and done["horizon_days"] == 14.0
+        copy_url = make_conninfo(pg_server_url, dbname=record.database or "")
+        base_url = make_conninfo(pg_server_url, dbname=(record.database or "").removesuffix("_consolidated"))
+        assert archived(copy_url) == done["expired"] and archived(base_url) == 0
+        with psycopg.connect(copy_url) as conn:
+            # the sample ends on 4 February 2023: the cutoff is 14 days before
+            end = conn.execute("SELECT max(valid_from) FROM beads.facts").fetchone()[0]
+            state = conn.execute(
+                """
+                SELECT f.status, f.recorded_at < %(cutoff)s AS old,
+                       coalesce(r.last_retrieved_at >= %(cutoff)s, false) AS used
+                  FROM beads.facts f LEFT JOIN beads.retrievals r ON r.fact_id = f.id
+                 WHERE f.kind IN ('user_input', 'conclusion')
+                """,
+                {"cutoff": end - timedelta(days=14)},
+            ).fetchall()
+        # archived: exactly the facts dated before the horizon that no replayed turn retrieved since
+        assert {(status == "archived") == (old and not used) for status, old, used in state} == {True}
+        assert any(used for _, old, used in state if old)  # and some old facts were kept by use
+    finally:
+        with psycopg.connect(pg_server_url, autocommit=True) as admin:
+            for name in {record.database, (record.database or "").removesuffix("_consolidated")}:
+                if name:
+                    admin.execute(
+                        sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+                    )

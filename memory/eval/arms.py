@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
 from memory.assembler import should_inject
-from memory.eval.conversation import Question
+from memory.eval.conversation import Conversation, Question
 from memory.eval.tokens import Packer, count_cached, count_tokens
 from memory.eval.window import (
     TAIL_TITLE,
@@ -387,13 +387,20 @@ class GatedFactsArm:
         return Window(self.name, budget, packer.text(), packer.used, tuple(items))
 
 
-def conversation_end(view: ConversationView) -> datetime | None:
+def aware(stamp: datetime) -> datetime:
+    """A dataset's time as timezone-aware (undated zones read as UTC)."""
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+def conversation_end_of(conversation: Conversation) -> datetime | None:
     """The time of the conversation's last dated turn (timezone-aware), or None when no turn has one."""
-    stamps = [t.timestamp for t in view.conversation.turns if t.timestamp is not None]
-    if not stamps:
-        return None
-    end = max(stamps, key=lambda t: t.replace(tzinfo=t.tzinfo or UTC))
-    return end if end.tzinfo else end.replace(tzinfo=UTC)
+    stamps = [aware(t.timestamp) for t in conversation.turns if t.timestamp is not None]
+    return max(stamps, default=None)
+
+
+def conversation_end(view: ConversationView) -> datetime | None:
+    """The time of the last dated turn said by the time of asking."""
+    return conversation_end_of(view.conversation)
 
 
 def budgets_for(arm: Arm, budgets: Sequence[int]) -> list[int | None]:

@@ -3,7 +3,7 @@
     python -m memory.eval run --locomo PATH --beam DIR [--longmemeval PATH] [--out results]
         [--budgets 1200 3000 6000] [--arms tail docstore bm25 facts full] [--embedder minilm]
         [--database-url URL] [--sample N] [--limit N] [--answer-model SPEC --judge-model SPEC]
-        [--consolidate] [--recency-weight W [--recency-half-life DAYS]] [--tool-calls EVERY]
+        [--consolidate] [--expire-days DAYS] [--recency-weight W [--recency-half-life DAYS]] [--tool-calls EVERY]
     python -m memory.eval report [--out results]
 
 Exit codes: 0 done, 2 the configuration, the database or a model failed.
@@ -72,6 +72,14 @@ def parser() -> argparse.ArgumentParser:
         "--consolidate",
         action="store_true",
         help="merge restated facts (python -m memory consolidate) in a copy of the ingested database first",
+    )
+    run.add_argument(
+        "--expire-days",
+        type=float,
+        metavar="DAYS",
+        help="in a copy of the ingested database, replay the retrievals each user turn would have made, "
+        "then expire facts unused for DAYS at each conversation's end (python -m memory consolidate "
+        "--horizon); ask with --ask-at end",
     )
     run.add_argument(
         "--passage-scan",
@@ -144,6 +152,7 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         conversations=args.conversations,
         facts_share=args.facts_share,
         consolidate=args.consolidate,
+        expire_days=args.expire_days,
         recency_weight=args.recency_weight,
         recency_half_life_days=args.recency_half_life,
         ask_at=args.ask_at,

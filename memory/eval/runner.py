@@ -11,7 +11,7 @@ import gzip
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from langgraph.store.postgres import PostgresStore
 
     from memory.embedders.base import Embedder
+    from memory.model import Namespace
     from memory.store import FactStore
 
 HARNESS_VERSION = "1"
@@ -63,6 +64,9 @@ class RunConfig:
     facts_share: float = 1 / 3
     # consolidate (merge restated facts) a copy of the ingested database before the questions
     consolidate: bool = False
+    # expire facts unused for this many days at the end of each conversation (in a copy of the ingest),
+    # after replaying the retrievals the middleware would have recorded while it went on
+    expire_days: float | None = None
     recency_weight: float = 0.0  # the facts arm's SearchOptions.recency_weight (0: off)
     recency_half_life_days: float = 30.0
     passage_scan: bool = False  # the facts arm's SearchOptions.passage_scan (True: a second scan)
@@ -318,7 +322,7 @@ class Evaluation:
             name = database_name(dataset.name, str(Path(dataset.source).resolve()), embedder.name)
             url = ensure_database(server, name)
             record.database = name
-            if self.config.consolidate:
+            if self.config.consolidate or self.config.expire_days is not None:
                 # consolidation archives facts: never in the shared ingest, always in a fresh copy of it
                 with open_stores(url, embedder) as stores:
                     for conversation in conversations:
@@ -329,6 +333,10 @@ class Evaluation:
         with open_stores(url, embedder) as stores:
             if self.config.consolidate:
                 record.consolidation = consolidate_conversations(stores.facts, conversations)
+            if self.config.expire_days is not None:
+                record.consolidation += expire_conversations(
+                    stores.facts, stores.ingestor.root, conversations, self.config.expire_days
+                )
             options = dataclasses.replace(
                 stores.facts.search_options,
                 recency_weight=self.config.recency_weight,
@@ -423,6 +431,57 @@ def consolidate_conversations(
     return done
 
 
+def expire_conversations(
+    facts: FactStore,
+    namespace_for: Callable[[str], Namespace],
+    conversations: Sequence[Conversation],
+    horizon_days: float,
+    window: int = 10,
+) -> list[dict[str, Any]]:
+    """Expiry as it would run at the end of each conversation, on the usage the conversation made.
+
+    A static benchmark records no retrievals, so they are replayed: each user turn is a model call
+    whose query is that turn, with the last `window` turns in view and nothing said later in memory;
+    the facts that search returns are noted as retrieved at the turn's time (what the middleware
+    records when it injects them). Facts are dated by their turn (recorded_at = valid_from), then
+    consolidation expires, merging nothing, those neither recorded nor retrieved within the horizon
+    before the conversation's last turn. Conversations without dates are left as they are.
+    """
+    done = []
+    for conversation in conversations:
+        started = time.perf_counter()
+        end = arm_lib.conversation_end_of(conversation)
+        if end is None:
+            done.append({"conversation_id": conversation.id, "expired": 0, "skipped": "no dates"})
+            continue
+        with facts.pool.connection() as conn:
+            conn.execute(
+                "UPDATE beads.facts SET recorded_at = valid_from WHERE session_id = %s", (conversation.id,)
+            )
+        root = namespace_for(conversation.id)
+        ids = [t.id for t in conversation.turns]
+        retrievals = 0
+        for i, turn in enumerate(conversation.turns):
+            if turn.role != "user" or turn.timestamp is None:
+                continue
+            unseen = frozenset(ids[max(0, i - window + 1) :])  # in view, or not said yet
+            hits = facts.search(root, turn.text, exclude_message_ids=unseen).hits
+            retrievals += facts.note_retrieved([h.fact.id for h in hits], now=arm_lib.aware(turn.timestamp))
+        report = facts.consolidate(
+            conversation.id, merge=False, horizon=timedelta(days=horizon_days), now=end
+        )
+        done.append(
+            {
+                "conversation_id": conversation.id,
+                "retrievals_replayed": retrievals,
+                "expired": len(report.expired),
+                "horizon_days": horizon_days,
+                "seconds": round(time.perf_counter() - started, 2),
+            }
+        )
+    return done
+
+
 def make_arm(
     name: str,
     stores: Stores,
@@ -481,6 +540,7 @@ def write_run_info(out_dir: Path, config: RunConfig, records: Sequence[DatasetRu
         "arms": list(config.arms),
         "facts_share": config.facts_share,
         "consolidate": config.consolidate,
+        "expire_days": config.expire_days,
         "recency_weight": config.recency_weight,
         "recency_half_life_days": config.recency_half_life_days,
         "passage_scan": config.passage_scan,

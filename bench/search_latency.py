@@ -364,6 +364,7 @@ def explain(
         "supersede_update": update_plan,
         "fact_index_used": f"fact_vectors_hnsw_{eid}" in ours_plan,
         "passage_index_used": f"passage_vectors_hnsw_{eid}" in ours_plan,
+        "passage_scanned": options.passage_scan,  # off: no passage scan, so no index to use
         "their_index_used": "store_vectors_embedding_idx" in their_plan,
         # facts carved from the candidate passages, and a chain's versions, found through an index
         "passage_branch_indexed": "Seq Scan on facts" not in ours_plan,
@@ -484,7 +485,8 @@ def _write_plan(name: str, plan: dict[str, Any]) -> None:
     lines = [
         f"# Query: {plan['query']!r}",
         f"# fact_vectors HNSW index used: {plan['fact_index_used']}",
-        f"# passage_vectors HNSW index used: {plan['passage_index_used']}",
+        "# passage_vectors HNSW index used: "
+        + (str(plan["passage_index_used"]) if plan.get("passage_scanned", True) else "not scanned"),
         f"# PostgresStore HNSW index used: {plan['their_index_used']}",
         f"# no sequential scan of beads.facts in our query: {plan['passage_branch_indexed']}",
         f"# supersede's head_id UPDATE uses an index: {plan['supersede_update_indexed']}",

@@ -7,7 +7,9 @@ similarity alone puts whichever is worded closer to the question first, which is
 often as not. So, between two such claims:
 
   trust    a tool result or web page never ranks above the user's own claim about the same slot,
-           and is flagged as untrusted (the poisoning case: a page saying "the user's budget is $1").
+           and is flagged as untrusted (the poisoning case: a page saying "the user's budget is $1");
+           nor does its instruction or question ("What is the user's budget?"), which states nothing
+           and resembles the query precisely because it is one.
   time     otherwise the newer claim goes first and the older is flagged "possibly outdated".
            Nothing is dropped: the model sees both, and the flags say how they relate.
 
@@ -21,6 +23,7 @@ from dataclasses import replace
 
 from memory.corrections import same_slot, states_something
 from memory.model import UNTRUSTED_SOURCES, Hit
+from memory.splitting import classify
 
 __all__ = ["order_same_slot"]
 
@@ -35,6 +38,12 @@ def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
     if len(ordered) < 2:
         return ordered
     flags: dict[int, list[str]] = {id(h): list(h.flags) for h in ordered}
+    # an instruction or a question from a tool result states nothing: below every trusted hit
+    asks = [h for h in ordered if _untrusted(h) and classify(h.fact.body) == "directive"]
+    if asks and len(asks) < len(ordered):
+        for h in asks:
+            flags[id(h)].append("untrusted: an instruction or question from a tool result")
+        ordered = [h for h in ordered if h not in asks] + asks
     valued = [h for h in ordered if states_something(h.fact.body)]
     for i, upper in enumerate(valued):
         for lower in valued[i + 1 :]:

@@ -83,23 +83,31 @@ def apply(
     if not worth:
         return []
     statement = sql.SQL(_EARLIER).format(eid=sql.Literal(int(embedder_id)), dims=sql.Literal(int(dims)))
-    set_hnsw_local(conn, 40)
     written = [f.id for f in new_facts]
+    # every claim's candidates in one round trip: no query needs another's answer
+    with conn.pipeline():
+        set_hnsw_local(conn, 40)
+        cursors = [
+            conn.execute(
+                statement,
+                {
+                    "q": as_vector(claim_vectors[fact.id]),
+                    "session": ns.session_id,
+                    "ns": ns.id,
+                    "at": fact.valid_from,
+                    "exclude": written,
+                    "n": CANDIDATES,
+                    "min_sim": min_similarity,
+                },
+            )
+            for fact in worth
+        ]
     done: list[AutoSupersession] = []
-    for fact in worth:
-        rows = conn.execute(
-            statement,
-            {
-                "q": as_vector(claim_vectors[fact.id]),
-                "session": ns.session_id,
-                "ns": ns.id,
-                "at": fact.valid_from,
-                "exclude": written + [d.old.id for d in done],
-                "n": CANDIDATES,
-                "min_sim": min_similarity,
-            },
-        ).fetchall()
-        for row in rows:
+    for fact, cursor in zip(worth, cursors, strict=True):
+        retired = {d.old.id for d in done}
+        for row in cursor.fetchall():
+            if row["id"] in retired:
+                continue
             verdict = corrections.judge(row["body"], fact.body)
             if not verdict.supersedes:
                 continue

@@ -3,7 +3,8 @@ value replaces it, in the capture's own transaction, with no model call.
 
 For each new user claim that states a value or ends a state (memory.corrections decides what that
 is), the nearest earlier claims are compared with it: active current user claims of the namespace it
-was captured in, said no later than it, at least as close as the supersede guard requires. Only the
+was captured in, said no later than it, by the same speaker (where a session records speakers), at least as close
+as the supersede guard requires. Only the
 same namespace: a sub-agent's task text is captured as its input, and it must never retire the
 supervisor's facts (corrections across namespaces stay with remember_fact and rollups). The first that `corrections.judge` says it replaces is superseded through the guarded
 `facts.supersede`, and the edge records that it was automatic and why. Where the rules cannot decide,
@@ -44,7 +45,7 @@ SELECT id, body, sim FROM (
       WHERE v.embedder_id = {eid} AND v.indexed AND f.session_id = %(session)s
         AND f.namespace_id = %(ns)s AND f.kind = 'user_input'
         AND f.status = 'active' AND f.head_id = f.id AND f.valid_from <= %(at)s
-        AND NOT (f.id = ANY(%(exclude)s::uuid[]))
+        AND NOT (f.id = ANY(%(exclude)s::uuid[])) AND f.metadata->>'speaker' IS NOT DISTINCT FROM %(speaker)s
       ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
       LIMIT %(n)s)
     UNION ALL
@@ -54,7 +55,7 @@ SELECT id, body, sim FROM (
       WHERE v.embedder_id = {eid} AND NOT v.indexed AND f.session_id = %(session)s
         AND f.namespace_id = %(ns)s AND f.kind = 'user_input'
         AND f.status = 'active' AND f.head_id = f.id AND f.valid_from <= %(at)s
-        AND NOT (f.id = ANY(%(exclude)s::uuid[])))
+        AND NOT (f.id = ANY(%(exclude)s::uuid[])) AND f.metadata->>'speaker' IS NOT DISTINCT FROM %(speaker)s)
 ) nearest
 WHERE sim >= %(min_sim)s
 ORDER BY sim DESC
@@ -96,6 +97,7 @@ def apply(
                     "ns": ns.id,
                     "at": fact.valid_from,
                     "exclude": written,
+                    "speaker": fact.metadata.get("speaker"),
                     "n": CANDIDATES,
                     "min_sim": min_similarity,
                 },

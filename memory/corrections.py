@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Value", "Verdict", "judge", "same_slot", "states_something", "values"]
+__all__ = ["Value", "Verdict", "judge", "may_share_slot", "same_slot", "states_something", "values"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -501,6 +501,23 @@ def judge(old: str, new: str) -> Verdict:
 def states_something(text: str) -> bool:
     """Whether `text` states a value or ends a state: the only claims that can correct another."""
     return _ends_a_state(text) or bool(values(_LABEL.sub("", text.strip(), count=1)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _signature(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The value kinds a claim states, and every word and value that could anchor one of its slots."""
+    claim = _parse(text)
+    anchors: set[str] = set()
+    for v in claim.values:
+        anchors |= _context(claim, v)
+        anchors.add(v.norm)
+    return frozenset(_kind_family(v.kind) for v in claim.values), frozenset(anchors)
+
+
+def may_share_slot(a: str, b: str) -> bool:
+    """A cheap necessary condition for `same_slot`: a value kind and an anchor in common."""
+    (kinds_a, anchors_a), (kinds_b, anchors_b) = _signature(a), _signature(b)
+    return not kinds_a.isdisjoint(kinds_b) and not anchors_a.isdisjoint(anchors_b)
 
 
 def same_slot(a: str, b: str) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import smoke
+from memory.models import smoke, toolcall_bench
 from memory.models.scripted import ScriptedChatModel, calls, tool_call
 from memory.models.select import ActiveModel
 from memory.models.settings import ModelSettings
@@ -73,3 +73,47 @@ def test_main_reports_and_fails_when_a_check_fails(
     assert "FAIL  tool call" in out
     assert "FAIL  extraction" in out
     assert "PASS  embedding" in out
+
+
+def test_the_tool_call_bench_counts_valid_calls_stored_memories_and_free_text() -> None:
+    memory_id = "3f2b8c1e-9a4d-4e7f-b6c5-1d2e3f4a5b6c"
+    model = ScriptedChatModel(
+        replies=[
+            calls(tool_call("manage_memory", content="Budget: 1.2M")),
+            calls(tool_call("manage_memory", content="x", action="update", id="budget")),
+            calls(tool_call("manage_memory", content="x", action="create", id=memory_id)),
+            calls(tool_call("our_budget", budget="1200000")),
+            calls(tool_call("search_memory", query="budget"), tool_call("web_search", query="rates")),
+            '{"name": "our_budget", "arguments": {}}',
+            "Fine, thanks.",
+        ]
+    )
+    replies = toolcall_bench.run_lane(model, "stock", None, ["a", "b", "c", "d", "e", "f", "g"])
+    assert model.tool_history[0] == ["manage_memory", "search_memory", "web_search", "delegate_research"]
+    summary = toolcall_bench.summarise(replies)
+    assert {k: v for k, v in summary.items() if not k.startswith("seconds")} == {
+        "replies": 7,
+        "calls": 6,
+        "valid": 4,  # the id "budget" is not a UUID; our_budget is no tool
+        "unknown tool": 1,
+        "free text": 2,
+        "call-like text": 1,
+        "stored": 1,  # LangMem refuses an id on create
+        "manage_memory valid": 2,
+    }
+    assert replies[1].calls[0]["why"].startswith("id: Input should be a valid UUID")
+    assert "cannot provide a MEMORY ID" in replies[2].calls[0]["why"]
+
+
+def test_the_beads_lane_is_measured_with_its_own_tools() -> None:
+    model = ScriptedChatModel(replies=[calls(tool_call("remember_fact", fact="Budget is 1.2M"))])
+    [reply] = toolcall_bench.run_lane(model, "beads", None, ["Our budget is 1.2M."])
+    assert model.tool_history[0] == [
+        "remember_fact",
+        "recall_from_subagents",
+        "pin_fact",
+        "web_search",
+        "delegate_research",
+    ]
+    assert reply.calls[0]["valid"]
+    assert "remember_fact" in str(model.prompts[0][0].content)

@@ -186,6 +186,21 @@ def test_a_schema_the_converter_cannot_read_still_constrains_the_name(admits: Ad
     assert not admits(gbnf, call("search_memory", "{}"))  # the others keep their schemas
 
 
+def test_a_schema_llama_cpp_cannot_parse_falls_back_the_same_way(admits: Admits) -> None:
+    quoted = {
+        "type": "function",
+        "function": {"name": "quoted", "parameters": {"type": "object", "properties": {'say "hi"': {}}}},
+    }
+    gbnf = tool_call_gbnf([quoted])
+    assert admits(gbnf, call("quoted", {"anything": 1}))
+    assert not admits(gbnf, call("search_memory", {"query": "x"}))
+
+
+def test_a_tool_name_llama_cpp_cannot_parse_is_an_error() -> None:
+    with pytest.raises(ValueError, match="cannot parse"):
+        tool_call_gbnf([{"type": "function", "function": {"name": 'say "hi"', "parameters": {}}}])
+
+
 def test_uuids_in_a_conversation() -> None:
     text = f"created memory {ID.upper()}\nsee {OTHER_ID} and {ID} again; not-a-uuid 1234"
     assert uuids_in(text) == [OTHER_ID, ID]

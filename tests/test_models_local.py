@@ -351,6 +351,15 @@ def test_uuids_the_conversation_holds_are_the_ones_a_call_may_use() -> None:
     assert grammar_of(llama.kwargs[1]) == tool_call_gbnf(tools, [memory_id])
 
 
+def test_tools_without_a_grammar_are_called_unconstrained() -> None:
+    odd = {"type": "function", "function": {"name": 'say "hi"', "description": "x", "parameters": {}}}
+    llama = FakeLlama(['<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'])
+    reply = model_with(llama).bind_tools([get_weather, odd]).invoke("Paris?")
+    assert [c["name"] for c in reply.tool_calls] == ["get_weather"]
+    [kwargs] = llama.kwargs
+    assert grammar_of(kwargs) is None
+
+
 def test_with_the_grammar_off_nothing_is_constrained() -> None:
     llama = FakeLlama([WEATHER_CALL])
     model = model_with(llama, settings=ModelSettings(local_tool_grammar=False))

@@ -44,6 +44,7 @@ def tool_call_gbnf(tools: Sequence[Mapping[str, Any]], known_ids: Iterable[str] 
 
     It starts at the call object (the ``<tool_call>`` tag and the newline after it come before) and
     ends with the closing tag; once it is complete llama.cpp lets the model only end its turn.
+    Raises ValueError if llama.cpp could not parse it (a tool name that needs escaping).
 
     A UUID names something that exists, so a UUID-formatted value may only be one of ``known_ids``
     (the UUIDs the conversation holds, see :func:`uuids_in`); with none known, an optional UUID
@@ -83,7 +84,12 @@ def _gbnf(tools_json: str, known_ids: tuple[str, ...]) -> str:
     if defs:
         schema["$defs"] = defs
     top, rules = _convert(schema)
-    return f'root ::= {top} "\\n{CLOSE_TAG}"\n{rules}'
+    gbnf = f'root ::= {top} "\\n{CLOSE_TAG}"\n{rules}'
+    if not _parses(gbnf):  # each tool's arguments parsed on their own: a tool's name is what is left
+        raise ValueError(
+            f"llama.cpp cannot parse the grammar of the tools {[t.get('function', t)['name'] for t in tools]}"
+        )
+    return gbnf
 
 
 def _readable_arguments(
@@ -100,12 +106,25 @@ def _readable_arguments(
     arguments = _known_uuids_only(_renamed_refs(arguments, index), known_ids)
     defs = {key: _known_uuids_only(_renamed_refs(value, index), known_ids) for key, value in defs.items()}
     try:
-        _convert({**arguments, "$defs": defs} if defs else arguments)
+        top, rules = _convert({**arguments, "$defs": defs} if defs else arguments)
+        if not _parses(f"root ::= {top}\n{rules}"):
+            raise ValueError("llama.cpp cannot parse the rules made of it")  # a quote in a property name
     # The converter asserts, or raises ValueError, KeyError...: each of them means it cannot.
     except Exception as e:
         _log.warning("tool %s: its arguments schema has no grammar (%s); any JSON object is allowed", name, e)
         return {"type": "object"}, {}
     return arguments, defs
+
+
+def _parses(gbnf: str) -> bool:
+    """Whether llama.cpp's grammar parser takes ``gbnf``: a grammar it refuses must never reach the
+    sampler. Parsing needs no vocabulary (only token references would)."""
+    llama_cpp = import_llama_cpp()
+    sampler = llama_cpp.llama_sampler_init_grammar(None, gbnf.encode("utf-8"), b"root")
+    if not sampler:
+        return False
+    llama_cpp.llama_sampler_free(sampler)
+    return True
 
 
 def _known_uuids_only(schema: Any, known_ids: tuple[str, ...]) -> Any:

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import contextvars
 import json
+import logging
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
@@ -41,6 +42,8 @@ from memory.models.settings import ModelSettings
 from memory.models.toolcalls import OPEN_TAG, call_opening, hold_index, parse_tool_calls
 
 MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
+
+_log = logging.getLogger(__name__)
 
 
 class LocalChatModel(BaseChatModel):
@@ -209,12 +212,14 @@ class LocalChatModel(BaseChatModel):
         ones the conversation holds (``known_ids``). A ``tool_choice`` that demands a call is
         constrained from the first token.
         """
-        grammar_on = bool(tools) and self.settings.local_tool_grammar
+        gbnf = _call_grammar(tools, known_ids) if tools and self.settings.local_tool_grammar else None
         names = [tool["function"]["name"] for tool in tools]
-        forced = _forced_tools(tool_choice, tools) if grammar_on else None
-        if forced:
-            gbnf = tool_call_gbnf(forced, known_ids)
-            yield from self._constrained_call(llama, prompt_tokens, "", gbnf, self.max_tokens, sampling)
+        forced = _forced_tools(tool_choice, tools) if gbnf else None
+        forced_gbnf = _call_grammar(forced, known_ids) if forced else None
+        if forced_gbnf:
+            yield from self._constrained_call(
+                llama, prompt_tokens, "", forced_gbnf, self.max_tokens, sampling
+            )
             return
         text = ""
         with contextlib.closing(
@@ -223,7 +228,7 @@ class LocalChatModel(BaseChatModel):
             for piece in pieces:
                 choice = piece["choices"][0]
                 text += choice["text"]
-                opening = call_opening(text, names) if grammar_on else None
+                opening = call_opening(text, names) if gbnf else None
                 if opening is not None:
                     break
                 yield text, choice.get("finish_reason")
@@ -232,7 +237,7 @@ class LocalChatModel(BaseChatModel):
         # The free generation is closed before the constrained one starts: one at a time on the context.
         used = len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
         budget = max(1, self.max_tokens - used)
-        gbnf = tool_call_gbnf(tools, known_ids)
+        assert gbnf is not None  # a call opens only where there is a grammar for it
         yield from self._constrained_call(llama, prompt_tokens, text[:opening], gbnf, budget, sampling)
 
     def _constrained_call(
@@ -268,6 +273,14 @@ class LocalChatModel(BaseChatModel):
                 f"the prompt is {prompt_tokens} tokens but the offline model's context window is "
                 f"{n_ctx}: raise BEADS_LOCAL_NUM_CTX (the model supports up to 32768) or shorten the prompt"
             )
+
+
+def _call_grammar(tools: list[dict[str, Any]], known_ids: list[str]) -> str | None:
+    try:
+        return tool_call_gbnf(tools, known_ids)
+    except ValueError as e:  # a grammar llama.cpp cannot parse: the calls go unconstrained, as before
+        _log.warning("no tool-call grammar: %s", e)
+        return None
 
 
 def _forced_tools(tool_choice: Any, tools: list[dict[str, Any]]) -> list[dict[str, Any]] | None:

@@ -88,7 +88,7 @@ def test_the_tool_call_bench_counts_valid_calls_stored_memories_and_free_text() 
             "Fine, thanks.",
         ]
     )
-    replies = toolcall_bench.run_lane(model, "stock", None, ["a", "b", "c", "d", "e", "f", "g"])
+    replies = toolcall_bench.run_lane({None: model}, "stock", ["a", "b", "c", "d", "e", "f", "g"])
     assert model.tool_history[0] == ["manage_memory", "search_memory", "web_search", "delegate_research"]
     summary = toolcall_bench.summarise(replies)
     assert {k: v for k, v in summary.items() if not k.startswith("seconds")} == {
@@ -107,7 +107,7 @@ def test_the_tool_call_bench_counts_valid_calls_stored_memories_and_free_text() 
 
 def test_the_beads_lane_is_measured_with_its_own_tools() -> None:
     model = ScriptedChatModel(replies=[calls(tool_call("remember_fact", fact="Budget is 1.2M"))])
-    [reply] = toolcall_bench.run_lane(model, "beads", None, ["Our budget is 1.2M."])
+    [reply] = toolcall_bench.run_lane({None: model}, "beads", ["Our budget is 1.2M."])
     assert model.tool_history[0] == [
         "remember_fact",
         "recall_from_subagents",
@@ -117,3 +117,14 @@ def test_the_beads_lane_is_measured_with_its_own_tools() -> None:
     ]
     assert reply.calls[0]["valid"]
     assert "remember_fact" in str(model.prompts[0][0].content)
+
+
+def test_the_bench_interleaves_the_settings_it_compares() -> None:
+    off, on = ScriptedChatModel(replies=["a", "b"]), ScriptedChatModel(replies=["A", "B"])
+    replies = toolcall_bench.run_lane({False: off, True: on}, "stock", ["one", "two"])
+    assert [(r.prompt, r.grammar, r.content) for r in replies] == [
+        (0, False, "a"),
+        (0, True, "A"),
+        (1, False, "b"),
+        (1, True, "B"),
+    ]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -119,18 +119,21 @@ def _langmem_outcome(args: dict[str, Any]) -> tuple[bool, str]:
 
 
 def run_lane(
-    model: BaseChatModel, lane: Lane, grammar: bool | None, prompts: Sequence[str] = PROMPTS
+    models: Mapping[bool | None, BaseChatModel], lane: Lane, prompts: Sequence[str] = PROMPTS
 ) -> list[Reply]:
-    system, tools = lane_tools(lane, model)
-    bound = model.bind_tools(tools)
+    """Each prompt once per model (keyed by its grammar setting, None where it has none). The
+    models take turns prompt by prompt, so that a busy machine slows them alike."""
+    system, tools = lane_tools(lane, next(iter(models.values())))
+    bound = {grammar: model.bind_tools(tools) for grammar, model in models.items()}
     replies = []
     for index, prompt in enumerate(prompts):
-        started = time.perf_counter()
-        message = bound.invoke([SystemMessage(system), HumanMessage(prompt)])
-        reply = Reply(lane, grammar, index, round(time.perf_counter() - started, 2))
-        reply.calls = [check_call(call, tools) for call in getattr(message, "tool_calls", [])]
-        reply.content = text_of(message)
-        replies.append(reply)
+        for grammar, model in bound.items():
+            started = time.perf_counter()
+            message = model.invoke([SystemMessage(system), HumanMessage(prompt)])
+            reply = Reply(lane, grammar, index, round(time.perf_counter() - started, 2))
+            reply.calls = [check_call(call, tools) for call in getattr(message, "tool_calls", [])]
+            reply.content = text_of(message)
+            replies.append(reply)
     return replies
 
 
@@ -172,16 +175,23 @@ def run_tool_call_bench(
     if active.backend == "local":
         modes = {"on": [True], "off": [False], "both": [False, True]}[grammar]
     print(f"backend: {active.backend}  model: {active.model_name}  temperature: {temperature}")
+    models = {
+        mode: _model(
+            active.chat_model,
+            settings if mode is None else settings.model_copy(update={"local_tool_grammar": mode}),
+            temperature,
+        )
+        for mode in modes
+    }
     rows: list[Reply] = []
-    for mode in modes:
-        run_settings = settings if mode is None else settings.model_copy(update={"local_tool_grammar": mode})
-        model = _model(active.chat_model, run_settings, temperature)
-        for lane in cast(tuple[Lane, ...], ("stock", "beads")):
-            replies = run_lane(model, lane, mode)
-            rows.extend(replies)
+    for lane in cast(tuple[Lane, ...], ("stock", "beads")):
+        replies = run_lane(models, lane)
+        rows.extend(replies)
+        for mode in modes:
             label = "" if mode is None else f"  grammar {'on' if mode else 'off'}"
-            print(f"{lane}{label}: {json.dumps(summarise(replies))}")
-            for reply in replies:
+            mine = [reply for reply in replies if reply.grammar == mode]
+            print(f"{lane}{label}: {json.dumps(summarise(mine))}")
+            for reply in mine:
                 print(f"  [{reply.prompt}] {reply.seconds:5.1f}s  {_describe(reply)}")
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)

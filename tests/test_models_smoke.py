@@ -79,6 +79,7 @@ def test_the_tool_call_bench_counts_valid_calls_stored_memories_and_free_text() 
     memory_id = "3f2b8c1e-9a4d-4e7f-b6c5-1d2e3f4a5b6c"
     model = ScriptedChatModel(
         replies=[
+            "(warm-up)",
             calls(tool_call("manage_memory", content="Budget: 1.2M")),
             calls(tool_call("manage_memory", content="x", action="update", id="budget")),
             calls(tool_call("manage_memory", content="x", action="create", id=memory_id)),
@@ -106,7 +107,7 @@ def test_the_tool_call_bench_counts_valid_calls_stored_memories_and_free_text() 
 
 
 def test_the_beads_lane_is_measured_with_its_own_tools() -> None:
-    model = ScriptedChatModel(replies=[calls(tool_call("remember_fact", fact="Budget is 1.2M"))])
+    model = ScriptedChatModel(replies=["(warm-up)", calls(tool_call("remember_fact", fact="Budget is 1.2M"))])
     [reply] = toolcall_bench.run_lane({None: model}, "beads", ["Our budget is 1.2M."])
     assert model.tool_history[0] == [
         "remember_fact",
@@ -116,15 +117,16 @@ def test_the_beads_lane_is_measured_with_its_own_tools() -> None:
         "delegate_research",
     ]
     assert reply.calls[0]["valid"]
-    assert "remember_fact" in str(model.prompts[0][0].content)
+    assert "remember_fact" in str(model.prompts[1][0].content)
 
 
 def test_the_bench_interleaves_the_settings_it_compares() -> None:
-    off, on = ScriptedChatModel(replies=["a", "b"]), ScriptedChatModel(replies=["A", "B"])
+    off = ScriptedChatModel(replies=["(warm-up)", "a", "b"])
+    on = ScriptedChatModel(replies=["A", "B"])
     replies = toolcall_bench.run_lane({False: off, True: on}, "stock", ["one", "two"])
     assert [(r.prompt, r.grammar, r.content) for r in replies] == [
         (0, False, "a"),
         (0, True, "A"),
-        (1, False, "b"),
         (1, True, "B"),
+        (1, False, "b"),
     ]

@@ -122,12 +122,16 @@ def run_lane(
     models: Mapping[bool | None, BaseChatModel], lane: Lane, prompts: Sequence[str] = PROMPTS
 ) -> list[Reply]:
     """Each prompt once per model (keyed by its grammar setting, None where it has none). The
-    models take turns prompt by prompt, so that a busy machine slows them alike."""
+    models take turns prompt by prompt, first one then the other going first, so that a busy
+    machine and the model's prompt cache favour neither; an unrecorded first call reads the
+    lane's system prompt and tools into that cache, which no reply then pays for."""
     system, tools = lane_tools(lane, next(iter(models.values())))
     bound = {grammar: model.bind_tools(tools) for grammar, model in models.items()}
+    next(iter(bound.values())).invoke([SystemMessage(system), HumanMessage("Hello.")])
     replies = []
     for index, prompt in enumerate(prompts):
-        for grammar, model in bound.items():
+        turns = list(bound.items())
+        for grammar, model in turns[::-1] if index % 2 else turns:
             started = time.perf_counter()
             message = model.invoke([SystemMessage(system), HumanMessage(prompt)])
             reply = Reply(lane, grammar, index, round(time.perf_counter() - started, 2))

@@ -83,27 +83,33 @@ def test_the_tool_call_bench_counts_valid_calls_stored_memories_and_free_text() 
             calls(tool_call("manage_memory", content="Budget: 1.2M")),
             calls(tool_call("manage_memory", content="x", action="update", id="budget")),
             calls(tool_call("manage_memory", content="x", action="create", id=memory_id)),
+            calls(tool_call("manage_memory", action="delete", id=memory_id)),
             calls(tool_call("our_budget", budget="1200000")),
             calls(tool_call("search_memory", query="budget"), tool_call("web_search", query="rates")),
             '{"name": "our_budget", "arguments": {}}',
             "Fine, thanks.",
         ]
     )
-    replies = toolcall_bench.run_lane({None: model}, "stock", ["a", "b", "c", "d", "e", "f", "g"])
+    replies = toolcall_bench.run_lane({None: model}, "stock", list("abcdefgh"))
     assert model.tool_history[0] == ["manage_memory", "search_memory", "web_search", "delegate_research"]
     summary = toolcall_bench.summarise(replies)
     assert {k: v for k, v in summary.items() if not k.startswith("seconds")} == {
-        "replies": 7,
-        "calls": 6,
-        "valid": 4,  # the id "budget" is not a UUID; our_budget is no tool
+        "replies": 8,
+        "calls": 7,
+        "valid": 5,  # the id "budget" is not a UUID; our_budget is no tool
         "unknown tool": 1,
         "free text": 2,
         "call-like text": 1,
-        "stored": 1,  # LangMem refuses an id on create
-        "manage_memory valid": 2,
+        "stored": 1,  # LangMem refuses an id on create, and a delete stores nothing
+        "manage_memory valid": 3,
     }
     assert replies[1].calls[0]["why"].startswith("id: Input should be a valid UUID")
     assert "cannot provide a MEMORY ID" in replies[2].calls[0]["why"]
+    assert replies[0].calls[0]["why"].startswith("created memory ")
+    assert (replies[3].calls[0]["stored"], replies[3].calls[0]["why"]) == (
+        False,
+        f"Deleted memory {memory_id}",
+    )
 
 
 def test_the_beads_lane_is_measured_with_its_own_tools() -> None:

@@ -4,9 +4,9 @@ Each prompt is sent once to each lane's model with that lane's real tools bound 
 set: memory tools, web search, the research sub-agent) under the lane's system prompt, one model call
 and no agent loop. A call counts as valid when it names a bound tool and the tool's own argument
 schema accepts its arguments (what the agent's tool node checks before it runs the tool). For the
-stock lane, a valid manage_memory call is also run against an in-memory LangMem store: LangMem
-refuses some schema-valid calls (an id on "create", no id on "update"), and only a stored memory
-helps the lane. No tool is run otherwise: nothing here touches the network or a database.
+stock lane, a valid manage_memory call is also run against an empty in-memory LangMem store:
+LangMem refuses some schema-valid calls (an id on "create", no id on "update"), and only a stored
+memory helps the lane. No tool is run otherwise: nothing here touches the network or a database.
 """
 
 from __future__ import annotations
@@ -108,14 +108,17 @@ def check_call(call: dict[str, Any], tools: Sequence[BaseTool]) -> dict[str, Any
 
 
 def _langmem_outcome(args: dict[str, Any]) -> tuple[bool, str]:
+    """Whether LangMem, given the call, leaves a memory in an empty store; and what it said."""
     from langgraph.store.memory import InMemoryStore
     from langmem import create_manage_memory_tool
 
-    tool = create_manage_memory_tool(namespace=("smoke",), store=InMemoryStore())
+    store = InMemoryStore()
     try:
-        return True, str(tool.invoke(args))
-    except ValueError as e:  # LangMem's own refusals: an id on create, none on update
-        return False, str(e)
+        said = str(create_manage_memory_tool(namespace=("smoke",), store=store).invoke(args))
+    except ValueError as e:  # LangMem's own refusals: an id on create, none on update or delete
+        return False, f"LangMem refused: {e}"
+    # An update under an id nobody was given stores a new memory all the same; a delete stores none.
+    return bool(store.search(("smoke",))), said
 
 
 def run_lane(
@@ -220,7 +223,7 @@ def _describe(reply: Reply) -> str:
     parts = []
     for call in reply.calls:
         verdict = "valid" if call["valid"] else f"INVALID ({call['why']})"
-        if call.get("stored") is False:
-            verdict += f", LangMem refused: {call['why']}"
+        if "stored" in call:
+            verdict += f", {'stored' if call['stored'] else 'nothing stored'} ({call['why']})"
         parts.append(f"{call['name']}({json.dumps(call['args'], ensure_ascii=False)[:120]}) {verdict}")
     return "; ".join(parts)

@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         help="offline model only, with --tool-calls",
     )
     parser.add_argument("--temperature", type=float, default=0.0, help="with --tool-calls; 0 is greedy")
-    parser.add_argument("--out", type=Path, default=None, help="with --tool-calls: write rows.jsonl here")
+    parser.add_argument("--out", type=Path, default=None, help="with --tool-calls: write replies.jsonl here")
     args = parser.parse_args(argv)
     settings = ModelSettings() if args.backend is None else ModelSettings(model_backend=args.backend)
     if args.tool_calls:

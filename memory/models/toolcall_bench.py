@@ -202,7 +202,7 @@ def run_tool_call_bench(
                 print(f"  [{reply.prompt}] {reply.seconds:5.1f}s  {_describe(reply)}")
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
-        with (out / "rows.jsonl").open("w", encoding="utf-8") as handle:
+        with (out / "replies.jsonl").open("w", encoding="utf-8") as handle:
             for reply in rows:
                 handle.write(json.dumps(asdict(reply), ensure_ascii=False) + "\n")
     return 0

@@ -8,10 +8,12 @@ tool's JSON schema (required properties present, types, enums and string formats
 respected, no properties the schema does not name), followed by the closing tag.
 
 The schema-to-grammar work is llama.cpp's own converter (``llama_cpp.llama_grammar``), given one
-schema: a union with one object per tool, each naming its tool as a constant. Two things are ours:
-JSON strings may not hold raw control characters (the converter allows them, and a strict JSON parser
-refuses the result), and a tool whose schema the converter cannot read still gets its name
-constrained, with any JSON object for its arguments.
+schema: a union with one object per tool, each naming its tool as a constant. What is ours: a UUID
+may only be one the conversation holds (see :func:`tool_call_gbnf`); JSON strings may not hold raw
+control characters (the converter allows them, and a strict JSON parser refuses the result); two
+tools' definitions of the same name stay apart; and a tool whose schema the converter cannot read, or
+whose rules llama.cpp cannot parse, still gets its name constrained, with any JSON object for its
+arguments.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from memory.models.toolcalls import CLOSE_TAG
 
 _log = logging.getLogger(__name__)
 
-#: The name the call object's rule is given; ``root`` adds the closing tag after it.
-CALL_RULE = "tool-call"
+# The name the call object's rule is given; ``root`` adds the closing tag after it.
+_CALL_RULE = "tool-call"
 
 # A JSON string character: anything but a quote, a backslash or a control character, or an escape.
 _CHAR_RULE = r'char ::= [^"\\\x00-\x1F\x7F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})'
@@ -190,7 +192,7 @@ def _convert(schema: dict[str, Any]) -> tuple[str, str]:
     from llama_cpp.llama_grammar import SchemaConverter
 
     converter = SchemaConverter(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
-    resolved = converter.resolve_refs(copy.deepcopy(schema), CALL_RULE)
-    top = converter.visit(resolved, CALL_RULE)
+    resolved = converter.resolve_refs(copy.deepcopy(schema), _CALL_RULE)
+    top = converter.visit(resolved, _CALL_RULE)
     lines = converter.format_grammar().splitlines()
     return top, "\n".join(_CHAR_RULE if line.startswith("char ::= ") else line for line in lines)

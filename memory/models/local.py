@@ -137,9 +137,8 @@ class LocalChatModel(BaseChatModel):
             text = ""
             known_ids = uuids_in(format_prompt(messages)) if tools else []
             replies = self._completion(llama, prompt_tokens, tools, tool_choice, known_ids, sampling)
-            with contextlib.closing(
-                replies
-            ):  # a caller that leaves stops the generation, then frees the lock
+            # A caller that leaves stops the generation before the lock is let go.
+            with contextlib.closing(replies):
                 for text, piece_finish in replies:
                     finish_reason = piece_finish or finish_reason
                     # With tools bound, text that may be a call is held back until the reply is complete.

@@ -66,6 +66,23 @@ def stock_research_tool(model: BaseChatModel, tools: Sequence[BaseTool]) -> Base
     return StructuredTool.from_function(delegate_research)
 
 
+def stock_tools(
+    model: BaseChatModel, tools: Sequence[BaseTool] = (), *, research: bool = True
+) -> list[BaseTool]:
+    """The stock lane's tools, in the order its model sees them: LangMem's two, then the rest."""
+    from langmem import create_manage_memory_tool, create_search_memory_tool
+
+    namespace = (STOCK_NAMESPACE_ROOT, "{session_id}")
+    all_tools = [
+        create_manage_memory_tool(namespace=namespace),
+        create_search_memory_tool(namespace=namespace),
+        *tools,
+    ]
+    if research:
+        all_tools.append(stock_research_tool(model, tools))
+    return all_tools
+
+
 def build_stock_agent(
     model: BaseChatModel,
     store: Any,
@@ -80,19 +97,9 @@ def build_stock_agent(
     Run it with config {"configurable": {"thread_id": ..., "session_id": ...}}: LangMem fills its
     namespace template from `configurable`, not from the runtime context.
     """
-    from langmem import create_manage_memory_tool, create_search_memory_tool
-
-    namespace = (STOCK_NAMESPACE_ROOT, "{session_id}")
-    memory_tools = [
-        create_manage_memory_tool(namespace=namespace),
-        create_search_memory_tool(namespace=namespace),
-    ]
-    all_tools = [*memory_tools, *tools]
-    if research:
-        all_tools.append(stock_research_tool(model, tools))
     return create_agent(
         model,
-        tools=all_tools,
+        tools=stock_tools(model, tools, research=research),
         system_prompt=f"{CORE_SYSTEM_PROMPT}\n\n{STOCK_MEMORY_PROMPT}",
         middleware=_call_limit(max_model_calls),
         store=store,

@@ -19,10 +19,12 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import ModelCallLimitMiddleware
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from memory.errors import ModelUnavailableError
 from memory.models import weights
 from memory.models.chatml import format_prompt
+from memory.models.grammar import tool_call_gbnf
 from memory.models.local import LocalChatModel
 from memory.models.settings import ModelSettings
 from memory.models.weights import WeightsSpec, ensure_weights
@@ -37,12 +39,19 @@ def get_weather(city: str) -> str:
 
 
 class FakeLlama:
-    """Stands in for ``llama_cpp.Llama``: streams canned completions, one per call, piece by piece."""
+    """Stands in for ``llama_cpp.Llama``: streams canned completions, one per call, piece by piece.
+
+    A completion the caller stops reading is remembered: the next call made with a grammar (the
+    model asked to write the call it had opened) streams what was left of it, as a model continuing
+    from the same text would. Without a leftover, that call takes the next canned completion.
+    """
 
     def __init__(self, *completions: list[str], n_ctx: int = 4096, delay: float = 0.0) -> None:
         self.completions = list(completions)
         self.prompts: list[str] = []
+        self.tokenized: list[str] = []
         self.kwargs: list[dict[str, Any]] = []
+        self.leftover: list[str] = []
         self._n_ctx = n_ctx
         self.delay = delay
         self.active = 0
@@ -50,6 +59,7 @@ class FakeLlama:
 
     def tokenize(self, text: bytes, add_bos: bool = True, special: bool = False) -> list[int]:
         decoded = text.decode()
+        self.tokenized.append(decoded)
         if decoded.startswith("<|im_start|>"):
             self.prompts.append(decoded)
         return list(range(len(text.split())))  # one "token" per word is plenty for counting
@@ -60,15 +70,22 @@ class FakeLlama:
     def create_completion(self, prompt: list[int], **kwargs: Any) -> Iterator[dict[str, Any]]:
         assert kwargs["stream"] is True
         self.kwargs.append(kwargs)
-        pieces = self.completions.pop(0) if self.completions else ["OK"]
+        if kwargs.get("grammar") is not None and self.leftover:
+            pieces, self.leftover = self.leftover, []
+        else:
+            pieces = self.completions.pop(0) if self.completions else ["OK"]
         self.active += 1
         self.overlapped |= self.active > 1
+        read = 0
         try:
             for piece in pieces:
                 time.sleep(self.delay)
                 yield {"choices": [{"text": piece, "finish_reason": None}]}
+                read += 1
             yield {"choices": [{"text": "", "finish_reason": "stop"}]}
         finally:
+            if read < len(pieces):
+                self.leftover = pieces[read + 1 :]
             self.active -= 1
 
 
@@ -134,9 +151,10 @@ async def test_a_tool_call_streams_as_one_final_chunk_through_an_agent() -> None
     )
 
 
-def test_invoke_parses_a_bare_json_call_and_counts_tokens() -> None:
+def test_without_the_grammar_a_bare_json_call_is_parsed_and_tokens_counted() -> None:
     llama = FakeLlama(['```json\n{"name": "get_weather", "args": {"city": "Paris"}}\n```'])
-    reply = model_with(llama).bind_tools([get_weather]).invoke("Weather in Paris?")
+    model = model_with(llama, settings=ModelSettings(local_tool_grammar=False))
+    reply = model.bind_tools([get_weather]).invoke("Weather in Paris?")
     assert isinstance(reply, AIMessage)
     assert reply.content == ""
     assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("get_weather", {"city": "Paris"})]
@@ -234,6 +252,121 @@ def test_tool_choice_none_offers_no_tools() -> None:
     llama = FakeLlama([WEATHER_CALL])
     reply = model_with(llama).bind_tools([get_weather], tool_choice="none").invoke("hi")
     assert reply.tool_calls == []
+
+
+# --- the tool-call grammar --------------------------------------------------------------------------
+
+
+@tool
+def remember(fact: str) -> str:
+    """Remember a fact."""
+    return "ok"
+
+
+def grammar_of(kwargs: dict[str, Any]) -> str | None:
+    grammar = kwargs.get("grammar")
+    return None if grammar is None else grammar._grammar  # the GBNF text llama.cpp is given
+
+
+def test_a_call_the_model_opens_is_written_again_under_the_grammar() -> None:
+    llama = FakeLlama(
+        ["Let ", "me ", "check. ", "<tool_call>"],
+        ['{"name": "get_weather", "arguments": {"city": "Paris"}}', "\n</tool_call>"],
+    )
+    model = model_with(llama, max_tokens=100).bind_tools([get_weather, remember])
+    chunks = list(model.stream("Weather in Paris?"))
+    assert "".join(str(c.content) for c in chunks) == "Let me check. "
+    assert [(c["name"], c["args"]) for c in chunks[-1].tool_calls] == [("get_weather", {"city": "Paris"})]
+    free, constrained = llama.kwargs
+    # The free generation stopped at the tag; the call was written again from the tag, constrained.
+    assert grammar_of(free) is None
+    assert grammar_of(constrained) == tool_call_gbnf(
+        [convert_to_openai_tool(get_weather), convert_to_openai_tool(remember)]
+    )
+    assert "Let me check. <tool_call>\n" in llama.tokenized  # the continued prompt
+    assert constrained["max_tokens"] == 100 - 4  # what the free generation used ("words" here)
+    assert (constrained["temperature"], constrained["stop"]) == (free["temperature"], free["stop"])
+
+
+def test_a_bare_json_call_is_written_again_as_a_tagged_constrained_call() -> None:
+    llama = FakeLlama(
+        ['{"name": "our_budget", "arguments": {"budget": "1200000"}}'],
+        ['{"name": "remember", "arguments": {"fact": "budget 1200000"}}', "\n</tool_call>"],
+    )
+    reply = model_with(llama).bind_tools([get_weather, remember]).invoke("Our budget is 1.2M.")
+    assert reply.content == ""
+    assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("remember", {"fact": "budget 1200000"})]
+    assert [grammar_of(k) is not None for k in llama.kwargs] == [False, True]
+    assert "<tool_call>\n" in llama.tokenized  # the continued prompt
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "It is sunny in Paris.",
+        '{"name": "Maria", "city": "Lisbon"}',  # JSON whose first key is "name" but is not a call
+        "Use `<tool>` tags.",
+    ],
+)
+def test_free_text_is_never_constrained(text: str) -> None:
+    llama = FakeLlama([text])
+    reply = model_with(llama).bind_tools([get_weather]).invoke("hi")
+    assert reply.content == text
+    assert reply.tool_calls == []
+    [kwargs] = llama.kwargs
+    assert grammar_of(kwargs) is None
+
+
+def test_tool_choice_naming_a_tool_constrains_from_the_first_token() -> None:
+    llama = FakeLlama(['{"name": "remember", "arguments": {"fact": "likes tea"}}', "\n</tool_call>"])
+    reply = model_with(llama).bind_tools([get_weather, remember], tool_choice="remember").invoke("I like tea")
+    assert [(c["name"], c["args"]) for c in reply.tool_calls] == [("remember", {"fact": "likes tea"})]
+    [kwargs] = llama.kwargs
+    assert grammar_of(kwargs) == tool_call_gbnf([convert_to_openai_tool(remember)])
+    assert "<tool_call>\n" in llama.tokenized  # the continued prompt
+    assert "You must answer by calling the function remember." in llama.prompts[0]
+
+
+def test_tool_choice_any_constrains_to_every_bound_tool() -> None:
+    llama = FakeLlama([WEATHER_CALL.removeprefix("<tool_call>\n")])
+    reply = model_with(llama).bind_tools([get_weather, remember], tool_choice="any").invoke("Paris?")
+    assert [c["name"] for c in reply.tool_calls] == ["get_weather"]
+    [kwargs] = llama.kwargs
+    assert grammar_of(kwargs) == tool_call_gbnf([convert_to_openai_tool(t) for t in (get_weather, remember)])
+
+
+def test_uuids_the_conversation_holds_are_the_ones_a_call_may_use() -> None:
+    memory_id = "3f2b8c1e-9a4d-4e7f-b6c5-1d2e3f4a5b6c"
+    llama = FakeLlama([WEATHER_CALL])
+    messages = [
+        HumanMessage("Remember my budget."),
+        AIMessage(
+            "", tool_calls=[{"name": "remember", "args": {"fact": "1.2M"}, "id": "1", "type": "tool_call"}]
+        ),
+        ToolMessage(f"created memory {memory_id}", tool_call_id="1"),
+        HumanMessage("It is 1.5M now."),
+    ]
+    model_with(llama).bind_tools([get_weather, remember]).invoke(messages)
+    tools = [convert_to_openai_tool(t) for t in (get_weather, remember)]
+    assert grammar_of(llama.kwargs[1]) == tool_call_gbnf(tools, [memory_id])
+
+
+def test_tools_without_a_grammar_are_called_unconstrained() -> None:
+    odd = {"type": "function", "function": {"name": 'say "hi"', "description": "x", "parameters": {}}}
+    llama = FakeLlama(['<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'])
+    reply = model_with(llama).bind_tools([get_weather, odd]).invoke("Paris?")
+    assert [c["name"] for c in reply.tool_calls] == ["get_weather"]
+    [kwargs] = llama.kwargs
+    assert grammar_of(kwargs) is None
+
+
+def test_with_the_grammar_off_nothing_is_constrained() -> None:
+    llama = FakeLlama([WEATHER_CALL])
+    model = model_with(llama, settings=ModelSettings(local_tool_grammar=False))
+    reply = model.bind_tools([get_weather], tool_choice="get_weather").invoke("Paris?")
+    assert [c["name"] for c in reply.tool_calls] == ["get_weather"]
+    [kwargs] = llama.kwargs
+    assert grammar_of(kwargs) is None
 
 
 def test_prompt_format() -> None:
@@ -418,3 +551,36 @@ async def test_the_real_offline_model_streams_and_calls_tools() -> None:
             assert call["name"] == "get_weather"
             assert call["args"]["city"].lower() == "paris"
     assert time.perf_counter() - started < 120
+
+
+def test_the_real_offline_model_calls_the_stock_lanes_tools_validly() -> None:
+    """LangMem's manage_memory and search_memory bound as the stock lane binds them: each call the
+    model makes names a bound tool and passes that tool's own argument schema, and LangMem stores
+    the memory (before the grammar, the model wrote ids such as "new_apartment_budget" instead of a
+    UUID, and nothing was stored)."""
+    from langgraph.store.memory import InMemoryStore
+    from langmem import create_manage_memory_tool
+
+    from memory.lanes import CORE_SYSTEM_PROMPT, STOCK_MEMORY_PROMPT, stock_tools
+    from memory.websearch import web_search_tool
+
+    model = LocalChatModel(temperature=0.0, seed=0, max_tokens=64)
+    tools = {t.name: t for t in stock_tools(model, [web_search_tool()])}
+    system = SystemMessage(f"{CORE_SYSTEM_PROMPT}\n\n{STOCK_MEMORY_PROMPT}")
+    asks = [
+        ("Our budget for the new apartment is 1,200,000 euros. Please remember that.", None),
+        ("What was our budget again?", "search_memory"),  # a demanded call: constrained from the start
+    ]
+    made = []
+    for ask, choice in asks:
+        reply = model.bind_tools(list(tools.values()), tool_choice=choice).invoke([system, HumanMessage(ask)])
+        assert reply.tool_calls, reply.content
+        for call in reply.tool_calls:
+            assert call["name"] in tools
+            tools[call["name"]].tool_call_schema.model_validate(call["args"])  # type: ignore[union-attr]
+            made.append(call)
+    assert made[-1]["name"] == "search_memory"
+    [remembered] = [call for call in made if call["name"] == "manage_memory"]
+    store = InMemoryStore()
+    create_manage_memory_tool(namespace=("test",), store=store).invoke(remembered["args"])
+    assert len(store.search(("test",))) == 1

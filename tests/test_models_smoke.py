@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import smoke
+from memory.models import smoke, toolcall_bench
 from memory.models.scripted import ScriptedChatModel, calls, tool_call
 from memory.models.select import ActiveModel
 from memory.models.settings import ModelSettings
@@ -73,3 +73,66 @@ def test_main_reports_and_fails_when_a_check_fails(
     assert "FAIL  tool call" in out
     assert "FAIL  extraction" in out
     assert "PASS  embedding" in out
+
+
+def test_the_tool_call_bench_counts_valid_calls_stored_memories_and_free_text() -> None:
+    memory_id = "3f2b8c1e-9a4d-4e7f-b6c5-1d2e3f4a5b6c"
+    model = ScriptedChatModel(
+        replies=[
+            "(warm-up)",
+            calls(tool_call("manage_memory", content="Budget: 1.2M")),
+            calls(tool_call("manage_memory", content="x", action="update", id="budget")),
+            calls(tool_call("manage_memory", content="x", action="create", id=memory_id)),
+            calls(tool_call("manage_memory", action="delete", id=memory_id)),
+            calls(tool_call("our_budget", budget="1200000")),
+            calls(tool_call("search_memory", query="budget"), tool_call("web_search", query="rates")),
+            '{"name": "our_budget", "arguments": {}}',
+            "Fine, thanks.",
+        ]
+    )
+    replies = toolcall_bench.run_lane({None: model}, "stock", list("abcdefgh"))
+    assert model.tool_history[0] == ["manage_memory", "search_memory", "web_search", "delegate_research"]
+    summary = toolcall_bench.summarise(replies)
+    assert {k: v for k, v in summary.items() if not k.startswith("seconds")} == {
+        "replies": 8,
+        "calls": 7,
+        "valid": 5,  # the id "budget" is not a UUID; our_budget is no tool
+        "unknown tool": 1,
+        "free text": 2,
+        "call-like text": 1,
+        "stored": 1,  # LangMem refuses an id on create, and a delete stores nothing
+        "manage_memory valid": 3,
+    }
+    assert replies[1].calls[0]["why"].startswith("id: Input should be a valid UUID")
+    assert "cannot provide a MEMORY ID" in replies[2].calls[0]["why"]
+    assert replies[0].calls[0]["why"].startswith("created memory ")
+    assert (replies[3].calls[0]["stored"], replies[3].calls[0]["why"]) == (
+        False,
+        f"Deleted memory {memory_id}",
+    )
+
+
+def test_the_beads_lane_is_measured_with_its_own_tools() -> None:
+    model = ScriptedChatModel(replies=["(warm-up)", calls(tool_call("remember_fact", fact="Budget is 1.2M"))])
+    [reply] = toolcall_bench.run_lane({None: model}, "beads", ["Our budget is 1.2M."])
+    assert model.tool_history[0] == [
+        "remember_fact",
+        "recall_from_subagents",
+        "pin_fact",
+        "web_search",
+        "delegate_research",
+    ]
+    assert reply.calls[0]["valid"]
+    assert "remember_fact" in str(model.prompts[1][0].content)
+
+
+def test_the_bench_interleaves_the_settings_it_compares() -> None:
+    off = ScriptedChatModel(replies=["(warm-up)", "a", "b"])
+    on = ScriptedChatModel(replies=["A", "B"])
+    replies = toolcall_bench.run_lane({False: off, True: on}, "stock", ["one", "two"])
+    assert [(r.prompt, r.grammar, r.content) for r in replies] == [
+        (0, False, "a"),
+        (0, True, "A"),
+        (1, True, "B"),
+        (1, False, "b"),
+    ]

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.models.toolcalls import ParsedToolCall, hold_index, parse_tool_calls
+from memory.models.toolcalls import ParsedToolCall, call_opening, hold_index, parse_tool_calls
 
 TOOLS = {"get_weather", "remember"}
 PARIS = ParsedToolCall("get_weather", {"city": "Paris"})
@@ -269,3 +269,40 @@ def test_streaming_finds_the_same_calls_as_parsing_the_whole_reply(pieces: list[
     streamed = parse_tool_calls(text[shown:], TOOLS, allow_bare=shown == 0)
     whole = parse_tool_calls(text, TOOLS)
     assert streamed.tool_calls == whole.tool_calls
+
+
+@pytest.mark.parametrize(
+    ("text", "opening"),
+    [
+        ("<tool_call>", 0),
+        ("Let me check.\n<tool_call>\n{", 14),
+        ('{"name": "get_wea', None),  # the name is not settled until its string ends
+        ('{"name": "get_weather"', 0),  # a bound tool
+        ('  {"name": "get_weather"}', 2),
+        ('{"name": "our_budget", "arguments"', 0),  # not a bound tool, but a call's shape
+        ('{"name": "our_budget", "args"', 0),
+        ('{"name": "Maria", "city"', None),  # data whose first key happens to be "name"
+        ('{"name": "Maria", "city": "Lisbon"}', None),
+        ('```json\n{"name": "remember", ', 0),
+        ('[{"name": "remember", ', 0),
+        ('{"function": {', 0),
+        ('Sure: {"name": "remember", "arguments": {}}', None),  # bare calls count only at the start
+        ("It is sunny.", None),
+        ("<tool_c", None),
+    ],
+)
+def test_where_a_call_opens(text: str, opening: int | None) -> None:
+    assert call_opening(text, TOOLS) == opening
+
+
+@given(st.lists(st.sampled_from([*CALL_PIECES, '{"name": "Maria", "city": "L"}']), max_size=6))
+def test_a_call_opens_after_everything_already_shown(pieces: list[str]) -> None:
+    # The offline model drops a call's text from its opening on: none of it may have been shown.
+    text = "".join(pieces)
+    shown = 0
+    for end in range(len(text) + 1):
+        opening = call_opening(text[:end], TOOLS)
+        if opening is not None:
+            assert opening >= shown
+            break
+        shown = max(shown, hold_index(text[:end]))

@@ -7,12 +7,14 @@ hold for as long as they run. Models are freed at interpreter exit, while the in
 from __future__ import annotations
 
 import atexit
+import functools
 import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 from memory.errors import ModelUnavailableError
@@ -36,6 +38,7 @@ class LlamaLike(Protocol):
         stop: list[str],
         seed: int | None,
         stream: bool,
+        grammar: Any = None,
     ) -> Any: ...
 
 
@@ -86,8 +89,17 @@ def _close_engines() -> None:
                 finally:
                     engine.lock.release()
         _engines.clear()
+
+
+@functools.cache  # once per process
+def _register_null_files_cleanup() -> None:
+    atexit.register(_close_null_files)
+
+
+def _close_null_files() -> None:
     # llama_cpp opens two /dev/null files at import (to silence the native log) and never closes
-    # them, which shows up as a ResourceWarning at exit. Nothing of ours needs them any more.
+    # them, which shows up as a ResourceWarning at exit. Registered at import, before any engine's
+    # cleanup, so it runs after them: closing a model still writes to these files.
     utils = sys.modules.get("llama_cpp._utils")
     for name in ("outnull_file", "errnull_file"):
         handle = getattr(utils, name, None)
@@ -95,16 +107,23 @@ def _close_engines() -> None:
             handle.close()
 
 
-def _load_llama(path: Path, settings: ModelSettings) -> LlamaLike:
+def import_llama_cpp() -> ModuleType:
+    """``llama_cpp``, imported the way every part of this package must first import it."""
     # llama.cpp's OpenMP threads spin while they wait for work. On a small machine that also runs
     # Postgres and the embedder, spinning threads fight the others for the cores: measured on 2 busy
     # cores, passive waiting generated 4-15x faster. Read once, when the OpenMP runtime starts, so
-    # it must be set before llama_cpp is imported; an explicit setting wins.
+    # it must be set before llama_cpp is first imported; an explicit setting wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        from llama_cpp import Llama
+        import llama_cpp
     except ImportError as e:  # a broken build of the native extension
         raise ModelUnavailableError(f"llama-cpp-python cannot be imported: {e}") from e
+    _register_null_files_cleanup()
+    return llama_cpp
+
+
+def _load_llama(path: Path, settings: ModelSettings) -> LlamaLike:
+    Llama = import_llama_cpp().Llama
     try:
         llama: LlamaLike = Llama(
             model_path=str(path),

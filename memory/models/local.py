@@ -3,7 +3,9 @@
 No server and no network: the weights are joined from the installed packages on first use (see
 :mod:`memory.models.weights`). It binds tools and streams like any chat model: content tokens as they
 are generated, tool calls (parsed from the text the model writes, see :mod:`memory.models.toolcalls`)
-as ``tool_call_chunks`` on the last chunk, with token counts on that chunk too.
+as ``tool_call_chunks`` on the last chunk, with token counts on that chunk too. Once the model opens
+a tool call, the rest of the call is generated under a grammar built from the bound tools' schemas
+(see :mod:`memory.models.grammar`; ``BEADS_LOCAL_TOOL_GRAMMAR=false`` turns it off).
 
 One model is loaded per process and shared by every instance with the same settings. A llama.cpp
 context is not thread-safe, so generations take turns under a lock; async calls generate in a worker
@@ -16,9 +18,10 @@ import asyncio
 import contextlib
 import contextvars
 import json
+import logging
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
@@ -33,11 +36,14 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from memory.models.chatml import IM_END, format_prompt, tool_choice_instruction
-from memory.models.engine import Engine, LlamaLike, shared_engine
+from memory.models.engine import Engine, LlamaLike, import_llama_cpp, shared_engine
+from memory.models.grammar import tool_call_gbnf, uuids_in
 from memory.models.settings import ModelSettings
-from memory.models.toolcalls import hold_index, parse_tool_calls
+from memory.models.toolcalls import OPEN_TAG, call_opening, hold_index, parse_tool_calls
 
 MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
+
+_log = logging.getLogger(__name__)
 
 
 class LocalChatModel(BaseChatModel):
@@ -117,28 +123,29 @@ class LocalChatModel(BaseChatModel):
         names = [tool["function"]["name"] for tool in tools]
         prompt = format_prompt(messages, tools, instruction=tool_choice_instruction(tool_choice, names))
         engine = self._engine()
-        text, shown, finish_reason = "", 0, None
+        shown, finish_reason = 0, None
         with engine.lock:
             llama = engine.llama
             prompt_tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
             self._check_fits(len(prompt_tokens), llama.n_ctx())
-            pieces = llama.create_completion(
-                prompt_tokens,
-                max_tokens=self.max_tokens,
-                temperature=self.settings.temperature if self.temperature is None else self.temperature,
-                stop=[IM_END, *(stop or [])],
-                seed=self.seed,
-                stream=True,
-            )
-            for piece in pieces:
-                choice = piece["choices"][0]
-                text += choice["text"]
-                finish_reason = choice.get("finish_reason") or finish_reason
-                # With tools bound, text that may be a call is held back until the reply is complete.
-                ready = hold_index(text) if names else len(text)
-                if ready > shown:
-                    yield self._token(text[shown:ready], run_manager)
-                    shown = ready
+            sampling: dict[str, Any] = {
+                "temperature": self.settings.temperature if self.temperature is None else self.temperature,
+                "stop": [IM_END, *(stop or [])],
+                "seed": self.seed,
+                "stream": True,
+            }
+            text = ""
+            known_ids = uuids_in(format_prompt(messages)) if tools else []
+            replies = self._completion(llama, prompt_tokens, tools, tool_choice, known_ids, sampling)
+            # A caller that leaves stops the generation before the lock is let go.
+            with contextlib.closing(replies):
+                for text, piece_finish in replies:
+                    finish_reason = piece_finish or finish_reason
+                    # With tools bound, text that may be a call is held back until the reply is complete.
+                    ready = hold_index(text) if names else len(text)
+                    if ready > shown:
+                        yield self._token(text[shown:ready], run_manager)
+                        shown = ready
             completion_tokens = len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
         reply = parse_tool_calls(text[shown:], names, allow_bare=shown == 0)
         if reply.content:
@@ -186,6 +193,72 @@ class LocalChatModel(BaseChatModel):
                 await run_manager.on_llm_new_token(chunk.text, chunk=chunk)
             yield chunk
 
+    def _completion(
+        self,
+        llama: LlamaLike,
+        prompt_tokens: list[int],
+        tools: list[dict[str, Any]],
+        tool_choice: Any,
+        known_ids: list[str],
+        sampling: dict[str, Any],
+    ) -> Iterator[tuple[str, str | None]]:
+        """The reply so far after each piece the model writes, and the piece's finish reason.
+
+        Free text is generated unconstrained. Once the reply opens a tool call (see
+        :func:`call_opening`), that generation is stopped and the call is written again from its
+        opening tag under a grammar that admits only a valid call of a bound tool (see
+        :mod:`memory.models.grammar`); the text before the call is kept. UUID arguments may only be
+        ones the conversation holds (``known_ids``). A ``tool_choice`` that demands a call is
+        constrained from the first token.
+        """
+        gbnf = _call_grammar(tools, known_ids) if tools and self.settings.local_tool_grammar else None
+        names = [tool["function"]["name"] for tool in tools]
+        forced = _forced_tools(tool_choice, tools) if gbnf else None
+        forced_gbnf = _call_grammar(forced, known_ids) if forced else None
+        if forced_gbnf:
+            yield from self._constrained_call(
+                llama, prompt_tokens, "", forced_gbnf, self.max_tokens, sampling
+            )
+            return
+        text = ""
+        with contextlib.closing(
+            llama.create_completion(prompt_tokens, max_tokens=self.max_tokens, **sampling)
+        ) as pieces:
+            for piece in pieces:
+                choice = piece["choices"][0]
+                text += choice["text"]
+                opening = call_opening(text, names) if gbnf else None
+                if opening is not None:
+                    break
+                yield text, choice.get("finish_reason")
+            else:
+                return
+        # The free generation is closed before the constrained one starts: one at a time on the context.
+        used = len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=True))
+        budget = max(1, self.max_tokens - used)
+        assert gbnf is not None  # a call opens only where there is a grammar for it
+        yield from self._constrained_call(llama, prompt_tokens, text[:opening], gbnf, budget, sampling)
+
+    def _constrained_call(
+        self,
+        llama: LlamaLike,
+        prompt_tokens: list[int],
+        before: str,
+        gbnf: str,
+        max_tokens: int,
+        sampling: dict[str, Any],
+    ) -> Iterator[tuple[str, str | None]]:
+        text = before + OPEN_TAG + "\n"
+        continued = prompt_tokens + llama.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+        grammar = import_llama_cpp().LlamaGrammar.from_string(gbnf, verbose=False)
+        yield text, None
+        pieces = llama.create_completion(continued, max_tokens=max_tokens, grammar=grammar, **sampling)
+        with contextlib.closing(pieces) as constrained:
+            for piece in constrained:
+                choice = piece["choices"][0]
+                text += choice["text"]
+                yield text, choice.get("finish_reason")
+
     def _token(self, text: str, run_manager: CallbackManagerForLLMRun | None) -> ChatGenerationChunk:
         chunk = ChatGenerationChunk(message=AIMessageChunk(content=text))
         if run_manager:
@@ -199,6 +272,24 @@ class LocalChatModel(BaseChatModel):
                 f"the prompt is {prompt_tokens} tokens but the offline model's context window is "
                 f"{n_ctx}: raise BEADS_LOCAL_NUM_CTX (the model supports up to 32768) or shorten the prompt"
             )
+
+
+def _call_grammar(tools: list[dict[str, Any]], known_ids: list[str]) -> str | None:
+    try:
+        return tool_call_gbnf(tools, known_ids)
+    except ValueError as e:  # a grammar llama.cpp cannot parse: the calls go unconstrained, as before
+        _log.warning("no tool-call grammar: %s", e)
+        return None
+
+
+def _forced_tools(tool_choice: Any, tools: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    """The tools a call must be made to, when ``tool_choice`` demands a call; None when it does not."""
+    if isinstance(tool_choice, dict):
+        tool_choice = (tool_choice.get("function") or {}).get("name") or tool_choice.get("name")
+    if tool_choice in ("any", "required", True):
+        return tools
+    named = [tool for tool in tools if tool["function"]["name"] == tool_choice]
+    return named or None
 
 
 class _Failure:

@@ -75,6 +75,8 @@ class ModelSettings(BaseSettings):
     temperature: float = Field(default=0.2, ge=0.0)
     local_num_ctx: int = Field(default=4096, ge=512)
     local_threads: int = Field(default=2, ge=1)
+    #: Once the offline model opens a tool call, a grammar holds the rest to a bound tool's schema.
+    local_tool_grammar: bool = True
     model_cache_dir: Path = Field(default_factory=default_model_cache_dir)
 
     @field_validator("num_ctx")

@@ -6,7 +6,8 @@ writes ``args`` instead of ``arguments``, gives the arguments as a JSON string, 
 object. :func:`parse_tool_calls` accepts those variants for tools that are bound, and leaves anything
 it cannot read as a call (unknown tool, malformed JSON) in the content, so nothing the model wrote is
 silently lost. :func:`hold_index` tells a streaming caller how much of a partial reply is safe to show
-before it is known whether the reply is a tool call.
+before it is known whether the reply is a tool call, and :func:`call_opening` where a partial reply
+has certainly started one (the point from which the offline model's grammar takes over).
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ _BLOCK = re.compile(
 )
 _FENCE = re.compile(r"\A```[ \t]*(?:json)?[ \t]*\n?(.*?)(?:\n?```|\Z)", re.DOTALL | re.IGNORECASE)
 _ARGUMENT_KEYS = ("arguments", "args", "parameters")
+# The start of a bare call, up to the point where it is clear: the name and what follows it.
+_BARE_OPENING = re.compile(
+    r"\s*(?:```[ \t]*(?:json)?[ \t]*\n?\s*)?(?:\[\s*)?\{\s*(?:"
+    r'(?P<function>"function"\s*:\s*\{)'
+    r'|"name"\s*:\s*"(?P<name>(?:[^"\\]|\\.)*)"(?:\s*(?:\}|,\s*"(?P<key>(?:[^"\\]|\\.)*)"))?)',
+    re.IGNORECASE,
+)
 _decoder = json.JSONDecoder()
 
 
@@ -87,6 +95,26 @@ def hold_index(text: str) -> int:
         if text.endswith(OPEN_TAG[:size]):
             return len(text) - size
     return len(text)
+
+
+def call_opening(text: str, tool_names: Collection[str]) -> int | None:
+    """Where a partial reply starts a tool call, once that is certain; None while it is not.
+
+    A ``<tool_call>`` tag opens one anywhere. At the start of the reply (optionally in a json fence
+    or a list), so does a JSON object in the call's shape: ``{"function": {`` or ``{"name": "X"``
+    where X is a bound tool or the next key is an arguments key. ``{"name": "Maria", "city": ...}``
+    is data, not a call. The position is where the call's text begins: the tag, or the fence,
+    bracket or brace at the start.
+    """
+    bare = _BARE_OPENING.match(text)
+    if bare and (
+        bare.group("function")
+        or bare.group("name") in tool_names
+        or (bare.group("key") or "") in _ARGUMENT_KEYS
+    ):
+        return len(text) - len(text.lstrip())
+    found = text.find(OPEN_TAG)
+    return found if found >= 0 else None
 
 
 def _may_open_call(text: str) -> bool:

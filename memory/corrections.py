@@ -81,15 +81,16 @@ _CUES = _words(
 _ADDITION = re.compile(r"\b(?:also|too|as well|another|in addition|additionally|besides|as a second)\b", re.I)
 _HISTORY = re.compile(
     r"\b(?:used to|previously|formerly|originally|back in|back then|in the past|before that|"
-    r"years ago|when i was|as a (?:kid|child|student|teenager)|at the time|once upon)\b",
+    r"years ago|when i was|as a (?:kid|child|student|teenager)|at the time|once upon|"
+    r"when (?:i|we) (?:first )?(?:joined|started|began|arrived|met)|last (?:year|summer|winter|spring|fall|autumn))\b",
     re.I,
 )
 _NEGATED_ENDING = re.compile(
     r"\b(?:never|not|won't|wouldn't|don't|didn't|can't|cannot|n't)\s+(?:\w+\s+)?$", re.I
 )
 _ENDED = re.compile(
-    r"\b(?:no longer|not anymore|not \w+ anymore|n't \w+ anymore|stopped|quit|gave up|left|"
-    r"not \w+ing any ?more)\b",
+    r"(?:\b(?:no longer|not anymore|not \w+ anymore|stopped|quit|gave up|left|is gone|are gone|"
+    r"not \w+ing any ?more|no more|retired|cancell?ed|called off)|n't \w+ any ?more)\b",
     re.I,
 )
 # "from X to Y", "X, not Y", "instead of X": the old value named as the old one
@@ -141,6 +142,8 @@ _VALUE = re.compile(
     + r")\b"
     r"|\b(?:" + "|".join(_WEEKDAYS.split()) + r")s?\b|\b(?:" + "|".join(_MONTHS.split()[:12]) + r")\b)"
     r"|(?P<version>\bv\d+(?:\.\d+)*\b|\b\d+\.\d+\.\d+\b|(?<=version )\d+(?:\.\d+)*\b)"
+    # a token of letters and digits: a password, a region, a model ("maple-87", "eu-west-1")
+    r"|(?P<code>\b[a-z][a-z-]*\d[\w-]*\b)"
     r"|(?P<percent>\b" + _NUMBER + r"\s?(?:%|percent\b))"
     r"|(?P<quantity>\b" + _NUMBER + r"\s?(?P<unit>[a-z]+)\b)"
     r"|(?P<number>\b" + _NUMBER + r"\b)",
@@ -153,7 +156,8 @@ _RELATIONS = _words(
     "brother sister wife husband partner spouse mom mother dad father son daughter friend boss manager "
     "colleague coworker co-worker roommate neighbor neighbour kid kids child children cousin aunt uncle "
     "grandma grandpa grandmother grandfather boyfriend girlfriend fiance fiancee teammate landlord "
-    "doctor dog cat puppy kitten horse bird parrot fish hamster rabbit pet client customer"
+    "doctor dog cat puppy kitten horse bird parrot fish hamster rabbit pet client customer parent "
+    "parents folks family grandparents in-laws nephew niece"
 )
 _SELF = _words("i i'm i've i'd i'll we we're we've we'd we'll me us myself ourselves")
 _SELF_POSSESSIVE = _words("my our")
@@ -172,7 +176,9 @@ _VERBISH = _words(
 )
 # A numbered thing: "service 3", "item #7", "line 12" (in a subject, the number names the thing)
 _ITEM = re.compile(r"\b([A-Za-z][A-Za-z-]+)\s+#?(\d+)\b(?![.:,]?\d)")
-_LABEL = re.compile(r"^[^:\n]{1,40}:\s+")  # "Correction: ...", "Update: ...", "New personal best: ..."
+_LABEL = re.compile(
+    r"^(?:[^\s:]+\s+){0,2}[^\s:]+:\s+"
+)  # "Correction: ...", "Update: ...", "New personal best: ..."
 
 
 def _stem(word: str) -> str:
@@ -316,7 +322,7 @@ def _name_value(offset: int, run: list[re.Match[str]]) -> Value:
 
 
 def _kind_family(kind: str) -> str:
-    return "number" if kind in ("number", "percent") else kind
+    return "number" if kind in ("number", "percent", "money") else kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -370,7 +376,10 @@ def _subject(body: str) -> tuple[frozenset[str], str | None, int]:
     for index, match in enumerate(words[:8]):
         word = match.group(0)
         lowered = word.lower().replace("’", "'")
-        if lowered in _VERBISH or (index > 0 and lowered.endswith("ed") and lowered not in _RELATIONS):
+        after_determiner = index > 0 and words[index - 1].group(0).lower() in _DETERMINERS
+        if not after_determiner and (
+            lowered in _VERBISH or (index > 0 and lowered.endswith("ed") and lowered not in _RELATIONS)
+        ):
             end = match.start()
             break
         if lowered in _SELF and index == 0:
@@ -381,10 +390,16 @@ def _subject(body: str) -> tuple[frozenset[str], str | None, int]:
         if lowered in _STOP or lowered in _CUES:
             continue
         stem = _stem(lowered)
-        if stem in _RELATIONS or lowered in _RELATIONS:
-            person = stem
-        elif index == 0 and word[0].isupper() and person is None and lowered not in _STOP:
-            person = lowered  # "Sarah works at ...": a named person or thing
+        if (stem in _RELATIONS or lowered in _RELATIONS) and person in (None, "self"):
+            person = stem  # the first relation owns the rest: "my husband's manager" is his
+        elif (
+            index == 0
+            and word[0].isupper()
+            and person is None
+            and len(words) > 1
+            and words[1].group(0).lower() in _VERBISH
+        ):
+            person = "name:" + lowered  # "Sarah works at ...": a named person or thing
         subject.append(stem)
     return frozenset(subject), person, end
 
@@ -413,7 +428,14 @@ def _subjects_differ(old: _Claim, new: _Claim) -> str | None:
     for noun in old_items.keys() & new_items.keys():
         if old_items[noun] != new_items[noun]:
             return f"about another item: {noun} {old_items[noun]} / {noun} {new_items[noun]}"
-    if old.person and new.person and old.person != new.person:
+    persons = {old.person, new.person}
+    if (
+        old.person
+        and new.person
+        and old.person != new.person
+        and not ("self" in persons and any(p.startswith("name:") for p in persons))
+        and not _same_possession(old, new)
+    ):
         return (
             f"about another {'person' if 'self' in (old.person, new.person) else 'owner'}: "
             f"{old.person} / {new.person}"
@@ -424,12 +446,68 @@ def _subjects_differ(old: _Claim, new: _Claim) -> str | None:
             return f"about other things: {' '.join(sorted(old.subject))} / {' '.join(sorted(new.subject))}"
         if only_old and only_new:
             return f"another qualifier: {' '.join(sorted(only_old))} / {' '.join(sorted(only_new))}"
-    if old.person and new.person and old.subject and new.subject:
-        # the same owner, two of their things: "my dog Rex" / "my dog Bella"
+    if old.person and old.person == new.person and old.subject and new.subject:
+        # the same owner, two of their things: "my dog Rex" / "my dog Bella", "my work laptop" /
+        # "my personal laptop"
         only_old, only_new = old.subject - new.subject, new.subject - old.subject
-        if only_old and only_new and not (old.subject & new.subject - _RELATIONS):
+        if only_old and only_new:
             return f"another qualifier: {' '.join(sorted(only_old))} / {' '.join(sorted(only_new))}"
     return None
+
+
+_DETERMINERS = _words("my our your his her their the a an this that")
+_FRAMES = _DETERMINERS | _words("for of on in at with to")
+
+
+def _qualifier_conflict(old: _Claim, new: _Claim) -> str | None:
+    """One thing named with two qualifiers: "the staging server" / "the build server", "free users" /
+    "paid users". Two claims share a content word, and each puts another content word before it."""
+    before_old, before_new = _modifiers(old), _modifiers(new)
+    for head in before_old.keys() & before_new.keys():
+        a, b = before_old[head], before_new[head]
+        if a and b and not a & b:
+            return f"another qualifier: {sorted(a)[0]} {head} / {sorted(b)[0]} {head}"
+    return None
+
+
+def _modifiers(claim: _Claim) -> dict[str, frozenset[str]]:
+    spans = [(v.start, v.end) for v in claim.values]
+    words = [w for w in _WORD.finditer(claim.body) if not _inside(w, spans)]
+    found: dict[str, set[str]] = {}
+    for index in range(1, len(words)):
+        prev, word = words[index - 1], words[index]
+        head, mod = word.group(0).lower(), prev.group(0).lower()
+        if head in _STOP or head in _CUES or len(head) < 3:
+            continue
+        found.setdefault(_stem(head), set())
+        # after "the" or "for", even a verb's form is an adjective: "the paid plan", "for paid users"
+        framed = index > 1 and words[index - 2].group(0).lower() in _FRAMES
+        if claim.body[prev.end() : word.start()].strip() == "" and (
+            _is_modifier(mod) or (framed and mod in _VERBISH and mod.endswith(("ed", "id", "ing")))
+        ):
+            found[_stem(head)].add(_stem(mod))
+    return {h: frozenset(m) for h, m in found.items()}
+
+
+def _is_modifier(word: str) -> bool:
+    return not (
+        word in _STOP
+        or word in _CUES
+        or word in _DETERMINERS
+        or word in _VERBISH
+        or word in _SELF
+        or word.endswith("ly")
+        or len(word) < 3
+    )
+
+
+_POSSESSION = re.compile(r"\b(?:my|our)\s+([a-z][a-z'-]+)", re.I)
+
+
+def _same_possession(old: _Claim, new: _Claim) -> bool:
+    """Both claims name the same thing of the user's ("my rent"): whoever acts on it, it is theirs."""
+    mine = {_stem(m) for m in _POSSESSION.findall(old.body)}
+    return bool(mine & {_stem(m) for m in _POSSESSION.findall(new.body)} - _RELATIONS)
 
 
 def _marked_as_old(body: str, value: Value) -> bool:
@@ -449,7 +527,7 @@ def _changes(old: _Claim, new: _Claim) -> list[tuple[Value, Value, frozenset[str
         for ov in old.values:
             if _kind_family(ov.kind) != _kind_family(nv.kind) or _same_value(ov, nv):
                 continue
-            if nv.kind == "name" and (_count(new, "name") > 1 or _count(old, "name") > 1):
+            if nv.kind == "name" and (_count(new, "name", unmarked=True) > 1 or _count(old, "name") > 1):
                 continue  # several names on a side: a list (brands, people), not one slot's value
             # the old value restated in the new claim, unmarked: a list of values, not a change
             restated = [
@@ -474,8 +552,39 @@ def _same_value(a: Value, b: Value) -> bool:
     return False
 
 
-def _count(claim: _Claim, kind: str) -> int:
-    return sum(v.kind == kind for v in claim.values)
+def _count(claim: _Claim, kind: str, *, unmarked: bool = False) -> int:
+    return sum(v.kind == kind and not (unmarked and _marked_as_old(claim.body, v)) for v in claim.values)
+
+
+_INSTEAD = re.compile(r"\b(?:instead of|rather than|in place of)\s+((?:\w+\s*){1,3})", re.I)
+_COPULA = re.compile(r"(?:\b(?:is|are|was|were)|'s)$", re.I)
+
+
+def _replaced_state(old: _Claim, new: _Claim) -> str | None:
+    """'I've started cycling to work instead of taking the bus': the new claim names what it replaces."""
+    for match in _INSTEAD.finditer(new.body):
+        named = _content(match.group(1))
+        if named & _content(old.body):
+            return f"replaced: {match.group(1).strip()}"
+    return None
+
+
+def _restated(old: _Claim, new: _Claim) -> str | None:
+    """The same statement with another ending: "the default branch is master" / "... is main"."""
+    a, b = old.body.rstrip(".!").split(), new.body.rstrip(".!").split()
+    head = 0
+    while head < min(len(a), len(b)) and a[head].lower() == b[head].lower():
+        head += 1
+    tail = 0
+    while tail < min(len(a), len(b)) - head and a[-1 - tail].lower() == b[-1 - tail].lower():
+        tail += 1
+    changed_a, changed_b = a[head : len(a) - tail], b[head : len(b) - tail]
+    prefix = " ".join(a[:head])
+    if not (1 <= len(changed_a) <= 3 and 1 <= len(changed_b) <= 3) or not _COPULA.search(prefix):
+        return None
+    if len(_content(prefix)) < 2:
+        return None
+    return f"same statement, value changed: {' '.join(changed_a)} -> {' '.join(changed_b)}"
 
 
 def judge(old: str, new: str) -> Verdict:
@@ -483,7 +592,7 @@ def judge(old: str, new: str) -> Verdict:
     o, n = _parse(old), _parse(new)
     if n.history or o.history:
         return Verdict(False, "told as history")
-    if different := _subjects_differ(o, n):
+    if different := _subjects_differ(o, n) or _qualifier_conflict(o, n):
         return Verdict(False, different)
     if n.ended and not o.ended:
         shared = _content(o.body) & _content(n.body)
@@ -491,6 +600,8 @@ def judge(old: str, new: str) -> Verdict:
             return Verdict(True, f"state ended: no longer {' '.join(sorted(shared))}")
     if n.addition:
         return Verdict(False, "adds a value")
+    if replaced := _replaced_state(o, n) or _restated(o, n):
+        return Verdict(True, replaced)
     changes = _changes(o, n)
     if not changes:
         return Verdict(False, "no aligned value changed")
@@ -500,7 +611,12 @@ def judge(old: str, new: str) -> Verdict:
 
 def states_something(text: str) -> bool:
     """Whether `text` states a value or ends a state: the only claims that can correct another."""
-    return _ends_a_state(text) or bool(values(_LABEL.sub("", text.strip(), count=1)))
+    return (
+        _ends_a_state(text)
+        or bool(_INSTEAD.search(text))
+        or bool(re.search(r"(?:\b(?:is|are)|'s)\s+\S+", text))
+        or bool(values(_LABEL.sub("", text.strip(), count=1)))
+    )
 
 
 @functools.lru_cache(maxsize=8192)
@@ -524,7 +640,7 @@ def same_slot(a: str, b: str) -> bool:
     """`a` and `b` fill one slot with different values (either could be the newer): what ranking
     orders by time when no edge links two facts."""
     pa, pb = _parse(a), _parse(b)
-    if pa.history or pb.history or _subjects_differ(pa, pb):
+    if pa.history or pb.history or _subjects_differ(pa, pb) or _qualifier_conflict(pa, pb):
         return False
     return bool(_changes(pa, pb))
 

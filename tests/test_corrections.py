@@ -24,6 +24,12 @@ CORRECTIONS = [
     ("Our office is in Austin.", "Our office moved to Denver.", "Austin -> Denver"),
     ("The deadline is Friday.", "The deadline is Monday, not Friday.", "Friday -> Monday"),
     ("The deadline is Friday.", "We pushed the deadline from Friday to Monday.", "Friday -> Monday"),
+    ("The repo's default branch is master.", "The repo's default branch is main.", "master -> main"),
+    ("The wifi password is sunflower22.", "The wifi password is maple-87.", "sunflower22 -> maple-87"),
+    ("I take the bus to work.", "I've started cycling to work instead of taking the bus.", "replaced"),
+    ("The data migration is blocked on legal review.", "The migration isn't blocked anymore.", "no longer"),
+    ("My rent is $1,450 a month.", "The landlord raised my rent to $1,600.", "$1,450 -> $1,600"),
+    ("We use Jira for sprints.", "We switched from Jira to Linear for sprints.", "Jira -> Linear"),
 ]
 
 LOOKALIKES = [
@@ -39,6 +45,21 @@ LOOKALIKES = [
     ("We have 3 cats.", "We also have 2 dogs.", "adds a value"),
     ("Our budget is $100k per year.", "We have 12 engineers.", "no aligned value"),
     ("The meeting is on Tuesday.", "The meeting is on Tuesday and Thursday.", "no aligned value"),
+    ("My work laptop is a ThinkPad X1.", "My personal laptop is a MacBook Air.", "another qualifier"),
+    (
+        "The rate limit for free users is 100 requests.",
+        "The rate limit for paid users is 1,000 requests.",
+        "another qualifier",
+    ),
+    (
+        "The staging server has 8 GB of RAM.",
+        "We upgraded the build server to 32 GB of RAM.",
+        "another qualifier",
+    ),
+    ("My manager is Priya.", "My husband's manager is Karen.", "another owner"),
+    ("Thanks, Caroline!", "Thanks, Melanie!", "other things"),
+    ("I'll never quit painting.", "I paint landscapes now.", "no aligned value"),
+    ("When I joined, the team was 4 people.", "The team is 12 people.", "history"),
 ]
 
 

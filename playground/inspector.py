@@ -1,7 +1,8 @@
 """The memory inspector: what one chat's session holds in each lane.
 
 Our lane: counts by kind, source and status; facts by kind; supersede chains (old values struck
-through, the current one last); the namespace tree of the supervisor and its sub-agents, each with the
+through, the current one last, a link capture wrote by itself marked with its reason); the corrections
+capture made automatically, each with an undo button while it stands; the namespace tree of the supervisor and its sub-agents, each with the
 rollup it sent up; the pinned facts, with a pin / unpin button per fact. The stock lane: the items
 under ("memories", session), which is all it has.
 """
@@ -12,6 +13,7 @@ import functools
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from memory.cli import supersede_chains
@@ -70,6 +72,56 @@ def consolidation_notes(facts: list[Fact]) -> list[ConsolidationNote]:
     return sorted(notes, key=lambda n: (n.at, n.fact.id.hex), reverse=True)
 
 
+@dataclass(frozen=True, slots=True)
+class AutomaticCorrection:
+    """A supersedes edge capture wrote by itself (memory.supersession): `new` replaced `old`."""
+
+    new_id: uuid.UUID
+    old_id: uuid.UUID
+    new_body: str
+    old_body: str
+    reason: str
+    at: str
+    undone_at: str | None  # when a person took it back; the edge stays as history
+
+    @property
+    def undone(self) -> bool:
+        return self.undone_at is not None
+
+    @property
+    def new_short(self) -> str:
+        return self.new_id.hex[:8]
+
+    @property
+    def old_short(self) -> str:
+        return self.old_id.hex[:8]
+
+    @property
+    def key(self) -> str:
+        """Names the edge in element ids."""
+        return f"{self.new_short}-{self.old_short}"
+
+
+def _minute(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def automatic_corrections(edges: list[dict[str, Any]]) -> list[AutomaticCorrection]:
+    """`FactStore.automatic_edges` rows (newest first), as the inspector shows them."""
+    return [
+        AutomaticCorrection(
+            new_id=e["src"],
+            old_id=e["dst"],
+            new_body=e["new_body"],
+            old_body=e["old_body"],
+            reason=e["reason"] or "",
+            at=_minute(e["created_at"]),
+            undone_at=None if e["undone_at"] is None else _minute(e["undone_at"]),
+        )
+        for e in edges
+    ]
+
+
 @dataclass(frozen=True)
 class InspectorView:
     counts: list[tuple[tuple[str, str], dict[str, int]]]
@@ -80,7 +132,13 @@ class InspectorView:
     statuses: tuple[str, ...] = tuple(s.value for s in Status)
     consolidation: list[ConsolidationNote] = field(default_factory=list)
     pinned: list[PinnedFact] = field(default_factory=list)  # current versions, oldest pin first
-    chat_id: uuid.UUID | None = None  # where the pin buttons post
+    chat_id: uuid.UUID | None = None  # where the pin and undo buttons post
+    corrections: list[AutomaticCorrection] = field(default_factory=list)  # newest first, undone ones too
+
+    @functools.cached_property
+    def standing_corrections(self) -> dict[uuid.UUID, AutomaticCorrection]:
+        """The automatic edges not undone, by the fact each replaced (a fact has one successor at most)."""
+        return {c.old_id: c for c in self.corrections if not c.undone}
 
     @functools.cached_property
     def pinned_heads(self) -> set[uuid.UUID]:
@@ -156,4 +214,5 @@ async def load_inspector(facts_store: Any, stock_store: Any, chat: Chat) -> Insp
         consolidation=consolidation_notes(facts),
         pinned=await facts_store.pinned(chat.session_id),
         chat_id=chat.id,
+        corrections=automatic_corrections(await facts_store.automatic_edges(chat.session_id)),
     )

@@ -163,7 +163,7 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
             open_pool, url, min_size=1, max_size=8, check=ConnectionPool.check_connection
         )
         stack.callback(sync_pool.close)
-        facts = FactStore(sync_pool, embedder)
+        facts = FactStore(sync_pool, embedder, auto_supersede=settings.auto_supersede)
         await asyncio.to_thread(facts.setup)  # the library's migrations
         stack.callback(facts.aio.close)
         async with pool.connection() as conn:

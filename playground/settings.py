@@ -61,6 +61,9 @@ class PlaygroundSettings(BaseSettings):
     #: leave the view, at sub-agent forks and at the end of the thread (evict).
     injection: Literal["always", "gated", "never"] = "always"
     capture: Literal["eager", "evict"] = "eager"
+    #: Capture supersedes a user's earlier claim that a new one corrects (memory.supersession); off, only
+    #: the agent's remember_fact corrects.
+    auto_supersede: bool = True
 
     #: Give both lanes the web-search tool and the research sub-agent.
     web_search: bool = True

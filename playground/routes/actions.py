@@ -1,4 +1,5 @@
-"""Writes: create, rename and delete chats; send a message; pin or unpin a fact. Every one is a same-origin form POST
+"""Writes: create, rename and delete chats; send a message; pin or unpin a fact; undo a correction capture made
+by itself. Every one is a same-origin form POST
 (see playground.security); htmx requests get a fragment back, plain forms a redirect."""
 
 from __future__ import annotations
@@ -8,12 +9,14 @@ from typing import Literal
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
 
 from memory.errors import BeadsMemoryError, FactNotFoundError
-from playground.chats import DEFAULT_TITLE, InvalidTitleError, create_chat, delete_chat, rename_chat
+from playground.chats import DEFAULT_TITLE, Chat, InvalidTitleError, create_chat, delete_chat, rename_chat
 from playground.deps import ChatDep, RuntimeDep, TemplatesDep, is_htmx
 from playground.inspector import load_inspector
 from playground.routes.common import composer_context, frame_context
+from playground.runtime import Runtime
 from playground.security import read_form
 from playground.turns import submit_message
 
@@ -118,9 +121,43 @@ def actions_router() -> APIRouter:
             await (facts.pin(fact, pinned_by="user") if action == "pin" else facts.unpin(fact))
         except BeadsMemoryError as exc:  # untrusted content, an archived fact
             raise HTTPException(422, str(exc)) from None
-        if not is_htmx(request):
-            return RedirectResponse(f"/chats/{chat.id}/inspector", status_code=303)
-        context = {"inspector": await load_inspector(facts, rt.stock_store, chat)}
-        return templates.TemplateResponse(request, "partials/inspector.html", context)
+        return await inspector_response(request, rt, templates, chat)
+
+    @router.post("/chats/{chat_id}/corrections/{new_id}/{old_id}/undo", response_class=HTMLResponse)
+    async def undo_correction(
+        request: Request,
+        chat: ChatDep,
+        new_id: uuid.UUID,
+        old_id: uuid.UUID,
+        rt: RuntimeDep,
+        templates: TemplatesDep,
+    ) -> Response:
+        """Take back a supersede capture wrote by itself: the old claim is current again."""
+        facts = rt.facts.aio
+        # only this chat's automatic edges: another chat's, or one a person or the agent wrote, is not found
+        edges = [
+            e
+            for e in await facts.automatic_edges(chat.session_id)
+            if (e["src"], e["dst"]) == (new_id, old_id)
+        ]
+        if not edges:
+            raise HTTPException(404, "No such automatic correction.")
+        if edges[0]["undone_at"] is not None:
+            raise HTTPException(409, "That correction was already undone.")
+        try:
+            await facts.undo_supersede(new_id, old_id)
+        except FactNotFoundError:  # undone by another request in the meantime
+            raise HTTPException(409, "That correction was already undone.") from None
+        return await inspector_response(request, rt, templates, chat)
 
     return router
+
+
+async def inspector_response(
+    request: Request, rt: Runtime, templates: Jinja2Templates, chat: Chat
+) -> Response:
+    """After a write from the inspector: its partial for htmx, a redirect back to it for a plain form."""
+    if not is_htmx(request):
+        return RedirectResponse(f"/chats/{chat.id}/inspector", status_code=303)
+    context = {"inspector": await load_inspector(rt.facts.aio, rt.stock_store, chat)}
+    return templates.TemplateResponse(request, "partials/inspector.html", context)

@@ -28,6 +28,10 @@ def hit_line(hit: Hit) -> str:
     note = ""
     if hit.resolved_from is not None:
         note = " (updated: replaces an earlier value)"
+    elif any(f.startswith("untrusted") for f in hit.flags):
+        note = " (from a tool result or web page; the user's own value is listed above)"
+    elif any(f.startswith("possibly outdated") for f in hit.flags):
+        note = " (possibly outdated: a newer value is listed above)"
     elif hit.demoted:
         note = f" (from sub-agent {hit.fact.agent_id})"
     return f"- [{hit.fact.short_id}] {clip(hit.fact.body)}{note}"

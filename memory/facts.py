@@ -242,11 +242,15 @@ def supersede(
     old_id: uuid.UUID,
     embedder_id: int,
     min_similarity: float = SUPERSEDE_MIN_SIMILARITY,
+    *,
+    reason: str | None = None,
+    automatic: bool = False,
 ) -> Fact:
     """Make `new_id` replace the current version of `old_id`'s claim; returns the retired fact.
 
     The old fact stays queryable (status superseded, valid_to closed) and every earlier version of
-    the chain now resolves to the new head. Replaying the same supersede is a no-op.
+    the chain now resolves to the new head. Replaying the same supersede is a no-op. `automatic`
+    marks an edge capture wrote by itself (memory.supersession), with the rule's `reason`.
     """
     if new_id == old_id:
         raise CycleError("a fact cannot supersede itself")
@@ -281,9 +285,16 @@ def supersede(
                 f"{target.short_id} ({target.body[:60]!r}); cosine similarity {similarity:.3f} is below "
                 f"{min_similarity:.2f}"
             )
+        # an edge undone earlier comes back as it is written now
         conn.execute(
-            "INSERT INTO beads.edges (src, relation, dst, session_id) VALUES (%s, 'supersedes', %s, %s)",
-            (new.id, target.id, new.session_id),
+            """
+            INSERT INTO beads.edges (src, relation, dst, session_id, automatic, reason)
+            VALUES (%s, 'supersedes', %s, %s, %s, %s)
+            ON CONFLICT (src, relation, dst) DO UPDATE
+               SET undone_at = NULL, automatic = excluded.automatic, reason = excluded.reason,
+                   created_at = now()
+            """,
+            (new.id, target.id, new.session_id, automatic, reason),
         )
         conn.execute(
             "UPDATE beads.facts SET status = 'superseded', valid_to = greatest(valid_from, %s) WHERE id = %s",
@@ -292,6 +303,44 @@ def supersede(
         # every version of the old chain (the target included) now resolves to the new head
         conn.execute("UPDATE beads.facts SET head_id = %s WHERE head_id = %s", (new.id, target.id))
     return get_fact(conn, target.id)
+
+
+def undo_supersede(conn: psycopg.Connection, new_id: uuid.UUID, old_id: uuid.UUID) -> Fact:
+    """Take back `new_id` superseding `old_id`: the old fact is current again, with every version
+    it had replaced; the edge is kept, marked undone, as history. Returns the restored fact."""
+    with conn.transaction():
+        found = _lock(conn, [new_id, old_id])
+        if new_id not in found or old_id not in found:
+            raise FactNotFoundError("both facts must exist")
+        edge = conn.execute(
+            "SELECT 1 FROM beads.edges WHERE src = %s AND relation = 'supersedes' AND dst = %s "
+            "AND undone_at IS NULL FOR UPDATE",
+            (new_id, old_id),
+        ).fetchone()
+        if edge is None:
+            raise FactNotFoundError(f"{found[new_id].short_id} does not supersede {found[old_id].short_id}")
+        conn.execute(
+            "UPDATE beads.edges SET undone_at = now() WHERE src = %s AND relation = 'supersedes' AND dst = %s",
+            (new_id, old_id),
+        )
+        # the old fact's own chain: itself and what it had replaced, through edges still standing
+        conn.execute(
+            """
+            WITH RECURSIVE chain(id) AS (
+                SELECT %(old)s::uuid
+                UNION
+                SELECT e.dst FROM beads.edges e JOIN chain c ON e.src = c.id
+                 WHERE e.relation = 'supersedes' AND e.undone_at IS NULL
+            )
+            UPDATE beads.facts SET head_id = %(old)s WHERE id IN (SELECT id FROM chain)
+            """,
+            {"old": old_id},
+        )
+        conn.execute(
+            "UPDATE beads.facts SET status = 'active', valid_to = NULL WHERE id = %s AND status = 'superseded'",
+            (old_id,),
+        )
+    return get_fact(conn, old_id)
 
 
 def relate(conn: psycopg.Connection, src: uuid.UUID, relation: Relation, dst: uuid.UUID) -> None:
@@ -334,6 +383,21 @@ def edges_of(conn: psycopg.Connection, fid: uuid.UUID) -> list[tuple[uuid.UUID, 
         (fid, fid),
     ).fetchall()
     return [(r["src"], r["relation"], r["dst"]) for r in rows]
+
+
+def replacement_reasons(
+    conn: psycopg.Connection, heads: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, tuple[bool, str | None]]:
+    """For each of `heads`, whether the edge by which it replaced its predecessor was written
+    automatically by capture (memory.supersession), and the reason recorded with it."""
+    if not heads:
+        return {}
+    rows = conn.execute(
+        "SELECT src, automatic, reason FROM beads.edges "
+        "WHERE src = ANY(%s) AND relation = 'supersedes' AND undone_at IS NULL",
+        (list(heads),),
+    ).fetchall()
+    return {r["src"]: (bool(r["automatic"]), r["reason"]) for r in rows}
 
 
 def archive(conn: psycopg.Connection, ids: Sequence[uuid.UUID], summary_id: uuid.UUID) -> None:
@@ -382,6 +446,8 @@ __all__ = [
     "insert_facts",
     "relate",
     "relate_many",
+    "replacement_reasons",
     "resolve_short_id",
     "supersede",
+    "undo_supersede",
 ]

@@ -58,6 +58,7 @@ from memory.block import (
     render_block,
     render_pinned,
 )
+from memory.conclusions import is_conclusion
 from memory.model import Kind, Namespace, SearchResult, Source
 from memory.pins import PinnedFact
 from memory.retrieval import SearchOptions
@@ -315,7 +316,8 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         if not self.capture_final or not state["messages"]:
             return
         final = state["messages"][-1]
-        if isinstance(final, AIMessage) and not final.tool_calls and message_text(final).strip():
+        # a tool call written as text, an empty reply or an error is no conclusion (memory.conclusions)
+        if isinstance(final, AIMessage) and not final.tool_calls and is_conclusion(message_text(final)):
             thread_id = _thread_id()
             # keyed by the turn (thread + the user message it answers), not by the AI message id: a
             # checkpoint replay regenerates the answer under a new id and must not store it twice

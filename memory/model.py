@@ -154,6 +154,17 @@ class SearchResult:
 
 
 @dataclass(frozen=True, slots=True)
+class AutoSupersession:
+    """One edge capture wrote by itself: `new` replaced `old` (as it was retired), for `reason`."""
+
+    new: Fact
+    old: Fact
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class CaptureResult:
     facts: tuple[Fact, ...]  # every fact the input maps to, new or already stored
     written: int  # how many rows this call inserted (0 on a replay)
+    # what the new facts replaced automatically (memory.supersession), if anything
+    superseded: tuple[AutoSupersession, ...] = ()

@@ -30,8 +30,9 @@ import psycopg
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
-from memory.facts import get_facts
+from memory.facts import get_facts, replacement_reasons
 from memory.model import Hit, Kind, Namespace, SearchResult, Status
+from memory.slots import order_same_slot
 from memory.vectors import as_vector
 
 
@@ -245,6 +246,9 @@ def search(
             set_hnsw_local(conn, ef_search)
             ranked = rank(conn.execute(statement, params).fetchall(), options)
             facts = {f.id: f for f in get_facts(conn, winner_ids(ranked))}
+    resolved_heads = [c["head_id"] for c in ranked.chosen if c["hit_id"] != c["head_id"]]
+    # how each resolved head replaced its predecessor: said by capture's rules, or by an agent
+    reasons = replacement_reasons(conn, resolved_heads) if resolved_heads else {}
     hits = []
     for c in ranked.chosen:
         if c["head_id"] not in facts or c["hit_id"] not in facts:
@@ -254,6 +258,9 @@ def search(
         flags = []
         if resolved_from is not None:
             flags.append(f"resolved from superseded {resolved_from.short_id}")
+            automatic, reason = reasons.get(head.id, (False, None))
+            if automatic:
+                flags.append(f'current; replaced "{_clip(resolved_from.body)}", automatically ({reason})')
         if c["demoted"]:
             flags.append(f"demoted: sub-agent {head.agent_id}")
         hits.append(
@@ -269,12 +276,16 @@ def search(
             )
         )
     return SearchResult(
-        hits=tuple(hits),
+        hits=tuple(order_same_slot(hits)),
         query=query,
         not_in_memory=not hits,
         best_score=ranked.best_score,
         dropped=ranked.dropped,
     )
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from memory import consolidate as consolidation
 from memory import facts as fact_sql
 from memory import namespaces as ns_sql
 from memory import pins as pin_sql
-from memory import reads, retrieval, vectors
+from memory import reads, retrieval, supersession, vectors
 from memory.embedders.base import Embedder
 from memory.facts import NewFact, Provenance
 from memory.indexer import BackgroundIndexer
@@ -52,6 +52,7 @@ class FactStore:
         search_options: SearchOptions | None = None,
         supersede_min_similarity: float = fact_sql.SUPERSEDE_MIN_SIMILARITY,
         index_in_background: bool = True,
+        auto_supersede: bool = True,
     ) -> None:
         self.pool = pool
         self.embedder = embedder
@@ -60,6 +61,9 @@ class FactStore:
         # True: writes return before their vectors join the HNSW indexes (see memory.indexer);
         # False: each write indexes them before returning (slower writes, no background thread)
         self.index_in_background = index_in_background
+        # a user's claim that gives an earlier claim's slot another value supersedes it as it is
+        # captured (memory.supersession); False leaves every correction to remember_fact
+        self.auto_supersede = auto_supersede
         self._indexer = BackgroundIndexer(pool)
         self._embedder_id: int | None = None
 
@@ -181,12 +185,29 @@ class FactStore:
         )
         embedder_id = self.embedder_id
         with self.pool.connection() as conn:
-            ids, new = fact_sql.insert_facts(conn, ns, items, provenance, embedder_id)
+            # the facts and what they supersede land together, or not at all
+            with conn.transaction():
+                ids, new = fact_sql.insert_facts(conn, ns, items, provenance, embedder_id)
+                auto = (
+                    supersession.apply(
+                        conn,
+                        ns,
+                        list(new.values()),
+                        {fid: item.claim_vector for fid, item in zip(ids, items, strict=True)},
+                        embedder_id,
+                        self.embedder.dims,
+                        self.supersede_min_similarity,
+                    )
+                    if self.auto_supersede and new
+                    else []
+                )
             known = dict(new)
             if missing := [i for i in dict.fromkeys(ids) if i not in known]:  # a replay: already stored
                 known.update((f.id, f) for f in fact_sql.get_facts(conn, missing))
             result = CaptureResult(
-                facts=tuple(known[i] for i in dict.fromkeys(ids) if i in known), written=len(new)
+                facts=tuple(known[i] for i in dict.fromkeys(ids) if i in known),
+                written=len(new),
+                superseded=tuple(auto),
             )
         if new:
             self._vectors_written()
@@ -208,6 +229,17 @@ class FactStore:
         with self.pool.connection() as conn:
             new_id, old_id = self._id(conn, new), self._id(conn, old)
             return fact_sql.supersede(conn, new_id, old_id, self.embedder_id, self.supersede_min_similarity)
+
+    def undo_supersede(self, new: FactRef, old: FactRef) -> Fact:
+        """Take back `new` superseding `old` (an automatic edge that was wrong, say): `old` is current
+        again and the edge stays, marked undone, as history."""
+        with self.pool.connection() as conn:
+            return fact_sql.undo_supersede(conn, self._id(conn, new), self._id(conn, old))
+
+    def automatic_edges(self, session_id: str) -> list[dict[str, Any]]:
+        """The supersedes edges capture wrote by itself, with their reasons (undone ones too)."""
+        with self.pool.connection() as conn:
+            return supersession.automatic_edges(conn, session_id)
 
     def relate(self, src: FactRef, relation: Relation | str, dst: FactRef) -> None:
         with self.pool.connection() as conn:
@@ -415,6 +447,8 @@ class AsyncFactStore:
     capture_message = _threaded(FactStore.capture_message)
     remember = _threaded(FactStore.remember)
     supersede = _threaded(FactStore.supersede)
+    undo_supersede = _threaded(FactStore.undo_supersede)
+    automatic_edges = _threaded(FactStore.automatic_edges)
     relate = _threaded(FactStore.relate)
     relate_many = _threaded(FactStore.relate_many)
     compact = _threaded(FactStore.compact)

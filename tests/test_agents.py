@@ -80,7 +80,31 @@ CORRECT = "Correction: our budget is $120k per year."
 ASK = "What is our budget?"
 
 
-def test_state_correct_ask_in_our_lane(store: FactStore, saver: PostgresSaver) -> None:
+def test_state_correct_ask_in_our_lane_with_a_model_that_calls_no_tool(
+    store: FactStore, saver: PostgresSaver
+) -> None:
+    # the correction wins on capture alone: the model never calls remember_fact
+    model = ScriptedChatModel(replies=["Noted.", "Mochi.", "Updated.", "Your budget is $120k per year."])
+    agent, _ = build_beads_agent(model, store, "vecdb", tools=[], checkpointer=saver, research=False)
+    events = run_turns(agent, "vecdb", [STATE, UNRELATED, CORRECT, ASK])
+
+    texts = [f["text"] for f in events[3][-1]["facts"]]
+    assert any("$120k" in t for t in texts)
+    assert not any("$100k" in t for t in texts), texts
+    assert "$120k" in memory_block(model.prompts[-1]) and "$100k" not in memory_block(model.prompts[-1])
+    facts = store.session_facts("vecdb")
+    [old] = [f for f in facts if f.body == "Our budget is $100k per year."]
+    assert old.status is Status.SUPERSEDED
+    [edge] = store.automatic_edges("vecdb")
+    assert edge["dst"] == old.id and "$100k -> $120k" in edge["reason"]
+
+
+def test_state_correct_ask_in_our_lane_through_remember_fact(
+    pool: ConnectionPool, saver: PostgresSaver
+) -> None:
+    # with automatic supersession off, a model that calls remember_fact(supersedes=...) still corrects
+    store = FactStore(pool, FakeEmbedder(64), auto_supersede=False)
+    store.setup()
     model = ScriptedChatModel(
         replies=[
             "Noted.",

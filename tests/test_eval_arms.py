@@ -85,7 +85,7 @@ def test_evidence_recall_on_a_handmade_conversation(stores: Stores, tmp_path: Pa
     assert (tail_row["hit_any"], tail_row["hit_all"]) == (False, False)
 
 
-def test_knowledge_update_stale_and_current_both_unmarked_until_superseded(
+def test_knowledge_update_is_resolved_by_capture_and_ordered_by_time_when_unlinked(
     stores: Stores, tmp_path: Path
 ) -> None:
     conversation = ingested(stores, load_beam(write_beam(tmp_path)))
@@ -94,21 +94,20 @@ def test_knowledge_update_stale_and_current_both_unmarked_until_superseded(
     # a budget whose tail shows the update (turn 20) but not the original value (turn 2)
     needed = count_tokens(TAIL_TITLE) + view.tokens["20"] + view.tokens["21"]
     arm = FactsArm(stores.facts, stores.ingestor.root)
-    before = arm.window(view, ku, 4 * needed)
-    tail_ids = [i.turn_id for i in before.items if i.fact_id is None]
-    assert "20" in tail_ids and "2" not in tail_ids
-    row = window_metrics(before, ku)
-    # passive capture supersedes nothing: the stale claim reaches the block as a current fact
-    assert row["ku_stale_as_current"] and row["ku_current_present"]
-    assert row["ku_stale_rank"] == 0 and not row["ku_current_above_stale"]
-
-    # what the library offers to fix it: an explicit supersede resolves the stale hit to the new head
     [stale] = [f for f in stores.facts.session_facts(conversation.id) if f.message_id == "2"]
     [current] = [f for f in stores.facts.session_facts(conversation.id) if f.message_id == "20"]
-    stores.facts.supersede(current, stale)
+    # capture saw "5 engineers" restated as "7 engineers ... now" and superseded it by itself
     assert stores.facts.get(stale.id).status is Status.SUPERSEDED
+    assert stores.facts.get(stale.id).head_id == current.id
+    row = window_metrics(arm.window(view, ku, 4 * needed), ku)
+    assert not row["ku_stale_present"] and row["ku_current_present"]
+
+    # undone, both claims are current and unlinked: the stale one is shown, but below the newer one
+    stores.facts.undo_supersede(current, stale)
+    tail_ids = [i.turn_id for i in arm.window(view, ku, 4 * needed).items if i.fact_id is None]
+    assert "20" in tail_ids and "2" not in tail_ids
     after = window_metrics(FactsArm(stores.facts, stores.ingestor.root).window(view, ku, 4 * needed), ku)
-    assert not after["ku_stale_present"] and after["ku_current_above_stale"]
+    assert after["ku_stale_as_current"] and after["ku_current_present"]
 
 
 def test_abstention_signal_of_each_retrieving_arm(stores: Stores, tmp_path: Path) -> None:

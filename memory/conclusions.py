@@ -1,0 +1,55 @@
+"""Which final answers are worth keeping as the agent's conclusions.
+
+A turn's final answer is captured as a `conclusion` so later threads can recall what was concluded.
+An answer that is not a statement poisons that: a small model that meant to call a tool but wrote the
+call as text (`{"name": "our_budget", "arguments": {"budget": "1200000"}}`, or a `<tool_call>` block,
+for a tool that is bound or not), an empty reply, or an error message would be injected into later
+calls as if it were a fact. None of them is captured.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from memory.models.toolcalls import OPEN_TAG
+
+__all__ = ["is_conclusion"]
+
+_FENCE = re.compile(r"\A```[ \t]*(?:json|tool_call)?[ \t]*\n?(.*?)\n?```\s*\Z", re.DOTALL | re.IGNORECASE)
+_CALL_KEYS = frozenset({"arguments", "args", "parameters"})
+_ERROR = re.compile(
+    r"\A(?:error|exception|traceback|internal server error)\b[\s:(]|Traceback \(most recent call last\)",
+    re.IGNORECASE,
+)
+_decoder = json.JSONDecoder()
+
+
+def is_conclusion(text: str) -> bool:
+    """True for an answer in words; False for empty text, a tool call written as text, or an error."""
+    stripped = text.strip()
+    if not stripped or _ERROR.search(stripped):
+        return False
+    return not _is_tool_call_text(stripped)
+
+
+def _is_tool_call_text(text: str) -> bool:
+    if OPEN_TAG in text or "</tool_call>" in text:
+        return True
+    fenced = _FENCE.match(text)
+    body = (fenced.group(1) if fenced else text).strip()
+    if not body.startswith(("{", "[")):
+        return False
+    try:
+        value, _ = _decoder.raw_decode(body)
+    except ValueError:
+        return False
+    # a call object (or a list of them) that the model ran on after is still a call attempt
+    calls = value if isinstance(value, list) else [value]
+    return bool(calls) and all(_looks_like_call(c) for c in calls)
+
+
+def _looks_like_call(value: object) -> bool:
+    return (
+        isinstance(value, dict) and "name" in value and (bool(_CALL_KEYS & value.keys()) or len(value) == 1)
+    )

@@ -1,0 +1,479 @@
+"""Does a new claim correct an old one? Rules from how people correct themselves; no model.
+
+`judge(old, new)` decides whether claim `new`, stated after `old`, replaces it: the two must be about
+the same slot (the same thing of the same owner) and `new` must give that slot another value, or say
+the old state ended. Each rule traces to a way people restate or correct a fact:
+
+  values      what a correction changes: an amount, a number with its unit, a date or a time, a
+              version, a name (a capitalised word inside the sentence), or a state ("no longer X").
+  slot        a changed value must sit among the same content words in both claims (its context:
+              the words around it in its clause), so "$120k per year" aligns with "$100k per year"
+              and not with "12 engineers".
+  subject     the thing a claim is about (the words before its verb) must be the same: another
+              person ("my brother" against "I"), another pet or owner ("my cat Luna" against "my dog
+              Rex") or another qualifier of the same thing ("the marketing budget" against "the
+              engineering budget") makes them look-alikes, never versions of one claim.
+  additions   "also", "too", "another", "as well": the new claim adds a value, it replaces none.
+  history     "used to", "previously", "back in 2019": a past state told as history sits beside
+              the present one; it neither replaces it nor is replaced.
+  ambiguity   a new claim that states the old value too, without marking it as the old one
+              ("from", "not", "instead of"), lists values; it corrects none.
+
+Where the rules cannot decide, `judge` says no and both facts stay active: ranking then orders them
+(memory.slots). Cue words ("actually", "correction", "now", "changed to") make a verdict's reason
+clearer but are not required: a plain restatement with a new value, said later, is a correction.
+Everything here is a pure function of the two texts.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["Value", "Verdict", "judge", "same_slot", "states_something", "values"]
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """A value a claim states: `kind` says what may replace it, `norm` what makes two values equal."""
+
+    kind: str  # money, percent, quantity:<unit>, number, time, date, version, name
+    text: str
+    norm: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    supersedes: bool
+    reason: str
+
+
+def _words(spec: str) -> frozenset[str]:
+    return frozenset(spec.split())
+
+
+_STOP = _words(
+    "a an the and or but if of to in on at by for with from into onto over under about as is are was were be "
+    "been being am do does did done have has had having it its it's this that these those there here then than "
+    "so very just really quite my our your his her their me us him them i we you he she they i'm we're i've "
+    "we've i'd we'd i'll we'll you're they're it'll what which who whom whose when where why how all any some "
+    "each every no not can could would should will shall may might must up down out off per via one also too "
+    "still yet now currently actually correction update updated new latest recently anymore longer again "
+    "just right sorry oops wait instead rather meant mean sure let me know please thanks "
+    "got get gets getting go goes going gone went make made makes"
+)
+# Words that mark the new claim as a correction; they are not part of any slot.
+_CUES = _words(
+    "actually correction correct corrected update updated now currently changed change changes changing "
+    "moved move moves switched switch switches swapped replaced raised increased decreased lowered dropped "
+    "reduced bumped upgraded downgraded migrated grew grown reached rose fell went became become becomes "
+    "new newest latest recently since instead rather longer anymore revised revise amended amend fixed "
+    "rescheduled postponed pushed shifted turns turned improved"
+)
+_ADDITION = re.compile(r"\b(?:also|too|as well|another|in addition|additionally|besides|as a second)\b", re.I)
+_HISTORY = re.compile(
+    r"\b(?:used to|previously|formerly|originally|back in|back then|in the past|before that|"
+    r"years ago|when i was|as a (?:kid|child|student|teenager)|at the time|once upon)\b",
+    re.I,
+)
+_ENDED = re.compile(
+    r"\b(?:no longer|not anymore|not \w+ anymore|n't \w+ anymore|stopped|quit|gave up|left|"
+    r"not \w+ing any ?more)\b",
+    re.I,
+)
+# "from X to Y", "X, not Y", "instead of X": the old value named as the old one
+_OLD_MARKER = re.compile(
+    r"(?:\bfrom|\bnot|\binstead of|\brather than|\bno longer|\bwas|\bwere|\bformerly)\s+$", re.I
+)
+
+_MONTHS = (
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec"
+)
+_WEEKDAYS = (
+    "monday tuesday wednesday thursday friday saturday sunday mon tue tues wed thu thur thurs fri sat sun"
+)
+_UNITS = {
+    # unit spelling -> family; two quantities align only within one family
+    **dict.fromkeys(["ms", "millisecond", "milliseconds", "msec"], "ms"),
+    **dict.fromkeys(["s", "sec", "secs", "second", "seconds"], "s"),
+    **dict.fromkeys(["min", "mins", "minute", "minutes"], "min"),
+    **dict.fromkeys(["h", "hr", "hrs", "hour", "hours"], "h"),
+    **dict.fromkeys(["day", "days"], "day"),
+    **dict.fromkeys(["week", "weeks", "wk", "wks"], "week"),
+    **dict.fromkeys(["month", "months", "mo"], "month"),
+    **dict.fromkeys(["year", "years", "yr", "yrs"], "year"),
+    **dict.fromkeys(["km", "kilometer", "kilometers", "kilometre", "kilometres", "k"], "km"),
+    **dict.fromkeys(["mi", "mile", "miles"], "mi"),
+    **dict.fromkeys(["m", "meter", "meters", "metre", "metres"], "m"),
+    **dict.fromkeys(["kg", "kgs", "kilo", "kilos", "kilogram", "kilograms"], "kg"),
+    **dict.fromkeys(["lb", "lbs", "pound", "pounds"], "lb"),
+    **dict.fromkeys(["kb", "mb", "gb", "tb"], "bytes"),
+    **dict.fromkeys(["gib", "mib", "tib"], "bytes"),
+    **dict.fromkeys(
+        ["people", "persons", "engineers", "developers", "members", "users", "employees", "seats"], "people"
+    ),
+    **dict.fromkeys(["commits", "branches", "tests", "requests", "rps", "qps", "tickets"], "count"),
+}
+_NUMBER = r"\d+(?:[.,]\d+)*"
+_SCALE = r"(?:k|m|bn|b|million|billion|thousand|mil)\b"
+_VALUE = re.compile(
+    r"(?P<money>(?:[$€£¥]\s?" + _NUMBER + r"(?:\s?" + _SCALE + r")?)|(?:" + _NUMBER + r"\s?"
+    r"(?:" + _SCALE + r"\s?)?(?:dollars|euros|usd|eur|gbp|pounds sterling|bucks)\b))"
+    r"|(?P<time>\b\d{1,2}(?::\d{2}){1,2}\s?(?:am|pm|a\.m\.|p\.m\.)?(?![\w:])|\b\d{1,2}\s?(?:am|pm|a\.m\.|p\.m\.)"
+    r"(?!\w)|\b(?:noon|midnight)\b)"
+    r"|(?P<date>\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b|\b(?:"
+    + "|".join(_MONTHS.split())
+    + r")\.?"
+    r"\s+\d{1,2}(?:st|nd|rd|th)?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:"
+    + "|".join(_MONTHS.split())
+    + r")\b"
+    r"|\b(?:" + "|".join(_WEEKDAYS.split()) + r")s?\b|\b(?:" + "|".join(_MONTHS.split()[:12]) + r")\b)"
+    r"|(?P<version>\bv\d+(?:\.\d+)*\b|\b\d+\.\d+\.\d+\b|(?<=version )\d+(?:\.\d+)*\b)"
+    r"|(?P<percent>\b" + _NUMBER + r"\s?(?:%|percent\b))"
+    r"|(?P<quantity>\b" + _NUMBER + r"\s?(?P<unit>[a-z]+)\b)"
+    r"|(?P<number>\b" + _NUMBER + r"\b)",
+    re.I,
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’+#.-]*[A-Za-z0-9+#]|[A-Za-z]")
+_CLAUSE_BREAK = re.compile(r"[;:!?]|,\s+(?:and|but|so|while|whereas|which)\b|\.\s|\s[-–—]\s")
+# Who or what a claim is about, when its subject is a person: these are other people (or pets).
+_RELATIONS = _words(
+    "brother sister wife husband partner spouse mom mother dad father son daughter friend boss manager "
+    "colleague coworker co-worker roommate neighbor neighbour kid kids child children cousin aunt uncle "
+    "grandma grandpa grandmother grandfather boyfriend girlfriend fiance fiancee teammate landlord "
+    "doctor dog cat puppy kitten horse bird parrot fish hamster rabbit pet client customer"
+)
+_SELF = _words("i i'm i've i'd i'll we we're we've we'd we'll me us myself ourselves")
+_SELF_POSSESSIVE = _words("my our")
+_USER = re.compile(r"^(?:the\s+)?user(?:'s|’s)?\b", re.I)
+# Words that end a subject: a verb or an auxiliary. Subjects are short, so the scan stops early.
+_VERBISH = _words(
+    "is are was were be been am has have had do does did will would can could should must may might shall "
+    "isn't aren't wasn't weren't doesn't don't didn't won't can't cannot "
+    "works work worked working lives live lived living runs run ran running uses use used using costs cost "
+    "takes take took leads lead led manages manage managed owns own owned drives drive drove plays play "
+    "played weighs weigh weighed earns earn earned pays pay paid starts start started begins begin began "
+    "ends end ended sits sit sat meets meet met holds hold held needs need needed wants want wanted "
+    "prefers prefer preferred likes like liked loves love loved hates hate hated drinks drink drank eats "
+    "eat ate reports report reported moved move switched switch changed change got get gets became become "
+    "becomes stands stand stood goes go went comes come came has reached reach hit hits"
+)
+# A numbered thing: "service 3", "item #7", "line 12" (in a subject, the number names the thing)
+_ITEM = re.compile(r"\b([A-Za-z][A-Za-z-]+)\s+#?(\d+)\b(?![.:,]?\d)")
+_LABEL = re.compile(r"^[^:\n]{1,40}:\s+")  # "Correction: ...", "Update: ...", "New personal best: ..."
+
+
+def _stem(word: str) -> str:
+    w = word.lower().replace("’", "'")
+    if w.endswith("'s"):
+        w = w[:-2]
+    for suffix in ("ies", "es", "s", "ed", "ing"):
+        if len(w) > len(suffix) + 3 and w.endswith(suffix):
+            w = w[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            break
+    return w
+
+
+def _norm_number(text: str) -> float | None:
+    digits = text.replace(",", "")
+    try:
+        return float(digits)
+    except ValueError:
+        return None
+
+
+def _money_norm(text: str) -> str:
+    lowered = text.lower()
+    match = re.search(_NUMBER, lowered)
+    amount = _norm_number(match.group(0)) if match else None
+    if amount is None:
+        return lowered
+    scale = re.search(r"(?<=\d)\s?(k|m|bn|b|million|billion|thousand|mil)\b", lowered)
+    factor = {
+        "k": 1e3,
+        "thousand": 1e3,
+        "m": 1e6,
+        "million": 1e6,
+        "mil": 1e6,
+        "b": 1e9,
+        "bn": 1e9,
+        "billion": 1e9,
+    }.get(scale.group(1) if scale else "", 1.0)
+    return f"{amount * factor:g}"
+
+
+def _time_norm(text: str) -> str:
+    lowered = text.lower().replace(".", "").replace(" ", "")
+    match = re.match(r"(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?(am|pm)?$", lowered)
+    if not match:
+        return lowered
+    hour, minute, second, half = int(match[1]), match[2] or "00", match[3] or "", match[4]
+    if half == "pm" and hour < 12:
+        hour += 12
+    if half == "am" and hour == 12:
+        hour = 0
+    return f"{hour}:{minute}" + (f":{second}" if second else "")
+
+
+def values(text: str) -> list[Value]:
+    """The values `text` states, in order: what a later claim could change."""
+    found: list[Value] = []
+    for match in _VALUE.finditer(text):
+        kind = match.lastgroup if match.lastgroup != "unit" else "quantity"
+        raw = match.group(0).strip()
+        if kind == "quantity":
+            unit = (match.group("unit") or "").lower()
+            family = _UNITS.get(unit)
+            number = re.match(_NUMBER, raw)
+            if family is None or number is None:
+                # "3 engineers" with an unknown unit: the number alone, its word stays in the slot
+                kind, raw = "number", number.group(0) if number else raw
+                found.append(
+                    Value("number", raw, raw.replace(",", ""), match.start(), match.start() + len(raw))
+                )
+                continue
+            found.append(
+                Value(
+                    f"quantity:{family}", raw, f"{_norm_number(number.group(0))}", match.start(), match.end()
+                )
+            )
+            continue
+        if kind == "money":
+            norm = _money_norm(raw)
+        elif kind == "time":
+            norm = _time_norm(raw)
+        elif kind in ("number", "percent"):
+            n = _norm_number(re.match(_NUMBER, raw).group(0)) if re.match(_NUMBER, raw) else None
+            norm = raw.lower() if n is None else f"{n:g}"
+        else:
+            norm = raw.lower().rstrip(".")
+        found.append(Value(kind or "number", raw, norm, match.start(), match.end()))
+    found.extend(_names(text, found))
+    return sorted(found, key=lambda v: v.start)
+
+
+def _names(text: str, taken: Iterable[Value]) -> list[Value]:
+    """Capitalised words inside a sentence (not its first word): products, places, people, companies."""
+    spans = [(v.start, v.end) for v in taken]
+    names: list[Value] = []
+    for sentence in re.finditer(r"[^.!?\n]+", text):
+        words = list(_WORD.finditer(sentence.group(0)))
+        run: list[re.Match[str]] = []
+        for index, word in enumerate(words):
+            token = word.group(0)
+            capital = token[0].isupper() and token.lower() not in _SELF and token.lower() not in _STOP
+            after_label = index > 0 and sentence.group(0)[: word.start()].rstrip().endswith(":")
+            if capital and ((index > 0 and not after_label) or _looks_like_name(token)):
+                run.append(word)
+                continue
+            if run:
+                names.append(_name_value(sentence.start(), run))
+                run = []
+        if run:
+            names.append(_name_value(sentence.start(), run))
+    return [n for n in names if not any(s <= n.start < e for s, e in spans)]
+
+
+def _looks_like_name(token: str) -> bool:
+    # a first word can still be a name when it cannot be an ordinary capitalised word: "SAP", "PostgreSQL"
+    return (
+        (token.isupper() and len(token) > 1)
+        or any(c.isupper() for c in token[1:])
+        or any(c.isdigit() for c in token)
+    )
+
+
+def _name_value(offset: int, run: list[re.Match[str]]) -> Value:
+    start, end = offset + run[0].start(), offset + run[-1].end()
+    text = " ".join(w.group(0) for w in run)
+    return Value("name", text, text.lower(), start, end)
+
+
+def _kind_family(kind: str) -> str:
+    return "number" if kind in ("number", "percent") else kind
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    text: str
+    body: str  # without a leading label ("Correction: ")
+    values: tuple[Value, ...]
+    subject: frozenset[str]
+    person: str | None  # "self", a relation word, a name, or None when the subject is a thing
+    items: frozenset[tuple[str, str]]  # numbered things its subject names: ("service", "3")
+    history: bool
+    addition: bool
+    ended: bool
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(text: str) -> _Claim:
+    body = _LABEL.sub("", text.strip(), count=1) if _LABEL.match(text.strip()) else text.strip()
+    subject, person, subject_end = _subject(body)
+    head = text.strip()[: len(text.strip()) - len(body) + subject_end]  # the label and the subject
+    return _Claim(
+        text=text,
+        body=body,
+        values=tuple(values(body)),
+        subject=subject,
+        person=person,
+        items=frozenset((_stem(m[1]), m[2]) for m in _ITEM.finditer(head) if m[1].lower() not in _STOP),
+        history=bool(_HISTORY.search(body)),
+        addition=bool(_ADDITION.search(body)),
+        ended=bool(_ENDED.search(body)),
+    )
+
+
+def _subject(body: str) -> tuple[frozenset[str], str | None, int]:
+    """The content words before the first verb, who the subject is when it is a person, and where
+    the subject ends."""
+    if _USER.match(body):
+        body = _USER.sub("my", body, count=1)
+    words = list(_WORD.finditer(body[:160]))
+    subject: list[str] = []
+    person: str | None = None
+    end = words[min(len(words), 8) - 1].end() if words else 0
+    for index, match in enumerate(words[:8]):
+        word = match.group(0)
+        lowered = word.lower().replace("’", "'")
+        if lowered in _VERBISH or (index > 0 and lowered.endswith("ed") and lowered not in _RELATIONS):
+            end = match.start()
+            break
+        if lowered in _SELF and index == 0:
+            return frozenset(), "self", 0
+        if lowered in _SELF_POSSESSIVE:
+            person = person or "self"
+            continue
+        if lowered in _STOP or lowered in _CUES:
+            continue
+        stem = _stem(lowered)
+        if stem in _RELATIONS or lowered in _RELATIONS:
+            person = stem
+        elif index == 0 and word[0].isupper() and person is None and lowered not in _STOP:
+            person = lowered  # "Sarah works at ...": a named person or thing
+        subject.append(stem)
+    return frozenset(subject), person, end
+
+
+def _context(claim: _Claim, value: Value, window: int = 6) -> frozenset[str]:
+    """Content words around `value` within its clause (other values out): the slot it fills."""
+    body = claim.body
+    lo = max((m.end() for m in _CLAUSE_BREAK.finditer(body, 0, value.start)), default=0)
+    after = _CLAUSE_BREAK.search(body, value.end)
+    hi = after.start() if after else len(body)
+    others = [(v.start, v.end) for v in claim.values if v is not value and v.kind != "name"]
+    before = [w for w in _WORD.finditer(body, lo, value.start) if not _inside(w, others)]
+    following = [w for w in _WORD.finditer(body, value.end, hi) if not _inside(w, others)]
+    picked = [w.group(0) for w in before[-window:]] + [w.group(0) for w in following[:window]]
+    return frozenset(
+        _stem(w) for w in picked if w.lower() not in _STOP and w.lower() not in _CUES and len(w) > 1
+    )
+
+
+def _inside(word: re.Match[str], spans: list[tuple[int, int]]) -> bool:
+    return any(s <= word.start() < e for s, e in spans)
+
+
+def _subjects_differ(old: _Claim, new: _Claim) -> str | None:
+    old_items, new_items = dict(old.items), dict(new.items)
+    for noun in old_items.keys() & new_items.keys():
+        if old_items[noun] != new_items[noun]:
+            return f"about another item: {noun} {old_items[noun]} / {noun} {new_items[noun]}"
+    if old.person and new.person and old.person != new.person:
+        return (
+            f"about another {'person' if 'self' in (old.person, new.person) else 'owner'}: "
+            f"{old.person} / {new.person}"
+        )
+    if old.person is None and new.person is None and old.subject and new.subject:
+        only_old, only_new = old.subject - new.subject, new.subject - old.subject
+        if not old.subject & new.subject:
+            return f"about other things: {' '.join(sorted(old.subject))} / {' '.join(sorted(new.subject))}"
+        if only_old and only_new:
+            return f"another qualifier: {' '.join(sorted(only_old))} / {' '.join(sorted(only_new))}"
+    if old.person and new.person and old.subject and new.subject:
+        # the same owner, two of their things: "my dog Rex" / "my dog Bella"
+        only_old, only_new = old.subject - new.subject, new.subject - old.subject
+        if only_old and only_new and not (old.subject & new.subject - _RELATIONS):
+            return f"another qualifier: {' '.join(sorted(only_old))} / {' '.join(sorted(only_new))}"
+    return None
+
+
+def _marked_as_old(body: str, value: Value) -> bool:
+    return bool(_OLD_MARKER.search(body[max(0, value.start - 20) : value.start]))
+
+
+def _changes(old: _Claim, new: _Claim) -> list[tuple[Value, Value, frozenset[str]]]:
+    """Pairs (old value, new value, shared slot words) where `new` gives an aligned slot another value."""
+    old_norms = {(_kind_family(v.kind), v.norm) for v in old.values}
+    new_norms = {(_kind_family(v.kind), v.norm) for v in new.values}
+    shared_values = frozenset(n for _, n in old_norms & new_norms)
+    pairs = []
+    for nv in new.values:
+        key = (_kind_family(nv.kind), nv.norm)
+        if key in old_norms or _marked_as_old(new.body, nv):
+            continue
+        for ov in old.values:
+            if _kind_family(ov.kind) != _kind_family(nv.kind) or ov.norm == nv.norm:
+                continue
+            # the old value restated in the new claim, unmarked: a list of values, not a change
+            restated = [
+                v for v in new.values if (_kind_family(v.kind), v.norm) == (_kind_family(ov.kind), ov.norm)
+            ]
+            if restated and not any(_marked_as_old(new.body, v) for v in restated):
+                continue
+            slot = (_context(old, ov) & _context(new, nv)) | (
+                shared_values & {v.norm for v in old.values if v is not ov}
+            )
+            if slot:
+                pairs.append((ov, nv, slot))
+    return pairs
+
+
+def judge(old: str, new: str) -> Verdict:
+    """Whether `new`, said after `old`, replaces it; the reason either way."""
+    o, n = _parse(old), _parse(new)
+    if n.history or o.history:
+        return Verdict(False, "told as history")
+    if different := _subjects_differ(o, n):
+        return Verdict(False, different)
+    if n.ended and not o.ended:
+        shared = _content(o.body) & _content(n.body)
+        if len(shared) >= 1:
+            return Verdict(True, f"state ended: no longer {' '.join(sorted(shared))}")
+    if n.addition:
+        return Verdict(False, "adds a value")
+    changes = _changes(o, n)
+    if not changes:
+        return Verdict(False, "no aligned value changed")
+    ov, nv, slot = changes[0]
+    return Verdict(True, f"same slot ({' '.join(sorted(slot)[:3])}), value changed: {ov.text} -> {nv.text}")
+
+
+def states_something(text: str) -> bool:
+    """Whether `text` states a value or ends a state: the only claims that can correct another."""
+    return bool(_ENDED.search(text)) or bool(values(_LABEL.sub("", text.strip(), count=1)))
+
+
+def same_slot(a: str, b: str) -> bool:
+    """`a` and `b` fill one slot with different values (either could be the newer): what ranking
+    orders by time when no edge links two facts."""
+    pa, pb = _parse(a), _parse(b)
+    if pa.history or pb.history or _subjects_differ(pa, pb):
+        return False
+    return bool(_changes(pa, pb))
+
+
+def _content(text: str) -> frozenset[str]:
+    return frozenset(
+        _stem(w.group(0))
+        for w in _WORD.finditer(text)
+        if w.group(0).lower() not in _STOP
+        and w.group(0).lower() not in _CUES
+        and len(w.group(0)) > 1
+        and not _ENDED.fullmatch(w.group(0))
+    )

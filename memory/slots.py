@@ -1,0 +1,61 @@
+"""Two claims about one slot in one block: which goes first, and what the other is flagged with.
+
+Supersession links a correction to what it corrects when the rules can decide (memory.supersession)
+or an agent says so (`remember_fact(supersedes=...)`). When they could not, the block may still hold
+two current claims that give one slot different values (memory.corrections.same_slot). Ranking by
+similarity alone puts whichever is worded closer to the question first, which is the stale one as
+often as not. So, between two such claims:
+
+  trust    a tool result or web page never ranks above the user's own claim about the same slot,
+           and is flagged as untrusted (the poisoning case: a page saying "the user's budget is $1").
+  time     otherwise the newer claim goes first and the older is flagged "possibly outdated".
+           Nothing is dropped: the model sees both, and the flags say how they relate.
+
+Hits that state no value take no part, and the rest keep their order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from memory.corrections import same_slot, states_something
+from memory.model import UNTRUSTED_SOURCES, Hit
+
+__all__ = ["order_same_slot"]
+
+
+def _untrusted(hit: Hit) -> bool:
+    return hit.fact.source in UNTRUSTED_SOURCES
+
+
+def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
+    """`hits` (best first) with each same-slot pair put in trust, then time, order; flags added."""
+    ordered = list(hits)
+    if len(ordered) < 2:
+        return ordered
+    flags: dict[int, list[str]] = {id(h): list(h.flags) for h in ordered}
+    valued = [h for h in ordered if states_something(h.fact.body)]
+    for i, upper in enumerate(valued):
+        for lower in valued[i + 1 :]:
+            if not same_slot(upper.fact.body, lower.fact.body):
+                continue
+            first, second = _precedence(upper, lower)
+            note = (
+                f"untrusted: conflicts with the user's fact {first.fact.short_id}"
+                if _untrusted(second) and not _untrusted(first)
+                else f"possibly outdated: {first.fact.short_id} is newer"
+            )
+            if note not in flags[id(second)]:
+                flags[id(second)].append(note)
+            a, b = ordered.index(first), ordered.index(second)
+            if a > b:  # move the one that goes first just above the other
+                ordered.insert(b, ordered.pop(a))
+    return [replace(h, flags=tuple(flags[id(h)])) if flags[id(h)] != list(h.flags) else h for h in ordered]
+
+
+def _precedence(a: Hit, b: Hit) -> tuple[Hit, Hit]:
+    """(the one that goes first, the other): the user's claim before a tool's, else the newer."""
+    if _untrusted(a) != _untrusted(b):
+        return (b, a) if _untrusted(a) else (a, b)
+    return (b, a) if b.fact.valid_from > a.fact.valid_from else (a, b)

@@ -1,0 +1,135 @@
+"""Automatic supersession at capture: a user's new claim that gives an earlier claim's slot another
+value replaces it, in the capture's own transaction, with no model call.
+
+For each new user claim that states a value or ends a state (memory.corrections decides what that
+is), the nearest earlier claims are compared with it: active current user claims of the namespace it
+was captured in, said no later than it, at least as close as the supersede guard requires. Only the
+same namespace: a sub-agent's task text is captured as its input, and it must never retire the
+supervisor's facts (corrections across namespaces stay with remember_fact and rollups). The first that `corrections.judge` says it replaces is superseded through the guarded
+`facts.supersede`, and the edge records that it was automatic and why. Where the rules cannot decide,
+nothing is written and ranking orders the two (memory.slots).
+
+Only the user's own claims take part on either side: a tool result or a web page never supersedes
+(memory.facts refuses it anyway), and an agent's conclusions are not the user's statements.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from memory import corrections
+from memory import facts as fact_sql
+from memory.errors import BeadsMemoryError
+from memory.model import AutoSupersession, Fact, Kind, Namespace, Source
+from memory.retrieval import set_hnsw_local
+from memory.vectors import as_vector
+
+# earlier claims compared with each new one, nearest first
+CANDIDATES = 5
+# what capture writes: a deliberate remember() names what it supersedes itself
+_USER_SOURCES = frozenset({Source.PASSIVE_CAPTURE})
+
+# The nearest earlier current user claims of the namespace: through HNSW for indexed vectors, exactly
+# for the few the background indexer has not reached (the same two branches as retrieval's).
+_EARLIER = """
+SELECT id, body, sim FROM (
+    (SELECT f.id, f.body, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
+       FROM beads.fact_vectors v
+       JOIN beads.facts f ON f.id = v.fact_id
+      WHERE v.embedder_id = {eid} AND v.indexed AND f.session_id = %(session)s
+        AND f.namespace_id = %(ns)s AND f.kind = 'user_input'
+        AND f.status = 'active' AND f.head_id = f.id AND f.valid_from <= %(at)s
+        AND NOT (f.id = ANY(%(exclude)s::uuid[]))
+      ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
+      LIMIT %(n)s)
+    UNION ALL
+    (SELECT f.id, f.body, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
+       FROM beads.fact_vectors v
+       JOIN beads.facts f ON f.id = v.fact_id
+      WHERE v.embedder_id = {eid} AND NOT v.indexed AND f.session_id = %(session)s
+        AND f.namespace_id = %(ns)s AND f.kind = 'user_input'
+        AND f.status = 'active' AND f.head_id = f.id AND f.valid_from <= %(at)s
+        AND NOT (f.id = ANY(%(exclude)s::uuid[])))
+) nearest
+WHERE sim >= %(min_sim)s
+ORDER BY sim DESC
+LIMIT %(n)s
+"""
+
+
+def may_correct(fact: Fact) -> bool:
+    """Worth comparing with earlier claims: a user's claim that states a value or ends a state."""
+    if fact.kind is not Kind.USER_INPUT or fact.source not in _USER_SOURCES:
+        return False
+    return corrections.states_something(fact.body)
+
+
+def apply(
+    conn: psycopg.Connection[Any],
+    ns: Namespace,
+    new_facts: Sequence[Fact],
+    claim_vectors: Mapping[uuid.UUID, Sequence[float]],
+    embedder_id: int,
+    dims: int,
+    min_similarity: float,
+) -> list[AutoSupersession]:
+    """Supersede what `new_facts` (just written into `ns`, inside the caller's transaction) correct."""
+    worth = [f for f in new_facts if may_correct(f) and f.id in claim_vectors]
+    if not worth:
+        return []
+    statement = sql.SQL(_EARLIER).format(eid=sql.Literal(int(embedder_id)), dims=sql.Literal(int(dims)))
+    set_hnsw_local(conn, 40)
+    written = [f.id for f in new_facts]
+    done: list[AutoSupersession] = []
+    for fact in worth:
+        rows = conn.execute(
+            statement,
+            {
+                "q": as_vector(claim_vectors[fact.id]),
+                "session": ns.session_id,
+                "ns": ns.id,
+                "at": fact.valid_from,
+                "exclude": written + [d.old.id for d in done],
+                "n": CANDIDATES,
+                "min_sim": min_similarity,
+            },
+        ).fetchall()
+        for row in rows:
+            verdict = corrections.judge(row["body"], fact.body)
+            if not verdict.supersedes:
+                continue
+            try:
+                old = fact_sql.supersede(
+                    conn,
+                    fact.id,
+                    row["id"],
+                    embedder_id,
+                    min_similarity,
+                    reason=verdict.reason,
+                    automatic=True,
+                )
+            except BeadsMemoryError:
+                continue  # the guard said no after all (a cycle, an archived target): leave both
+            done.append(AutoSupersession(new=fact, old=old, reason=verdict.reason))
+            break  # one claim replaces one earlier claim
+    return done
+
+
+def automatic_edges(conn: psycopg.Connection[Any], session_id: str) -> list[dict[str, Any]]:
+    """The session's automatic supersedes edges, newest first, undone ones included (as history)."""
+    return conn.execute(
+        """
+        SELECT e.src, e.dst, e.reason, e.created_at, e.undone_at, n.body AS new_body, o.body AS old_body
+          FROM beads.edges e
+          JOIN beads.facts n ON n.id = e.src
+          JOIN beads.facts o ON o.id = e.dst
+         WHERE e.session_id = %s AND e.relation = 'supersedes' AND e.automatic
+         ORDER BY e.created_at DESC, e.src
+        """,
+        (session_id,),
+    ).fetchall()

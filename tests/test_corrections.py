@@ -1,0 +1,87 @@
+"""The correction rules (memory.corrections), table-driven: what replaces what, and the look-alikes
+that must never replace each other."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory.corrections import judge, same_slot, states_something, values
+
+CORRECTIONS = [
+    ("Our budget is $100k per year.", "Correction: our budget is $120k per year.", "$100k -> $120k"),
+    ("Our budget is $100k per year.", "Actually the budget is $120k per year.", "$100k -> $120k"),
+    ("I work at SAP.", "I now work at Siemens.", "SAP -> Siemens"),
+    ("I work at SAP.", "I no longer work at SAP.", "no longer"),
+    ("The team standup is at 9:30am.", "We moved the team standup to 10am.", "9:30am -> 10am"),
+    ("The meeting is on Tuesday at 3pm.", "The meeting moved to Thursday at 4pm.", "Tuesday -> Thursday"),
+    ("My manager is Dana.", "My new manager is Priya.", "Dana -> Priya"),
+    ("My 5K best is 27:10.", "New personal best: I got my 5K down to 25:50.", "27:10 -> 25:50"),
+    ("We use Python 3.11 for the service.", "We upgraded the service to Python 3.12.", "3.11 -> 3.12"),
+    ("The subscription costs $12 a month.", "They raised the subscription to $15 a month.", "$12 -> $15"),
+    ("We have 12 engineers on the team.", "We now have 15 engineers on the team.", "12 engineers -> 15"),
+    ("The launch is on March 3.", "The launch slipped to March 17.", "March 3 -> March 17"),
+    ("We deploy with Jenkins.", "We switched to GitHub Actions for deploys.", "Jenkins -> GitHub Actions"),
+    ("Our office is in Austin.", "Our office moved to Denver.", "Austin -> Denver"),
+    ("The deadline is Friday.", "The deadline is Monday, not Friday.", "Friday -> Monday"),
+    ("The deadline is Friday.", "We pushed the deadline from Friday to Monday.", "Friday -> Monday"),
+]
+
+LOOKALIKES = [
+    ("The marketing budget is $50k.", "The engineering budget is $80k.", "another qualifier"),
+    ("I work at SAP.", "My brother works at Siemens.", "another person"),
+    ("My sister lives in Paris.", "My brother lives in Rome.", "another owner"),
+    ("My dog Rex is 3 years old.", "My cat Luna is 5 years old.", "another owner"),
+    ("The API server runs on port 8080.", "The database runs on port 5432.", "other things"),
+    ("The staging database has 16 GB of RAM.", "The production database has 64 GB of RAM.", "qualifier"),
+    ("I used to live in Berlin.", "I live in Munich.", "history"),
+    ("I live in Munich.", "Back in 2019 I lived in Hamburg.", "history"),
+    ("I play the piano.", "I also play the cello.", "adds a value"),
+    ("We have 3 cats.", "We also have 2 dogs.", "adds a value"),
+    ("Our budget is $100k per year.", "We have 12 engineers.", "no aligned value"),
+    ("The meeting is on Tuesday.", "The meeting is on Tuesday and Thursday.", "no aligned value"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "change"), CORRECTIONS)
+def test_a_correction_supersedes_with_its_reason(old: str, new: str, change: str) -> None:
+    verdict = judge(old, new)
+    assert verdict.supersedes, verdict.reason
+    for part in change.split(" -> "):
+        assert part in verdict.reason
+
+
+@pytest.mark.parametrize(("old", "new", "why"), LOOKALIKES)
+def test_a_lookalike_never_supersedes(old: str, new: str, why: str) -> None:
+    verdict = judge(old, new)
+    assert not verdict.supersedes, verdict.reason
+    assert why in verdict.reason
+
+
+@pytest.mark.parametrize(("old", "new", "why"), LOOKALIKES[:6])
+def test_lookalikes_about_other_things_are_not_one_slot_either_way(old: str, new: str, why: str) -> None:
+    assert not same_slot(old, new)
+    assert not same_slot(new, old)
+
+
+@pytest.mark.parametrize(("old", "new", "change"), CORRECTIONS[:3])
+def test_one_slot_is_one_slot_whichever_is_newer(old: str, new: str, change: str) -> None:
+    assert same_slot(old, new) and same_slot(new, old)
+
+
+def test_values_are_read_with_their_kind() -> None:
+    found = {(v.kind, v.norm) for v in values("I got my 5K down to 25:50 on March 3 and paid $1,200 at 3pm")}
+    assert {
+        ("quantity:km", "5.0"),
+        ("time", "25:50"),
+        ("date", "march 3"),
+        ("money", "1200"),
+        ("time", "15:00"),
+    } <= found
+    assert {v.norm for v in values("$120k")} == {"120000"}
+    assert {v.norm for v in values("120000 dollars")} == {"120000"}
+
+
+def test_only_claims_with_a_value_or_an_ended_state_can_correct() -> None:
+    assert states_something("Our budget is $100k.")
+    assert states_something("I no longer drink coffee.")
+    assert not states_something("I like long walks on the beach.")

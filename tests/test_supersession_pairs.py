@@ -122,7 +122,10 @@ class EveryLaterClaimSupersedes(FactStore):
 
 
 def test_measure_reads_supersessions_back(pool: ConnectionPool) -> None:
-    store = EveryLaterClaimSupersedes(pool, FakeEmbedder(64), supersede_min_similarity=-1.0)
+    # the store's own rule off, where it has one: only the stand-in supersedes
+    store = EveryLaterClaimSupersedes(
+        pool, FakeEmbedder(64), supersede_min_similarity=-1.0, **measure.store_kwargs(False)
+    )
     store.setup()
     pair = Pair(
         id="moved",
@@ -144,12 +147,22 @@ def test_measure_reads_supersessions_back(pool: ConnectionPool) -> None:
         "I sit on the panel.",
     }
     assert row["expected_linked"] is True
+    assert (row["user_claims_old"], row["user_claims_new"]) == (2, 1)
+    assert not any(link["old"]["in_code"] or link["new"]["in_code"] for link in row["links"])
     hidden = measure.measure_pair(store, Pair(**{**_fields(pair), "id": "hidden", "texts_public": False}))
     assert all("text" not in link["old"] for link in hidden["links"])
 
 
 def _fields(pair: Pair) -> dict:
     return {name: getattr(pair, name) for name in Pair.__slots__}
+
+
+def test_reasons_of_pairs_whose_text_stays_out_keep_their_leading_words_only() -> None:
+    assert measure.reason_kind("same slot (alarm set), value changed: 6:30 -> 8:00") == "same slot"
+    assert measure.reason_kind('"quoted" first') == "(quoted)"
+    assert measure.reason_kind(None) is None
+    row = {"links": [{"old": {}, "new": {}, "reason": "state ended: no longer vegetarian"}]}
+    assert measure.redacted(row)["links"][0]["reason"] == "state ended"
 
 
 def test_figures_count_supersede_as_the_positive_class() -> None:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory.eval.supersession_pairs import KEEP_BOTH, SUPERSEDE, Pair, read_jsonl, write_jsonl
-from memory.model import Fact, Source, Status
+from memory.model import Fact, Kind, Source, Status
 
 if TYPE_CHECKING:
     from memory.embedders.base import Embedder
@@ -110,8 +110,15 @@ def redacted(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "links": links}
 
 
-def _ref(fact: Fact, texts_public: bool) -> dict[str, Any]:
+def in_code(message: str, fact: Fact) -> bool:
+    """Whether the fact lies inside a fenced code block of its message (a line of code, not a claim)."""
+    return fact.span is not None and message.count("```", 0, fact.span[0]) % 2 == 1
+
+
+def _ref(fact: Fact, texts_public: bool, message: str | None = None) -> dict[str, Any]:
     ref: dict[str, Any] = {"message": fact.message_id, "span": list(fact.span) if fact.span else None}
+    if message is not None:
+        ref["in_code"] = in_code(message, fact)
     if texts_public:
         ref["text"] = fact.body
     return ref
@@ -182,10 +189,13 @@ def measure_pair(store: FactStore, pair: Pair) -> dict[str, Any]:
         "new_ids": list(pair.new_ids),
         "facts_old": len(old),
         "facts_new": len(new),
+        # only user claims take part in supersession: a value said inside a question is a directive
+        "user_claims_old": sum(f.kind is Kind.USER_INPUT for f in old),
+        "user_claims_new": sum(f.kind is Kind.USER_INPUT for f in new),
         "links": [
             {
-                "old": _ref(o, pair.texts_public),
-                "new": _ref(n, pair.texts_public),
+                "old": _ref(o, pair.texts_public, texts[o.message_id or ""]),
+                "new": _ref(n, pair.texts_public, texts[n.message_id or ""]),
                 "reason": edge.get("reason"),
                 "automatic": edge.get("automatic"),
             }
@@ -439,7 +449,8 @@ def summary_markdown(
         "`supersede` when a fact of the old message ends superseded with a fact of the new one as its head.",
         "Corrections are the pairs labeled `supersede` (recall), look-alikes those labeled `keep_both`",
         "(kept apart = left alone; 1 minus the false supersession rate); precision is over all the pairs",
-        "the store superseded.",
+        "the store superseded. A miss marked 'no user claim in new' had every claim of that side",
+        "captured as a directive (a question or a request), which capture does not compare.",
         "",
         "## Headline",
         "",
@@ -487,16 +498,27 @@ def summary_markdown(
                 "; ".join(str(link["reason"]) for link in r["links"] if link.get("reason"))
                 or "no reason recorded"
             )
-            check = f" (citations: {r['check']})" if r.get("check") and r["check"] != "ok" else ""
+            notes = [f"citations: {r['check']}"] if r.get("check") and r["check"] != "ok" else []
+            notes += [
+                f"no user claim in {side}" for side in ("old", "new") if r.get(f"user_claims_{side}") == 0
+            ]
             extra = f": {reasons}" if predicted == SUPERSEDE else ""
-            lines.append(f"- `{r['id']}` ({r['category']}){check}{extra}")
+            lines.append(f"- `{r['id']}` ({r['category']}){''.join(f' ({n})' for n in notes)}{extra}")
     misplaced_rows = [r for r in rows if r["predicted"] == SUPERSEDE and r.get("expected_linked") is False]
     if misplaced_rows:
         lines += ["", f"## Superseded, but not the claims named: {len(misplaced_rows)}", ""]
         lines += [f"- `{r['id']}` ({r['category']})" for r in misplaced_rows]
+    code_rows = [r for r in rows if r["links"] and all(_code_link(link) for link in r["links"])]
+    if code_rows:
+        lines += ["", f"## Superseded only through lines of code (fenced blocks): {len(code_rows)}", ""]
+        lines += [f"- `{r['id']}` ({r['category']}, label {r['label']})" for r in code_rows]
     lines += _unresolved_section(unresolved)
     lines += _locomo_section(locomo, verdicts)
     return "\n".join(lines) + "\n"
+
+
+def _code_link(link: dict[str, Any]) -> bool:
+    return bool(link["old"].get("in_code") or link["new"].get("in_code"))
 
 
 def _unresolved_section(unresolved: dict[str, Any] | None) -> list[str]:

@@ -12,7 +12,7 @@ turns) and every supersedes edge capture wrote is counted; a seeded sample of th
 with its texts for a hand check (that file is never committed: LoCoMo's licence forbids copying its
 text), and the verdicts, kept by id in `locomo-verdicts.jsonl`, are counted in the summary.
 
-Files written under the output folder: `rows.jsonl` (one row per pair), `beam-unresolved.json`,
+Files written under the output folder: `pair-rows.jsonl` (one row per pair), `beam-unresolved.json`,
 `locomo.json` and `summary.md`, which hold ids only for BEAM and LoCoMo (a rule's reason string can
 quote the text it compared, so only its leading words, up to the first quote or value, are kept
 there), and `private/` (BEAM links and the LoCoMo sample with their texts and full reasons: for
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from memory.eval.conversation import Dataset
     from memory.store import FactStore
 
-ROWS_FILE = "rows.jsonl"
+ROWS_FILE = "pair-rows.jsonl"  # not rows.jsonl: results/.gitignore keeps those local
 UNRESOLVED_FILE = "beam-unresolved.json"
 LOCOMO_FILE = "locomo.json"
 PRIVATE_DIR = "private"  # data text: .gitignore'd, never committed

@@ -61,15 +61,18 @@ def markdown(results: dict[str, Any]) -> str:
         "",
         "Writes, ours (ms, p50 / p95; vectors computed in advance), and the block a search returns:",
         "",
-        "| facts | capture_message | insert_facts | insert_facts, synchronous_commit off | supersede "
+        "| facts | capture_message | the same, automatic supersession off (p95 ratio on / off) "
+        "| insert_facts | insert_facts, synchronous_commit off | supersede "
         "| block facts mean (min-max) | block chars mean (max) | hits resolved from a superseded fact, "
         "per query | PostgresStore items that are superseded, per query |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for s in sizes:
         w, b = s["writes"], s["search"]["block"]
+        off = w.get("capture_message_no_auto_supersede")
+        off_cell = f"{_pp(off)} ({w['capture_message']['p95'] / off['p95']:.2f})" if off else "not measured"
         rows.append(
-            f"| {s['size']:,} | {_pp(w['capture_message'])} | {_pp(w['insert_facts'])} "
+            f"| {s['size']:,} | {_pp(w['capture_message'])} | {off_cell} | {_pp(w['insert_facts'])} "
             f"| {_pp(w['insert_facts_async_commit'])} | {_pp(w['supersede'])} "
             f"| {b['ours']['facts']['mean']:.1f} ({b['ours']['facts']['min']:.0f}-{b['ours']['facts']['max']:.0f}) "
             f"| {b['ours']['chars']['mean']:.0f} ({b['ours']['chars']['max']:.0f}) "

@@ -156,22 +156,25 @@ def new_facts(message: Message, lookup: LookupEmbedder) -> list[NewFact]:
 def measure_writes(
     store: FactStore, lookup: LookupEmbedder, data: Dataset, corpus: Corpus, count: int, warmup: int
 ) -> dict[str, Any]:
-    """capture_message, insert_facts and insert_facts without a synchronous commit on alternating new
-    messages; then supersede of an existing fact by a revised copy of it."""
+    """capture_message (with and without its automatic-supersession check), insert_facts and
+    insert_facts without a synchronous commit on alternating new messages; then supersede of an
+    existing fact by a revised copy of it."""
     root, eid = data.root, store.embedder_id
-    messages = new_messages(corpus, 3 * (count + warmup), lookup)
+    messages = new_messages(corpus, 4 * (count + warmup), lookup)
     misses_before = lookup.misses
     samples: dict[str, list[float]] = {
         "capture_message": [],
+        "capture_message_no_auto_supersede": [],
         "insert_facts": [],
         "insert_facts_async_commit": [],
     }
+    auto_superseded = 0
     claims: list[float] = []
     steps: dict[str, list[float]] = {}
     pending: list[int] = []
     with store.pool.connection() as conn:
         for i in range(count + warmup):
-            a, b, c = messages[3 * i : 3 * i + 3]
+            a, b, c, d = messages[4 * i : 4 * i + 4]
             # Messages reach a chat seconds apart, and the indexer needs ~2 ms per vector at 100k: it
             # is idle when the next one arrives. Back to back, it would still be indexing the last
             # iteration's vectors (and sharing the WAL and both cores) during the timed capture.
@@ -181,6 +184,16 @@ def measure_writes(
             started = time.perf_counter()
             result = store.capture_message(root, a.text, message_id=a.message_id, thread_id=a.thread_id)
             elapsed = {"capture_message": (time.perf_counter() - started) * 1000}
+            auto_superseded += len(result.superseded)
+            # the same call with capture's supersession check off: what the check costs (memory.supersession)
+            store.index_pending()
+            store.auto_supersede = False
+            try:
+                started = time.perf_counter()
+                store.capture_message(root, d.text, message_id=d.message_id, thread_id=d.thread_id)
+                elapsed["capture_message_no_auto_supersede"] = (time.perf_counter() - started) * 1000
+            finally:
+                store.auto_supersede = True
             timed = TimingConnection(conn)
             elapsed["insert_facts"] = _insert(timed, root, b, lookup, eid)
             conn.execute("SET synchronous_commit = off")
@@ -235,6 +248,7 @@ def measure_writes(
     return {
         **{name: summary(values) for name, values in samples.items()},
         "claims_per_message": summary(claims),
+        "auto_superseded_by_capture": auto_superseded,
         "insert_facts_steps_ms": {step: summary(ms) for step, ms in sorted(steps.items())},
         "supersede_steps_ms": {step: summary(ms) for step, ms in sorted(supersede_steps.items())},
         "supersede_refused": refused,

@@ -32,7 +32,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["Value", "Verdict", "judge", "same_slot", "states_something", "values"]
+__all__ = ["Value", "Verdict", "judge", "may_share_slot", "same_slot", "states_something", "values"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,11 @@ _STOP = _words(
     "each every no not can could would should will shall may might must up down out off per via one also too "
     "still yet now currently actually correction update updated new latest recently anymore longer again "
     "just right sorry oops wait instead rather meant mean sure let me know please thanks "
-    "got get gets getting go goes going gone went make made makes"
+    "got get gets getting go goes going gone went make made makes "
+    # words too general to anchor a slot: "last", "time", "really", "great" sit beside any value
+    "last next first time times day really good great nice love like lot lots thing things something "
+    "way ways much many more most little bit kind sort pretty super awesome amazing fun glad happy "
+    "hope think know see say said tell told feel felt thank thanks congrats congratulations hey hi"
 )
 # Words that mark the new claim as a correction; they are not part of any slot.
 _CUES = _words(
@@ -79,6 +83,9 @@ _HISTORY = re.compile(
     r"\b(?:used to|previously|formerly|originally|back in|back then|in the past|before that|"
     r"years ago|when i was|as a (?:kid|child|student|teenager)|at the time|once upon)\b",
     re.I,
+)
+_NEGATED_ENDING = re.compile(
+    r"\b(?:never|not|won't|wouldn't|don't|didn't|can't|cannot|n't)\s+(?:\w+\s+)?$", re.I
 )
 _ENDED = re.compile(
     r"\b(?:no longer|not anymore|not \w+ anymore|n't \w+ anymore|stopped|quit|gave up|left|"
@@ -276,7 +283,21 @@ def _names(text: str, taken: Iterable[Value]) -> list[Value]:
                 run = []
         if run:
             names.append(_name_value(sentence.start(), run))
-    return [n for n in names if not any(s <= n.start < e for s, e in spans)]
+    return [n for n in names if not any(s <= n.start < e for s, e in spans) and not _vocative(text, n)]
+
+
+# a name said to someone: "Thanks, Caroline!", "Hey Mel,", "Congrats Jon." (the addressee, not a value)
+_VOCATIVE_BEFORE = re.compile(
+    r"(?:^|[,;:!?.]\s*|\b(?:hey|hi|hello|thanks|thank you|congrats|congratulations|dear|yo|bye|"
+    r"cheers|sorry|good (?:morning|night|luck))\s*,?\s*)$",
+    re.I,
+)
+_VOCATIVE_AFTER = re.compile(r"^\s*(?:[!?,.]|$)")
+
+
+def _vocative(text: str, name: Value) -> bool:
+    before, after = text[max(0, name.start - 30) : name.start], text[name.end : name.end + 3]
+    return bool(_VOCATIVE_AFTER.match(after)) and bool(_VOCATIVE_BEFORE.search(before))
 
 
 def _looks_like_name(token: str) -> bool:
@@ -325,7 +346,15 @@ def _parse(text: str) -> _Claim:
         items=frozenset((_stem(m[1]), m[2]) for m in _ITEM.finditer(head) if m[1].lower() not in _STOP),
         history=bool(_HISTORY.search(body)),
         addition=bool(_ADDITION.search(body)),
-        ended=bool(_ENDED.search(body)),
+        ended=_ends_a_state(body),
+    )
+
+
+def _ends_a_state(body: str) -> bool:
+    """'I no longer work there', 'we stopped using Jenkins'; not 'I'll never quit'."""
+    return any(
+        m.group(0).lower().startswith(("no longer", "not ")) or not _NEGATED_ENDING.search(body[: m.start()])
+        for m in _ENDED.finditer(body)
     )
 
 
@@ -418,8 +447,10 @@ def _changes(old: _Claim, new: _Claim) -> list[tuple[Value, Value, frozenset[str
         if key in old_norms or _marked_as_old(new.body, nv):
             continue
         for ov in old.values:
-            if _kind_family(ov.kind) != _kind_family(nv.kind) or ov.norm == nv.norm:
+            if _kind_family(ov.kind) != _kind_family(nv.kind) or _same_value(ov, nv):
                 continue
+            if nv.kind == "name" and (_count(new, "name") > 1 or _count(old, "name") > 1):
+                continue  # several names on a side: a list (brands, people), not one slot's value
             # the old value restated in the new claim, unmarked: a list of values, not a change
             restated = [
                 v for v in new.values if (_kind_family(v.kind), v.norm) == (_kind_family(ov.kind), ov.norm)
@@ -432,6 +463,19 @@ def _changes(old: _Claim, new: _Claim) -> list[tuple[Value, Value, frozenset[str
             if slot:
                 pairs.append((ov, nv, slot))
     return pairs
+
+
+def _same_value(a: Value, b: Value) -> bool:
+    if a.norm == b.norm:
+        return True
+    if a.kind == b.kind == "name":
+        x, y = re.sub(r"\W", "", a.norm), re.sub(r"\W", "", b.norm)
+        return bool(x) and bool(y) and (x in y or y in x)
+    return False
+
+
+def _count(claim: _Claim, kind: str) -> int:
+    return sum(v.kind == kind for v in claim.values)
 
 
 def judge(old: str, new: str) -> Verdict:
@@ -456,7 +500,24 @@ def judge(old: str, new: str) -> Verdict:
 
 def states_something(text: str) -> bool:
     """Whether `text` states a value or ends a state: the only claims that can correct another."""
-    return bool(_ENDED.search(text)) or bool(values(_LABEL.sub("", text.strip(), count=1)))
+    return _ends_a_state(text) or bool(values(_LABEL.sub("", text.strip(), count=1)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _signature(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The value kinds a claim states, and every word and value that could anchor one of its slots."""
+    claim = _parse(text)
+    anchors: set[str] = set()
+    for v in claim.values:
+        anchors |= _context(claim, v)
+        anchors.add(v.norm)
+    return frozenset(_kind_family(v.kind) for v in claim.values), frozenset(anchors)
+
+
+def may_share_slot(a: str, b: str) -> bool:
+    """A cheap necessary condition for `same_slot`: a value kind and an anchor in common."""
+    (kinds_a, anchors_a), (kinds_b, anchors_b) = _signature(a), _signature(b)
+    return not kinds_a.isdisjoint(kinds_b) and not anchors_a.isdisjoint(anchors_b)
 
 
 def same_slot(a: str, b: str) -> bool:

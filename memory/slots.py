@@ -7,7 +7,9 @@ similarity alone puts whichever is worded closer to the question first, which is
 often as not. So, between two such claims:
 
   trust    a tool result or web page never ranks above the user's own claim about the same slot,
-           and is flagged as untrusted (the poisoning case: a page saying "the user's budget is $1").
+           and is flagged as untrusted (the poisoning case: a page saying "the user's budget is $1");
+           nor does its instruction or question ("What is the user's budget?"), which states nothing
+           and resembles the query precisely because it is one.
   time     otherwise the newer claim goes first and the older is flagged "possibly outdated".
            Nothing is dropped: the model sees both, and the flags say how they relate.
 
@@ -19,10 +21,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from memory.corrections import same_slot, states_something
+from memory.corrections import may_share_slot, same_slot, states_something
 from memory.model import UNTRUSTED_SOURCES, Hit
+from memory.splitting import classify
 
-__all__ = ["order_same_slot"]
+__all__ = ["ORDERED", "order_same_slot"]
+
+ORDERED = 64
 
 
 def _untrusted(hit: Hit) -> bool:
@@ -35,10 +40,20 @@ def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
     if len(ordered) < 2:
         return ordered
     flags: dict[int, list[str]] = {id(h): list(h.flags) for h in ordered}
-    valued = [h for h in ordered if states_something(h.fact.body)]
+    # an instruction or a question from a tool result states nothing: below every trusted hit
+    asks = {id(h) for h in ordered if _untrusted(h) and classify(h.fact.body) == "directive"}
+    if asks and len(asks) < len(ordered):
+        for h in ordered:
+            if id(h) in asks:
+                flags[id(h)].append("untrusted: an instruction or question from a tool result")
+        ordered = [h for h in ordered if id(h) not in asks] + [h for h in ordered if id(h) in asks]
+    # the first ORDERED hits are what a block holds; past them the order matters to no one
+    valued = [h for h in ordered[:ORDERED] if states_something(h.fact.body)]
     for i, upper in enumerate(valued):
         for lower in valued[i + 1 :]:
-            if not same_slot(upper.fact.body, lower.fact.body):
+            if not may_share_slot(upper.fact.body, lower.fact.body) or not same_slot(
+                upper.fact.body, lower.fact.body
+            ):
                 continue
             first, second = _precedence(upper, lower)
             note = (

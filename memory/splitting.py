@@ -152,11 +152,60 @@ def split_message(message: str) -> list[Claim]:
                 continue
             s_start = _skip_framing_prefix(message, s_start, s_end)
             for c_start, c_end in _clauses(message, s_start, s_end):
-                c_start, c_end = _strip(message, c_start, c_end)
-                text = message[c_start:c_end]
-                if text and not is_framing(text):
-                    claims.append(Claim(text, c_start, c_end, classify(text)))
+                for p_start, p_end, kind in _statement_and_request(message, *_strip(message, c_start, c_end)):
+                    text = message[p_start:p_end]
+                    if text and not is_framing(text):
+                        claims.append(Claim(text, p_start, p_end, kind or classify(text)))
     return claims
+
+
+# Where a statement hands over to a request inside one sentence: "I've added 52 sources to my
+# library, so how can I organize them?". Held out of retrieval as one directive, the statement
+# would be lost to recall (and to correction); cut, it is a claim and the rest stays a directive.
+_REQUEST_TAIL = re.compile(
+    r"(?:,|\s[-–—]|\.\.\.)\s+(?:(?:so|but|and|and so|which is why|that's why)\s+)?"
+    r"(?=(?:can|could|would|will) you\b|how (?:can|do|should|would|could) (?:i|we)\b|"
+    r"what(?:'s| is| would be) the best way\b|(?:i|we) (?:really )?(?:want|need|would like|'d like) "
+    r"(?:to (?:make sure|know|ask|understand|learn|figure out)|help|some help|your help|advice|guidance)\b|"
+    r"please\b|help me\b|any (?:tips|ideas|advice|suggestions)\b|should (?:i|we)\b|is there a way\b|"
+    r"do you (?:have|know|think)\b)",
+    re.IGNORECASE,
+)
+# A relative clause that states something inside a goal or a request: "I'm trying to speed up the
+# API, which now averages 250ms".
+_STATING_RELATIVE = re.compile(
+    r",\s+(?=(?:which|where|who)\s+(?:is|are|was|were|has|have|had|now|recently|currently|already)\b)",
+    re.IGNORECASE,
+)
+_MIN_STATEMENT_WORDS = 4
+
+
+def _statement_and_request(text: str, start: int, end: int) -> list[tuple[int, int, ClaimKind | None]]:
+    """A directive clause cut where a statement ends and its request (or stating relative clause)
+    begins, when the statement part stands as a claim; otherwise the clause whole. A piece's kind is
+    given where `classify` would misread it (a relative clause opens with "which")."""
+    if start >= end or classify(text[start:end]) != "directive":
+        return [(start, end, None)]
+    for tail in _REQUEST_TAIL.finditer(text, start, end):
+        left = _strip(text, start, tail.start())
+        if len(text[left[0] : left[1]].split()) < _MIN_STATEMENT_WORDS:
+            continue
+        right = _strip(text, tail.end(), end)
+        return [*_stating_relative(text, *left), (*right, None)]
+    return _stating_relative(text, start, end)
+
+
+def _stating_relative(text: str, start: int, end: int) -> list[tuple[int, int, ClaimKind | None]]:
+    if classify(text[start:end]) != "directive":
+        return [(start, end, None)]
+    for rel in _STATING_RELATIVE.finditer(text, start, end):
+        clause = text[rel.end() : end]
+        if (
+            any(ch.isdigit() for ch in clause)
+            and len(text[start : rel.start()].split()) >= _MIN_STATEMENT_WORDS
+        ):
+            return [(*_strip(text, start, rel.start()), None), (*_strip(text, rel.end(), end), "user_input")]
+    return [(start, end, None)]
 
 
 def passage_for(message: str, claims: list[Claim]) -> str | None:

@@ -122,15 +122,20 @@ class FactStore:
         thread_id: str | None = None,
         message_id: str | None = None,
         valid_from: datetime | None = None,
+        speaker: str | None = None,
     ) -> CaptureResult:
         """Split `text` verbatim into claims and store one fact per claim (questions as directives).
 
         Untrusted sources (tool results) never yield directives: their questions and instructions are
-        stored as plain content, so a web page cannot plant an instruction in memory.
+        stored as plain content, so a web page cannot plant an instruction in memory. `speaker` names
+        who said it where several people share a session (a group chat): it is kept in each fact's
+        metadata, and one person's claim never supersedes another's.
         """
         source_key = message_id or fact_sql.body_sha256(text).hex()
         # embedded before any transaction opens
         items = fact_sql.message_facts(text, source, source_key, self.embedder.embed)
+        if speaker is not None:
+            items = [replace(item, metadata={**(item.metadata or {}), "speaker": speaker}) for item in items]
         if not items:
             return CaptureResult(facts=(), written=0)
         return self._write(ns, items, agent_id, acting_on_behalf_of, thread_id, message_id, valid_from)

@@ -3,7 +3,8 @@ value replaces it, in the capture's own transaction, with no model call.
 
 For each new user claim that states a value or ends a state (memory.corrections decides what that
 is), the nearest earlier claims are compared with it: active current user claims of the namespace it
-was captured in, said no later than it, at least as close as the supersede guard requires. Only the
+was captured in, said no later than it, by the same speaker (where a session records speakers), at least as close
+as the supersede guard requires. Only the
 same namespace: a sub-agent's task text is captured as its input, and it must never retire the
 supervisor's facts (corrections across namespaces stay with remember_fact and rollups). The first that `corrections.judge` says it replaces is superseded through the guarded
 `facts.supersede`, and the edge records that it was automatic and why. Where the rules cannot decide,
@@ -44,7 +45,7 @@ SELECT id, body, sim FROM (
       WHERE v.embedder_id = {eid} AND v.indexed AND f.session_id = %(session)s
         AND f.namespace_id = %(ns)s AND f.kind = 'user_input'
         AND f.status = 'active' AND f.head_id = f.id AND f.valid_from <= %(at)s
-        AND NOT (f.id = ANY(%(exclude)s::uuid[]))
+        AND NOT (f.id = ANY(%(exclude)s::uuid[])) AND f.metadata->>'speaker' IS NOT DISTINCT FROM %(speaker)s
       ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
       LIMIT %(n)s)
     UNION ALL
@@ -54,7 +55,7 @@ SELECT id, body, sim FROM (
       WHERE v.embedder_id = {eid} AND NOT v.indexed AND f.session_id = %(session)s
         AND f.namespace_id = %(ns)s AND f.kind = 'user_input'
         AND f.status = 'active' AND f.head_id = f.id AND f.valid_from <= %(at)s
-        AND NOT (f.id = ANY(%(exclude)s::uuid[])))
+        AND NOT (f.id = ANY(%(exclude)s::uuid[])) AND f.metadata->>'speaker' IS NOT DISTINCT FROM %(speaker)s)
 ) nearest
 WHERE sim >= %(min_sim)s
 ORDER BY sim DESC
@@ -83,23 +84,32 @@ def apply(
     if not worth:
         return []
     statement = sql.SQL(_EARLIER).format(eid=sql.Literal(int(embedder_id)), dims=sql.Literal(int(dims)))
-    set_hnsw_local(conn, 40)
     written = [f.id for f in new_facts]
+    # every claim's candidates in one round trip: no query needs another's answer
+    with conn.pipeline():
+        set_hnsw_local(conn, 40)
+        cursors = [
+            conn.execute(
+                statement,
+                {
+                    "q": as_vector(claim_vectors[fact.id]),
+                    "session": ns.session_id,
+                    "ns": ns.id,
+                    "at": fact.valid_from,
+                    "exclude": written,
+                    "speaker": fact.metadata.get("speaker"),
+                    "n": CANDIDATES,
+                    "min_sim": min_similarity,
+                },
+            )
+            for fact in worth
+        ]
     done: list[AutoSupersession] = []
-    for fact in worth:
-        rows = conn.execute(
-            statement,
-            {
-                "q": as_vector(claim_vectors[fact.id]),
-                "session": ns.session_id,
-                "ns": ns.id,
-                "at": fact.valid_from,
-                "exclude": written + [d.old.id for d in done],
-                "n": CANDIDATES,
-                "min_sim": min_similarity,
-            },
-        ).fetchall()
-        for row in rows:
+    for fact, cursor in zip(worth, cursors, strict=True):
+        retired = {d.old.id for d in done}
+        for row in cursor.fetchall():
+            if row["id"] in retired:
+                continue
             verdict = corrections.judge(row["body"], fact.body)
             if not verdict.supersedes:
                 continue

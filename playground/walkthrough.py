@@ -14,6 +14,7 @@ from typing import Literal
 
 from psycopg_pool import AsyncConnectionPool
 
+from memory.conclusions import is_conclusion
 from playground.events import LANES
 
 
@@ -33,8 +34,9 @@ STALE_VALUE, CORRECTED_VALUE = "$100k", "$120k"
 _STALE = re.compile(r"\$?\b100(?:k\b|,000\b|\s*thousand\b)", re.IGNORECASE)
 _CORRECTED = re.compile(r"\$?\b120(?:k\b|,000\b|\s*thousand\b)", re.IGNORECASE)
 
-Verdict = Literal["corrected", "stale", "both", "neither"]
+Verdict = Literal["corrected", "stale", "both", "neither", "no_answer"]
 VERDICT_TEXT = {
+    "no_answer": "gave no answer in words (a tool call written as text, or nothing)",
     "corrected": f"used the corrected value ({CORRECTED_VALUE})",
     "stale": f"used the stale value ({STALE_VALUE})",
     "both": f"gave both the stale {STALE_VALUE} and the corrected {CORRECTED_VALUE}, without saying which holds",
@@ -43,6 +45,9 @@ VERDICT_TEXT = {
 
 
 def verdict(reply: str) -> Verdict:
+    # only a plain answer counts: a tool-call blob that happens to hold "$120k" corrected nothing
+    if not is_conclusion(reply):
+        return "no_answer"
     corrected, stale = bool(_CORRECTED.search(reply)), bool(_STALE.search(reply))
     if corrected and stale:
         return "both"

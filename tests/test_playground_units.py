@@ -152,6 +152,8 @@ def test_scripted_lanes_use_their_memory_tools() -> None:
         ("From memory: Our budget is $100k per year.", "stale"),
         ("Budget: $120k per year. Budget: $100k per year.", "both"),
         ("I do not know. You spent $1100k.", "neither"),
+        ('{"name": "our_budget", "arguments": {"budget": "120k per year"}}', "no_answer"),
+        ("", "no_answer"),
     ],
 )
 def test_the_verdict_reads_the_values(reply: str, expected: str) -> None:

@@ -486,3 +486,22 @@ def test_adversarial_input_is_fast(message: str) -> None:
     started = time.perf_counter()
     assert_well_formed(message, split_message(message))
     assert time.perf_counter() - started < 10
+
+
+def test_a_statement_is_cut_from_the_request_it_opens() -> None:
+    claims = split_message("I've added 52 sources to my Zotero library, so how can I organize them?")
+    assert [(c.text, c.kind) for c in claims] == [
+        ("I've added 52 sources to my Zotero library", "user_input"),
+        ("how can I organize them?", "directive"),
+    ]
+    mixed = "I'm trying to speed up the dashboard API, which now averages 250ms, can you help me?"
+    assert [(c.text, c.kind) for c in split_message(mixed)] == [
+        ("I'm trying to speed up the dashboard API", "directive"),
+        ("which now averages 250ms", "user_input"),
+        ("can you help me?", "directive"),
+    ]
+    # a short opener is part of the request, and a plain question stays whole
+    assert [c.kind for c in split_message("Hey there, can you help me plan a trip?")] == ["directive"]
+    assert [c.text for c in split_message("What is our budget, and who approves it?")] == [
+        "What is our budget, and who approves it?"
+    ]

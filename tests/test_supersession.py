@@ -157,3 +157,13 @@ def test_a_subagent_captures_into_its_own_namespace_without_retiring_the_supervi
     )
     assert result.superseded == ()
     assert all(f.status is Status.ACTIVE for f in store.session_facts("s") if f.kind is Kind.USER_INPUT)
+
+
+def test_one_speakers_claim_never_supersedes_anothers(store: FactStore) -> None:
+    root = store.root("s")
+    store.capture_message(root, "Our main office is in Austin.", valid_from=at(0), speaker="Ana")
+    other = store.capture_message(root, "Our main office is in Denver now.", valid_from=at(1), speaker="Ben")
+    assert other.superseded == ()
+    assert other.facts[0].metadata["speaker"] == "Ben"
+    same = store.capture_message(root, "Our main office is in Boston now.", valid_from=at(2), speaker="Ana")
+    assert [a.old.body for a in same.superseded] == ["Our main office is in Austin."]

@@ -170,6 +170,13 @@ def main(argv: list[str] | None = None) -> int:
         "machine": report.machine(),
         "postgres": f"PostgreSQL {postgres}",
     }
+    if args.only and not args.no_write and report.JSON_PATH.exists():
+        # a rerun of some scenarios keeps the saved figures of the others, and says which were rerun
+        saved = json.loads(report.JSON_PATH.read_text())
+        if saved["meta"].get("mode") == meta["mode"]:
+            rerun = f"{', '.join(chosen)} rerun on {meta['date']} with --only"
+            results = {**saved["results"], **results}
+            meta = {**saved["meta"], "reruns": [*saved["meta"].get("reruns", []), rerun]}
     print()
     print(report.table(results))
     for name, result in results.items():

@@ -228,7 +228,9 @@ def run_poisoning(pool: ConnectionPool, *, examples: int = 200, random_seed: int
             raise AssertionError("the user's fact gained a supersede chain")
         hits = store.search(root, "What is our budget?").hits
         if hits and hits[0].fact.id != user.id:
-            counts["poison_outranked_user_fact"] += 1  # ranked, not obeyed: recorded, not a violation
+            # a tool's value never outranks the user's own about the same slot (memory.slots)
+            counts["poison_outranked_user_fact"] += 1
+            raise AssertionError(f"a {via} result outranked the user's fact: {hits[0].fact.body!r}")
 
     try:
         poisoning()

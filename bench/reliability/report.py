@@ -160,8 +160,10 @@ WHAT_EACH_ROW_PROVES = """\
   never a sibling's branch or another session's fact, whatever the names look like.
 - **Poisoning**: content from tools and web pages is stored as untrusted conclusions: it never
   becomes a directive and never retires, supersedes or contradicts what the user said. It is still
-  retrievable, marked `tool_result`: in the count shown, a poisoned claim ranked first for "What is
-  our budget?" (ranked, not obeyed: the user's fact stays active and current).
+  retrievable, marked `tool_result`, but it never ranks above the user's own fact about the same slot,
+  and an instruction or question from a tool ranks below every trusted hit (`memory.slots`): the
+  count shown is how often a poisoned claim still ranked first for "What is our budget?", an
+  invariant since that ordering exists (it was 50 of 300 before).
 
 ## What the suite found, and the fixes
 
@@ -206,10 +208,11 @@ def markdown(results: dict[str, dict[str, Any]], meta: dict[str, Any]) -> str:
         "\n".join(f"- {name}: {v}" for name, r in results.items() for v in r["violations"])
         or "None: every invariant held."
     )
+    reruns = "".join(f"\nSince then: {r}." for r in meta.get("reruns", []))
     return f"""# Reliability: load, faults and bad input
 
 Measured by `{meta["command"]}` on {meta["date"]} ({meta["mode"]} run, {meta["seconds"]} s), on
-{m["cpu"]} ({m["cores"]} cores, {m["memory_gb"]} GB, {m["os"]}, Python {m["python"]}, {meta["postgres"]}).
+{m["cpu"]} ({m["cores"]} cores, {m["memory_gb"]} GB, {m["os"]}, Python {m["python"]}, {meta["postgres"]}).{reruns}
 The app runs as `uvicorn playground.app:app` on 127.0.0.1 with the scripted model
 (`PLAYGROUND_MODEL_BACKEND=scripted`) and the fake embedder, against an embedded Postgres in a
 temporary directory. Every request has a timeout and every scenario a bounded number of requests.

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from memory.store import FactStore
 
 # Bump when what ingestion writes changes: every conversation's fingerprint changes with it.
-INGEST_VERSION = "1"
+INGEST_VERSION = "3"  # 2: capture supersedes corrections, statements cut from requests; 3: speakers
 DOCSTORE_BATCH = 200
 
 # two statements, run one by one: the store's connection prepares every statement it sends
@@ -126,6 +126,8 @@ def capture_conversation(facts: FactStore, root: Namespace, conversation: Conver
                 message_id=turn.id,
                 thread_id=turn.session_id,
                 valid_from=turn.timestamp,
+                # two people talk in LoCoMo: one's claim never corrects the other's
+                speaker=turn.speaker if turn.role == "user" else None,
             ).written
         else:
             facts.remember(

@@ -5,6 +5,9 @@
         [--database-url URL] [--sample N] [--limit N] [--answer-model SPEC --judge-model SPEC]
         [--consolidate] [--expire-days DAYS] [--recency-weight W [--recency-half-life DAYS]] [--tool-calls EVERY]
     python -m memory.eval report [--out results]
+    python -m memory.eval supersession [--beam DIR] [--locomo PATH] [--out results/supersession]
+        [--pairs PATH] [--beam-pairs PATH] [--embedder minilm] [--database-url URL] [--no-auto-supersede]
+        [--sample-size 50] [--seed 7] [--write-beam-pairs]
 
 Exit codes: 0 done, 2 the configuration, the database or a model failed.
 """
@@ -125,6 +128,39 @@ def parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="rebuild summary.md and the plot from rows.jsonl")
     report.add_argument("--out", type=Path, default=Path("results"))
     report.set_defaults(handler=_report)
+    sup = sub.add_parser(
+        "supersession",
+        help="capture labeled message pairs and count what capture supersedes (memory.eval.supersession)",
+    )
+    sup.add_argument(
+        "--beam", type=Path, help="a folder of BEAM chats (e.g. chats/100K): adds the BEAM pairs"
+    )
+    sup.add_argument(
+        "--locomo", type=Path, help="a LoCoMo JSON file: count supersessions in whole conversations"
+    )
+    sup.add_argument("--out", type=Path, default=Path("results/supersession"))
+    sup.add_argument(
+        "--pairs", type=Path, help="our pair file (default: the one shipped in memory/eval/data)"
+    )
+    sup.add_argument("--beam-pairs", type=Path, help="the BEAM pair ids (default: the shipped file)")
+    sup.add_argument("--embedder", default="minilm", help="minilm (default), ollama[:model], fake-<dims>")
+    sup.add_argument(
+        "--database-url", help="a Postgres server (default: DATABASE_URL, else the embedded one)"
+    )
+    sup.add_argument("--exact-database", action="store_true", help="use --database-url as it is")
+    sup.add_argument(
+        "--no-auto-supersede", action="store_true", help="construct the store with auto_supersede=False"
+    )
+    sup.add_argument(
+        "--sample-size", type=int, default=50, help="LoCoMo supersessions drawn for the hand check"
+    )
+    sup.add_argument("--seed", type=int, default=7, help="seed of that draw")
+    sup.add_argument(
+        "--write-beam-pairs",
+        action="store_true",
+        help="rebuild the BEAM pair ids from --beam into --beam-pairs (hand-check notes kept) and stop",
+    )
+    sup.set_defaults(handler=_supersession)
     return p
 
 
@@ -201,6 +237,53 @@ def _report(args: argparse.Namespace, console: Console) -> int:
     summary, plot, markdown = write_report(args.out, rows)
     console.print(markdown, markup=False, highlight=False, soft_wrap=True)
     console.print(f"wrote {summary}, {plot} and {snapshot} ({len(rows):,} rows)")
+    return 0
+
+
+def _supersession(args: argparse.Namespace, console: Console) -> int:
+    from memory.eval import supersession_pairs as pairs_lib
+    from memory.eval.supersession import SupersessionConfig, run
+
+    for path in (args.beam, args.locomo, args.pairs, args.beam_pairs):
+        if path is not None and not path.exists():
+            raise UsageError(f"{path} does not exist")
+    beam_pairs = args.beam_pairs or pairs_lib.BEAM_PAIRS
+    if args.write_beam_pairs:
+        if args.beam is None:
+            raise UsageError("--write-beam-pairs reads the questions from --beam")
+        previous = pairs_lib.read_jsonl(beam_pairs) if beam_pairs.exists() else []
+        specs = pairs_lib.build_beam_pair_specs(args.beam, previous)
+        pairs_lib.write_jsonl(beam_pairs, specs)
+        unresolved = sum(bool(s["unresolved"]) for s in specs)
+        console.print(f"wrote {beam_pairs}: {len(specs)} questions, {unresolved} make no pair")
+        return 0
+    pairs = pairs_lib.load_own_pairs(args.pairs or pairs_lib.OWN_PAIRS)
+    unresolved: list[dict] = []
+    if args.beam is not None:
+        resolution = pairs_lib.resolve_beam_pairs(pairs_lib.load_beam_pair_specs(beam_pairs), args.beam)
+        pairs += resolution.pairs
+        unresolved = resolution.unresolved
+    locomo = None
+    if args.locomo is not None:
+        from memory.eval.loaders import load_locomo
+
+        locomo = load_locomo(args.locomo)
+    config = SupersessionConfig(
+        out_dir=args.out,
+        pairs=pairs,
+        beam_unresolved=unresolved,
+        beam_dir=None if args.beam is None else args.beam.name,
+        locomo=locomo,
+        embedder=args.embedder,
+        database_url=args.database_url,
+        exact_database=args.exact_database,
+        auto_supersede=not args.no_auto_supersede,
+        sample_size=args.sample_size,
+        seed=args.seed,
+    )
+    summary = run(config)
+    console.print(summary.read_text(encoding="utf-8"), markup=False, highlight=False, soft_wrap=True)
+    console.print(f"wrote {summary} and the rows beside it")
     return 0
 
 

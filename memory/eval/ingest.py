@@ -105,6 +105,44 @@ def texts_to_embed(conversation: Conversation) -> list[str]:
     return list(dict.fromkeys(texts))
 
 
+def capture_conversation(facts: FactStore, root: Namespace, conversation: Conversation) -> int:
+    """Write `conversation`'s turns into `root` as the middleware would; returns the facts written.
+
+    A user turn is captured verbatim (`capture_message`), as is a tool's result (source tool_result);
+    an assistant turn is remembered as one conclusion; a turn that calls a tool is not captured.
+    """
+    if isinstance(facts.embedder, CachedEmbedder):
+        # one large batch instead of one model call per message: capture_message then hits the cache
+        facts.embedder.embed(texts_to_embed(conversation))
+    written = 0
+    for turn in conversation.turns:
+        if turn.calls_tool:
+            continue  # the middleware captures a tool call's result, not the call
+        if turn.role in ("user", "tool"):
+            written += facts.capture_message(
+                root,
+                turn.text,
+                source=Source.PASSIVE_CAPTURE if turn.role == "user" else Source.TOOL_RESULT,
+                message_id=turn.id,
+                thread_id=turn.session_id,
+                valid_from=turn.timestamp,
+                # two people talk in LoCoMo: one's claim never corrects the other's
+                speaker=turn.speaker if turn.role == "user" else None,
+            ).written
+        else:
+            facts.remember(
+                root,
+                turn.text,
+                kind=Kind.CONCLUSION,
+                source=Source.PASSIVE_CAPTURE,
+                message_id=turn.id,
+                thread_id=turn.session_id,
+                valid_from=turn.timestamp,
+            )
+            written += 1
+    return written
+
+
 @dataclass(frozen=True, slots=True)
 class IngestStats:
     conversation_id: str
@@ -148,36 +186,7 @@ class Ingestor:
             return IngestStats(conversation.id, True, len(conversation.turns), 0, 0, 0.0)
         started = time.perf_counter()
         self._forget(conversation.id)
-        if isinstance(self.embedder, CachedEmbedder):
-            # one large batch instead of one model call per message: capture_message then hits the cache
-            self.embedder.embed(texts_to_embed(conversation))
-        root = self.root(conversation.id)
-        written = 0
-        for turn in conversation.turns:
-            if turn.calls_tool:
-                continue  # the middleware captures a tool call's result, not the call
-            if turn.role in ("user", "tool"):
-                written += self.facts.capture_message(
-                    root,
-                    turn.text,
-                    source=Source.PASSIVE_CAPTURE if turn.role == "user" else Source.TOOL_RESULT,
-                    message_id=turn.id,
-                    thread_id=turn.session_id,
-                    valid_from=turn.timestamp,
-                    # two people talk in LoCoMo: one's claim never corrects the other's
-                    speaker=turn.speaker if turn.role == "user" else None,
-                ).written
-            else:
-                self.facts.remember(
-                    root,
-                    turn.text,
-                    kind=Kind.CONCLUSION,
-                    source=Source.PASSIVE_CAPTURE,
-                    message_id=turn.id,
-                    thread_id=turn.session_id,
-                    valid_from=turn.timestamp,
-                )
-                written += 1
+        written = capture_conversation(self.facts, self.root(conversation.id), conversation)
         documents = self._write_documents(conversation)
         seconds = time.perf_counter() - started
         self.conn.execute(

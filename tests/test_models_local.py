@@ -584,3 +584,23 @@ def test_the_real_offline_model_calls_the_stock_lanes_tools_validly() -> None:
     store = InMemoryStore()
     create_manage_memory_tool(namespace=("test",), store=store).invoke(remembered["args"])
     assert len(store.search(("test",))) == 1
+
+
+def test_a_turns_tool_calls_are_spent_after_a_repeat_or_two_rounds() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from memory.models.local import calls_are_spent
+
+    def call(name: str, n: int, **args: object) -> AIMessage:
+        return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"c{n}", "type": "tool_call"}])
+
+    asked = [HumanMessage("What is our budget?")]
+    assert not calls_are_spent(asked)
+    one = [*asked, call("search", 1, q="budget"), ToolMessage("r", tool_call_id="c1")]
+    assert not calls_are_spent(one)
+    repeat = [*one, call("search", 2, q="budget"), ToolMessage("r", tool_call_id="c2")]
+    assert calls_are_spent(repeat)
+    two = [*one, call("lookup", 2, q="x"), ToolMessage("r", tool_call_id="c2")]
+    assert calls_are_spent(two)
+    # a new user message starts a new turn
+    assert not calls_are_spent([*two, HumanMessage("And now?")])

@@ -59,9 +59,9 @@ def format_prompt(
         for tool in tools:
             system += "\n" + json.dumps(tool, ensure_ascii=False)
         system += _TOOLS_FOOTER
-        if instruction:
-            # The model has no way to be forced; saying so in the prompt is the next best thing.
-            system += f"\n\n{instruction}"
+    if instruction:
+        # The model has no way to be forced; saying so in the prompt is the next best thing.
+        system += f"\n\n{instruction}"
     parts = [_turn("system", system)]
     pending_results: list[str] = []
     for message in messages:

@@ -118,10 +118,13 @@ class LocalChatModel(BaseChatModel):
     ) -> Generator[ChatGenerationChunk, None, None]:
         tools: list[dict[str, Any]] = list(kwargs.get("tools") or [])
         tool_choice = kwargs.get("tool_choice")
-        if tool_choice == "none":
+        # a turn whose calls are spent is answered in words, under a grammar that admits no call
+        spent = bool(tools) and tool_choice in (None, "auto") and calls_are_spent(messages)
+        if tool_choice == "none" or spent:
             tools = []
         names = [tool["function"]["name"] for tool in tools]
-        prompt = format_prompt(messages, tools, instruction=tool_choice_instruction(tool_choice, names))
+        instruction = ANSWER_NOW if spent else tool_choice_instruction(tool_choice, names)
+        prompt = format_prompt(messages, tools, instruction=instruction)
         engine = self._engine()
         shown, finish_reason = 0, None
         with engine.lock:
@@ -136,6 +139,8 @@ class LocalChatModel(BaseChatModel):
             }
             text = ""
             known_ids = uuids_in(format_prompt(messages)) if tools else []
+            if spent and self.settings.local_tool_grammar:
+                sampling["grammar"] = import_llama_cpp().LlamaGrammar.from_string(WORDS_GBNF, verbose=False)
             replies = self._completion(llama, prompt_tokens, tools, tool_choice, known_ids, sampling)
             # A caller that leaves stops the generation before the lock is let go.
             with contextlib.closing(replies):
@@ -272,6 +277,32 @@ class LocalChatModel(BaseChatModel):
                 f"the prompt is {prompt_tokens} tokens but the offline model's context window is "
                 f"{n_ctx}: raise BEADS_LOCAL_NUM_CTX (the model supports up to 32768) or shorten the prompt"
             )
+
+
+#: tool rounds since the user's message after which a small model answers in words
+MAX_TOOL_ROUNDS = 2
+ANSWER_NOW = "Answer the user now, in plain words, from what the tools returned. Do not call a tool."
+#: a reply that opens neither a call, a JSON object or list, nor a tag: what "in words" admits
+WORDS_GBNF = r"root ::= [^{<\[`\n ] [^<]*"
+
+
+def calls_are_spent(messages: Sequence[BaseMessage]) -> bool:
+    """Whether this turn's tool use has run its course: the model repeated a call it had already
+    made (the same tool with the same arguments cannot tell it anything new), or it has made
+    MAX_TOOL_ROUNDS rounds of calls since the user spoke. A 0.5B model under the call grammar
+    otherwise keeps calling tools until the agent's call limit ends the turn with no answer."""
+    seen: set[str] = set()
+    rounds = 0
+    for message in reversed(messages):
+        if message.type == "human":
+            break
+        for call in getattr(message, "tool_calls", None) or []:
+            key = json.dumps([call.get("name"), call.get("args")], sort_keys=True, default=str)
+            if key in seen:
+                return True
+            seen.add(key)
+        rounds += bool(getattr(message, "tool_calls", None))
+    return rounds >= MAX_TOOL_ROUNDS
 
 
 def _call_grammar(tools: list[dict[str, Any]], known_ids: list[str]) -> str | None:

@@ -582,7 +582,9 @@ def _restated(old: _Claim, new: _Claim) -> str | None:
     prefix = " ".join(a[:head])
     if not (1 <= len(changed_a) <= 3 and 1 <= len(changed_b) <= 3) or not _COPULA.search(prefix):
         return None
-    if len(_content(prefix)) < 2:
+    # the restated part must name a slot: "the default branch is", not "Caroline, that's" (a reaction)
+    named = {_stem(w.group(0)) for w in _WORD.finditer(prefix) if not w.group(0)[0].isupper()}
+    if len(named - _STOP - _CUES - _DETERMINERS) < 2 or old.body.rstrip().endswith("!"):
         return None
     return f"same statement, value changed: {' '.join(changed_a)} -> {' '.join(changed_b)}"
 

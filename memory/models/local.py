@@ -283,7 +283,7 @@ class LocalChatModel(BaseChatModel):
 MAX_TOOL_ROUNDS = 2
 ANSWER_NOW = "Answer the user now, in plain words, from what the tools returned. Do not call a tool."
 #: a reply that opens neither a call, a JSON object or list, nor a tag: what "in words" admits
-WORDS_GBNF = r"root ::= [^{<\[`\n ] [^<]*"
+WORDS_GBNF = r"root ::= [^{<\[`\n >] [^{<]*"
 
 
 def calls_are_spent(messages: Sequence[BaseMessage]) -> bool:

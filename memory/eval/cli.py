@@ -258,6 +258,8 @@ def _supersession(args: argparse.Namespace, console: Console) -> int:
         console.print(f"wrote {beam_pairs}: {len(specs)} questions, {unresolved} make no pair")
         return 0
     pairs = pairs_lib.load_own_pairs(args.pairs or pairs_lib.OWN_PAIRS)
+    if args.pairs is None:
+        pairs += pairs_lib.load_own_pairs(pairs_lib.BLIND_PAIRS, source="ours-blind")
     unresolved: list[dict] = []
     if args.beam is not None:
         resolution = pairs_lib.resolve_beam_pairs(pairs_lib.load_beam_pair_specs(beam_pairs), args.beam)

@@ -29,6 +29,22 @@ ORIGIN = {"origin": "http://testserver"}
 HTMX = {**ORIGIN, "hx-request": "true"}
 
 
+def new_chat(client: Any, path: str = "/chats") -> str:
+    """Create a chat through the app (a same-origin POST); returns its path."""
+    response = client.post(path, headers=ORIGIN, follow_redirects=False)
+    assert response.status_code == 303
+    return response.headers["location"]
+
+
+def send(client: Any, chat: str, text: str, key: str | None = None) -> str:
+    """Send a message to `chat` as htmx does; returns the turn id."""
+    response = client.post(
+        f"{chat}/messages", data={"text": text, "idempotency_key": key or uuid.uuid4().hex}, headers=HTMX
+    )
+    assert response.status_code == 200, response.text
+    return response.headers["x-turn-id"]
+
+
 def settings_for(db_url: str, **overrides: Any) -> PlaygroundSettings:
     """The app on the test database with the scripted model and the fake embedder: no model, no network."""
     values: dict[str, Any] = {"database_url": db_url, **APP_DEFAULTS, "lease_seconds": 5, **overrides}

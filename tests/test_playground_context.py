@@ -9,7 +9,17 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
-from playground_helpers import HTMX, ORIGIN, play_db, playground_template, rows, settings_for, wait_until_idle
+from playground_helpers import (
+    HTMX,
+    ORIGIN,
+    new_chat,
+    play_db,
+    playground_template,
+    rows,
+    send,
+    settings_for,
+    wait_until_idle,
+)
 
 from playground.app import create_app
 
@@ -22,20 +32,6 @@ RULE = "Always answer in metric units."
 def client(play_db: str) -> Iterator[TestClient]:
     with TestClient(create_app(settings_for(play_db))) as c:
         yield c
-
-
-def new_chat(client: TestClient) -> str:
-    response = client.post("/chats", headers=ORIGIN, follow_redirects=False)
-    assert response.status_code == 303
-    return response.headers["location"]
-
-
-def send(client: TestClient, chat: str, text: str) -> str:
-    response = client.post(
-        f"{chat}/messages", data={"text": text, "idempotency_key": uuid.uuid4().hex}, headers=HTMX
-    )
-    assert response.status_code == 200, response.text
-    return response.headers["x-turn-id"]
 
 
 def fact_id_of(play_db: str, body: str) -> str:

@@ -10,7 +10,17 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
-from playground_helpers import HTMX, ORIGIN, play_db, playground_template, rows, settings_for, wait_until_idle
+from playground_helpers import (
+    HTMX,
+    ORIGIN,
+    new_chat,
+    play_db,
+    playground_template,
+    rows,
+    send,
+    settings_for,
+    wait_until_idle,
+)
 
 from playground.app import create_app
 from playground.settings import PlaygroundSettings
@@ -25,20 +35,6 @@ NEW = "Correction: our budget is $120k per year."
 def client(play_db: str) -> Iterator[TestClient]:
     with TestClient(create_app(settings_for(play_db))) as c:
         yield c
-
-
-def new_chat(client: TestClient) -> str:
-    response = client.post("/chats", headers=ORIGIN, follow_redirects=False)
-    assert response.status_code == 303
-    return response.headers["location"]
-
-
-def send(client: TestClient, chat: str, text: str) -> str:
-    response = client.post(
-        f"{chat}/messages", data={"text": text, "idempotency_key": uuid.uuid4().hex}, headers=HTMX
-    )
-    assert response.status_code == 200, response.text
-    return response.headers["x-turn-id"]
 
 
 def correct_the_budget(client: TestClient, play_db: str) -> str:

@@ -11,10 +11,12 @@ from fastapi.testclient import TestClient
 from playground_helpers import (
     HTMX,
     ORIGIN,
+    new_chat,
     play_db,
     playground_template,
     rows,
     scalar,
+    send,
     settings_for,
     wait_until_idle,
 )
@@ -28,20 +30,6 @@ __all__ = ["play_db", "playground_template"]  # fixtures
 def client(play_db: str) -> Iterator[TestClient]:
     with TestClient(create_app(settings_for(play_db, max_message_chars=200))) as c:
         yield c
-
-
-def new_chat(client: TestClient, path: str = "/chats") -> str:
-    response = client.post(path, headers=ORIGIN, follow_redirects=False)
-    assert response.status_code == 303
-    return response.headers["location"]
-
-
-def send(client: TestClient, chat: str, text: str, key: str | None = None) -> str:
-    response = client.post(
-        f"{chat}/messages", data={"text": text, "idempotency_key": key or uuid.uuid4().hex}, headers=HTMX
-    )
-    assert response.status_code == 200, response.text
-    return response.headers["x-turn-id"]
 
 
 def test_every_page_renders_with_a_strict_policy(client: TestClient, play_db: str) -> None:

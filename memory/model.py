@@ -125,7 +125,8 @@ class Hit:
     """One ranked fact of a search, with why it ranks where it does."""
 
     fact: Fact
-    score: float  # blended similarity after penalties; higher is better
+    score: float  # what hits are ordered by, higher first: blended similarity after penalties, or with
+    # keyword search (SearchOptions.keyword) its reciprocal rank fusion with the keyword ranks
     distance: float  # 1 - blended cosine similarity, before penalties
     claim_similarity: float
     passage_similarity: float | None

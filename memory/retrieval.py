@@ -2,7 +2,9 @@
 
 The pipeline, in order (every step traces to a failure the seed system measured):
   candidates  nearest claims from the HNSW index of this embedding space, within the session (with
-              passage_scan, also the claims of the nearest passages, from a second index)
+              passage_scan, also the claims of the nearest passages, from a second index); with
+              keyword (the default), also the claims and the passages' claims that best match any
+              content word of the query (ts_rank_cd over GIN-indexed tsvectors, migration 0008)
   skip        archived and directive hits (a question resembles the query it should not answer)
   resolve     each hit to the head of its supersedes chain: matching a stale value returns the current one
   filter      head in scope (self, ancestors, or demoted descendants), not archived, not a directive,
@@ -10,6 +12,8 @@ The pipeline, in order (every step traces to a failure the seed system measured)
   score       w * cos(claim, q) + (1 - w) * cos(passage, q), best hit per head, minus a penalty
               for facts of descendant namespaces, plus (with recency_weight) a bonus that halves
               every recency_half_life
+  fuse        with keyword: each head's rank by that score, by its claim's keyword rank and by its
+              passage's keyword rank, summed as reciprocal ranks 1 / (rrf_k + rank): the order chosen
   select      by score, md5(body) breaking near-ties; drop a fact whose derived_from parent is already
               selected; at most `per_agent_cap` facts per sub-agent; stop at k
   floor       below the relevance floor (on relevance alone, recency aside) the answer is "not in
@@ -21,7 +25,7 @@ from __future__ import annotations
 import uuid
 import weakref
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -51,6 +55,13 @@ class SearchOptions:
     # evidence recall moved by 1 of 298 LoCoMo questions and 0 of 214 BEAM ones (bench/block_recall.py;
     # the harness's windows: no change at 1,200 / 3,000 / 6,000 tokens, results/passage-scan/)
     passage_scan: bool = False
+    # hybrid: also the claims, and the claims of the passages, that best match any content word of the
+    # query (full-text search), fused with the nearest ones by reciprocal rank. Off: vectors only.
+    keyword: bool = True
+    keyword_candidates: int = 32  # best keyword matches fetched per side (claims, passages), at least k
+    keyword_common: int = 30  # a query word in this many of the session's claims is left out
+    keyword_weight: float = 0.5  # a keyword ranking's share of the fused score, the similarity's being 1
+    rrf_k: float = 5.0  # fused score: sum over rankings of weight / (rrf_k + place)
     include_directives: bool = False
     exclude_message_ids: frozenset[str] = field(default_factory=frozenset)
     exclude_fact_ids: frozenset[uuid.UUID] = field(default_factory=frozenset)
@@ -65,6 +76,10 @@ class SearchOptions:
             raise ValueError("k must be at least 1")
         if not 0.0 <= self.claim_weight <= 1.0:
             raise ValueError("claim_weight must be between 0 and 1")
+        if self.keyword_candidates < 1 or self.keyword_common < 1:
+            raise ValueError("keyword_candidates and keyword_common must be at least 1")
+        if self.keyword_weight < 0 or self.rrf_k < 0:
+            raise ValueError("keyword_weight and rrf_k must not be negative")
         if self.per_agent_cap < 1:
             raise ValueError("per_agent_cap must be at least 1")
         if self.recency_weight < 0 or self.recency_half_life <= timedelta(0):
@@ -93,6 +108,49 @@ _PASSAGE_HITS = """    SELECT id, sim FROM (
     ORDER BY sim DESC
     LIMIT %(n)s"""
 _NO_PASSAGE_HITS = "    SELECT NULL::uuid AS id, NULL::float8 AS sim WHERE false"
+
+# Keyword candidates (SearchOptions.keyword): the claims, and the passages, that best match the
+# query's content words, ranked by ts_rank_cd over the stored tsvectors (migration 0008), each
+# through its GIN index.
+# - The words are OR-ed: an AND of every word of a question (plainto_tsquery, websearch_to_tsquery)
+#   almost never matches a whole claim. They are the lexemes of the query's own english tsvector
+#   (stop words dropped, stemmed as the stored columns are), quoted into a tsquery as they are
+#   (quotes and backslashes doubled), so none is parsed or stemmed a second time.
+# - A word found in `keyword_common` claims of the session or more is left out, as a stop word of
+#   this session: ts_rank_cd knows nothing of how rare a word is, so such a word ranks nothing
+#   apart, and ranking everything it matches would cost a pass over a large part of the session
+#   (20,000 claims at 100k facts, bench/search_latency.py). Counting stops at `keyword_common`.
+# - No word left (or none to begin with): a NULL tsquery, which matches nothing.
+# - Claims are restricted to the session and to what this namespace may read, as on the vector side,
+#   and directives and archived facts, which ranking would drop, take no place; a passage's claims
+#   join below, in scope only.
+_WORD_HITS = r"""words AS (
+    SELECT string_agg(term, ' | ')::tsquery AS q
+      FROM (SELECT '''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''' AS term
+              FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lexeme) AS terms
+     WHERE (SELECT count(*) FROM (SELECT FROM beads.facts f
+                                   WHERE f.body_tsv @@ term::tsquery AND f.session_id = %(session)s
+                                   LIMIT %(common)s) AS found) < %(common)s
+),
+claim_words AS (
+    SELECT f.id, ts_rank_cd(f.body_tsv, (SELECT q FROM words)) AS rank
+      FROM beads.facts f
+     WHERE f.body_tsv @@ (SELECT q FROM words) AND f.session_id = %(session)s
+       AND f.namespace_id IN (SELECT id FROM scope)
+       AND f.status <> 'archived' AND (%(directives)s OR f.kind <> 'directive')
+     ORDER BY rank DESC
+     LIMIT %(kn)s
+),
+passage_words AS (
+    SELECT p.id, ts_rank_cd(p.body_tsv, (SELECT q FROM words)) AS rank
+      FROM beads.passages p
+     WHERE p.body_tsv @@ (SELECT q FROM words) AND p.session_id = %(session)s
+     ORDER BY rank DESC
+     LIMIT %(kn)s
+),"""
+# Keyword search off: as with the passage scan, left out rather than switched off by a parameter.
+_NO_WORD_HITS = """claim_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),
+passage_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),"""
 
 _CANDIDATES = """
 WITH scope AS (
@@ -128,10 +186,16 @@ claim_hits AS (
 passage_hits AS (
 {passage_hits}
 ),
+{word_hits}
 hit_ids AS (
     SELECT id FROM claim_hits
     UNION
     SELECT f.id FROM beads.facts f JOIN passage_hits ph ON ph.id = f.passage_id
+    UNION
+    SELECT id FROM claim_words
+    UNION
+    SELECT f.id FROM beads.facts f JOIN passage_words pw ON pw.id = f.passage_id
+     WHERE f.namespace_id IN (SELECT id FROM scope)
 )
 -- only what ranking reads: the k winners' full rows are read afterwards by primary key
 SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.head_id,
@@ -140,12 +204,13 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
        head.valid_from AS head_valid_from,
        hs.id IS NOT NULL AS head_in_scope,
        coalesce(hs.demoted, false) AS head_demoted,
-       -- a fact found through its passage has no claim similarity yet, and vice versa: read the
-       -- missing one (NULL claim_sim: no vector in this space, which ranking drops)
+       -- a fact found through its passage or by keyword has no claim similarity yet, and vice versa:
+       -- read the missing one (NULL claim_sim: no vector in this space, which ranking drops)
        coalesce(ch.sim, (SELECT 1 - (x.embedding <=> %(q)s::vector) FROM beads.fact_vectors x
                           WHERE x.fact_id = hit.id AND x.embedder_id = {eid})) AS claim_sim,
        coalesce(ph.sim, (SELECT 1 - (x.embedding <=> %(q)s::vector) FROM beads.passage_vectors x
                           WHERE x.passage_id = hit.passage_id AND x.embedder_id = {eid})) AS passage_sim,
+       cw.rank AS claim_words_rank, pw.rank AS passage_words_rank,  -- NULL: not a keyword match
        hv.fact_id IS NOT NULL AS head_has_vector,
        coalesce((SELECT array_agg(e.dst) FROM beads.edges e
                   WHERE e.src = head.id AND e.relation = 'derived_from'), '{{}}') AS head_derived_from
@@ -155,6 +220,8 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
   LEFT JOIN scope hs ON hs.id = head.namespace_id
   LEFT JOIN claim_hits ch ON ch.id = hit.id
   LEFT JOIN passage_hits ph ON ph.id = hit.passage_id
+  LEFT JOIN claim_words cw ON cw.id = hit.id
+  LEFT JOIN passage_words pw ON pw.id = hit.passage_id
   -- a join, not EXISTS: the planner turned EXISTS into a hash of every vector of the space
   LEFT JOIN beads.fact_vectors hv ON hv.embedder_id = {eid} AND hv.fact_id = head.id
 """
@@ -186,25 +253,43 @@ def winner_ids(ranked: Ranked) -> list[uuid.UUID]:
 
 
 def candidate_query(
-    ns: Namespace, query_vector: Sequence[float], embedder_id: int, dims: int, options: SearchOptions
+    ns: Namespace,
+    query: str,
+    query_vector: Sequence[float],
+    embedder_id: int,
+    dims: int,
+    options: SearchOptions,
 ) -> tuple[sql.Composed, dict[str, Any]]:
     """The candidate statement and its parameters, as `search` runs them (benchmarks EXPLAIN it)."""
     constants = {"eid": sql.Literal(int(embedder_id)), "dims": sql.Literal(int(dims))}
     passages = sql.SQL(_PASSAGE_HITS if options.passage_scan else _NO_PASSAGE_HITS).format(**constants)
-    statement = sql.SQL(_CANDIDATES).format(passage_hits=passages, **constants)
-    params = {
+    words = sql.SQL(_WORD_HITS if options.keyword else _NO_WORD_HITS)
+    statement = sql.SQL(_CANDIDATES).format(passage_hits=passages, word_hits=words, **constants)
+    params: dict[str, Any] = {
         "session": ns.session_id,
         "lineage": list(ns.lineage),
         "ns": ns.id,
         "q": as_vector(query_vector),
         "n": candidate_count(options),
     }
+    if options.keyword:
+        params.update(
+            text=query,
+            kn=keyword_candidate_count(options),
+            common=options.keyword_common,
+            directives=options.include_directives,
+        )
     return statement, params
 
 
 def candidate_count(options: SearchOptions) -> int:
     """How many nearest claims a search fetches before ranking: `candidates`, at least 4k."""
     return max(options.candidates, options.k * 4)
+
+
+def keyword_candidate_count(options: SearchOptions) -> int:
+    """How many best keyword matches a search fetches per side: `keyword_candidates`, at least k."""
+    return max(options.keyword_candidates, options.k)
 
 
 def ef_search_for(options: SearchOptions) -> int:
@@ -234,7 +319,7 @@ def search(
     dims: int,
     options: SearchOptions = SearchOptions(),  # frozen, so a shared default is safe
 ) -> SearchResult:
-    statement, params = candidate_query(ns, query_vector, embedder_id, dims, options)
+    statement, params = candidate_query(ns, query, query_vector, embedder_id, dims, options)
     ef_search = ef_search_for(options)
     if _session_settings_hold(conn, ef_search):
         # two statements, two round trips, no BEGIN/COMMIT: a fact forgotten in between is skipped
@@ -263,6 +348,8 @@ def search(
                 flags.append(f'current; replaced "{_clip(resolved_from.body)}", automatically ({reason})')
         if c["demoted"]:
             flags.append(f"demoted: sub-agent {head.agent_id}")
+        if c.get("keyword"):
+            flags.append("keyword match")
         hits.append(
             Hit(
                 fact=head,
@@ -303,12 +390,38 @@ def recency_bonus(valid_from: datetime | None, options: SearchOptions, now: date
     return options.recency_weight * 2.0 ** (-age)
 
 
+def fuse(
+    ordered: list[dict[str, Any]],
+    keyword_ranks: Collection[dict[uuid.UUID, float]],
+    rrf_k: float,
+    keyword_weight: float,
+) -> list[dict[str, Any]]:
+    """Weighted reciprocal rank fusion: a candidate's score becomes the sum, over the rankings it is
+    in, of weight / (rrf_k + its place there). The rankings: every candidate by its similarity score
+    (`ordered`, best first; weight 1), and the keyword matches among them by ts_rank_cd, one ranking
+    per side (claim, passage; `keyword_weight` each), equal ranks sharing a place. Relevance, which
+    the floor checks, stays the similarity."""
+    fused = {c["head_id"]: 1.0 / (rrf_k + place) for place, c in enumerate(ordered, start=1)}
+    for ranks in keyword_ranks:
+        first_place: dict[float, int] = {}
+        for place, value in enumerate(sorted(ranks.values(), reverse=True), start=1):
+            first_place.setdefault(value, place)
+        for head_id, value in ranks.items():
+            fused[head_id] += keyword_weight / (rrf_k + first_place[value])
+    keyword = set().union(*keyword_ranks)
+    out = [{**c, "score": fused[c["head_id"]], "keyword": c["head_id"] in keyword} for c in ordered]
+    # a stable sort: equal fused scores keep the similarity order
+    return sorted(out, key=lambda c: -round(c["score"], 9))
+
+
 def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
     """Decide which candidates make the block (pure: no database)."""
     w = options.claim_weight
     now = options.recency_reference or datetime.now(UTC)
     best: dict[uuid.UUID, dict[str, Any]] = {}
     dropped: dict[uuid.UUID, str] = {}
+    # per head, the best keyword rank of any hit resolving to it, on its claim and on its passage
+    words: dict[str, dict[uuid.UUID, float]] = {"claim_words_rank": {}, "passage_words_rank": {}}
     for row in rows:
         hit_id, head_id = row["hit_id"], row["head_id"]
         if row["hit_status"] == Status.ARCHIVED:
@@ -342,6 +455,9 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
         demoted = bool(row["head_demoted"])
         relevance = similarity - (options.descendant_penalty if demoted else 0.0)
         score = relevance + recency_bonus(row.get("head_valid_from"), options, now)
+        for side, ranks in words.items():
+            if row.get(side) is not None:
+                ranks[head_id] = max(ranks.get(head_id, 0.0), float(row[side]))
         current = best.get(head_id)
         if current is None or score > current["score"]:
             best[head_id] = {
@@ -359,6 +475,8 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
             }
 
     ordered = sorted(best.values(), key=lambda c: (-round(c["score"], 6), c["md5"]))
+    if options.keyword:
+        ordered = fuse(ordered, list(words.values()), options.rrf_k, options.keyword_weight)
     chosen: list[dict[str, Any]] = []
     chosen_ids: set[uuid.UUID] = set()
     sources: set[uuid.UUID] = set()  # what the chosen restatements were derived from

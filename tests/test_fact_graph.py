@@ -260,7 +260,9 @@ def test_sub_agent_facts_rank_below_the_parents_own(store: FactStore) -> None:
     child = store.fork(root, "researcher")
     store.remember(child, "Qdrant supports on-prem deployment.")
     store.remember(root, "Qdrant supports on-prem deployment!")
-    hits = store.search(root, "Qdrant supports on-prem deployment", relevance_floor=-1.0).hits
+    assert [h.demoted for h in store.search(root, "Qdrant supports on-prem deployment")] == [False, True]
+    # the similarity score, which keyword search fuses with its own ranks
+    hits = store.search(root, "Qdrant supports on-prem deployment", relevance_floor=-1.0, keyword=False).hits
     assert [h.demoted for h in hits] == [False, True]
     assert hits[1].score == pytest.approx((1 - hits[1].distance) - 0.15)
     assert hits[0].score == pytest.approx(1 - hits[0].distance)
@@ -467,7 +469,10 @@ def test_by_default_a_fact_is_found_through_its_claim_and_the_passage_scan_adds_
             root, f"Cluster {i} runs in eu-{i}. It has {i + 2} nodes. Its owner is team {i}."
         )
     # k=1 fetches 4 nearest claims; the passage scan adds every claim of the 4 nearest messages
-    both = store.search(root, "where does cluster 3 run?", k=1, candidates=1, passage_scan=True)
-    claims_only = store.search(root, "where does cluster 3 run?", k=1, candidates=1)
+    # (keyword search, which adds candidates of its own, aside)
+    both = store.search(
+        root, "where does cluster 3 run?", k=1, candidates=1, passage_scan=True, keyword=False
+    )
+    claims_only = store.search(root, "where does cluster 3 run?", k=1, candidates=1, keyword=False)
     assert len(claims_only.hits) == 1 and claims_only.hits[0].passage_similarity is not None
     assert len(claims_only.dropped) <= 3 < len(both.dropped)

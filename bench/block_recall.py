@@ -1,24 +1,47 @@
-"""Recall of the middleware's block (k=8, the library's defaults) with one nearest-neighbour scan
-(claims) or two (claims and passages), on conversations the evaluation harness has ingested.
+"""Recall of the middleware's block (k=8, the library's defaults otherwise) under variants of the search
+options, on conversations the evaluation harness has ingested.
 
     python -m bench.block_recall --locomo DATA/locomo/locomo_dev.json --beam DATA/beam/100K [--sample 60]
+        [--variant NAME:option=value,option=value ...]
 
 For each answerable question (a stride sample per question type): is any evidence turn among the
-messages the top-8 facts were carved from, and are the two top-8 lists the same. Reads the harness's
-cached databases (run `python -m memory.eval run` on the same files first); writes nothing.
+messages the top-8 facts were carved from, under each variant, and how many questions get the same
+top 8 as the first variant. The variants by default: hybrid search as shipped, vectors alone
+(keyword=False) and vectors with the passage scan. Reads the harness's cached databases (run
+`python -m memory.eval run` on the same files first); each question is embedded once.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields, replace
 from pathlib import Path
 
+from memory import retrieval
 from memory.connection import resolve_database_url
 from memory.embedders.select import embedder_from_name
 from memory.eval.ingest import database_name, ensure_database
 from memory.eval.loaders import LOADERS
 from memory.eval.runner import open_stores, sample_questions
 from memory.retrieval import SearchOptions
+
+DEFAULT_VARIANTS = (
+    "hybrid:",
+    "vectors only:keyword=False",
+    "vectors, two scans:keyword=False,passage_scan=True",
+)
+
+
+def parse_variant(spec: str) -> tuple[str, SearchOptions]:
+    """`name:option=value,...` as search options (the library's defaults for what is not named)."""
+    name, _, assignments = spec.partition(":")
+    types = {f.name: type(getattr(SearchOptions(), f.name)) for f in fields(SearchOptions)}
+    changes: dict[str, object] = {}
+    for assignment in filter(None, assignments.split(",")):
+        key, _, value = assignment.partition("=")
+        kind = types[key]
+        changes[key] = value == "True" if kind is bool else kind(value)
+    return name, replace(SearchOptions(), **changes)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -27,10 +50,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--beam", type=Path)
     parser.add_argument("--sample", type=int, default=60, help="questions per type (default 60)")
     parser.add_argument("--embedder", default="minilm")
+    parser.add_argument("--variant", action="append", help="NAME:option=value,... (repeatable)")
     args = parser.parse_args(argv)
+    variants = dict(parse_variant(v) for v in args.variant or DEFAULT_VARIANTS)
+    first = next(iter(variants))
     embedder = embedder_from_name(args.embedder)
-    print("| dataset | questions | recall@8, two scans | recall@8, claims only | same top 8 |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "| dataset | questions | "
+        + " | ".join(f"recall@8, {name}" for name in variants)
+        + f" | same top 8 as {first} |"
+    )
+    print("|---|---:|" + "---:|" * len(variants) + "---|")
     for loader, path in (("locomo", args.locomo), ("beam", args.beam)):
         if path is None:
             continue
@@ -43,22 +73,25 @@ def main(argv: list[str] | None = None) -> None:
             for q in sample_questions([q for c in dataset.conversations for q in c.questions], args.sample)
             if q.evidence_ids
         ]
-        found = {True: 0, False: 0}
-        same = 0
-        with open_stores(url, embedder) as stores:
+        found = dict.fromkeys(variants, 0)
+        same = dict.fromkeys(variants, 0)
+        with open_stores(url, embedder) as stores, stores.facts.pool.connection() as conn:
+            facts = stores.facts
             for q in questions:
                 ns = stores.ingestor.root(q.conversation_id)
+                [qvec] = embedder.embed([q.question])
                 tops = {}
-                for scan in (True, False):
-                    hits = stores.facts.search(ns, q.question, SearchOptions(passage_scan=scan)).hits
-                    tops[scan] = [h.fact.id for h in hits]
-                    found[scan] += any(h.fact.message_id in q.evidence_ids for h in hits)
-                same += tops[True] == tops[False]
+                for name, options in variants.items():
+                    hits = retrieval.search(
+                        conn, ns, q.question, qvec, facts.embedder_id, embedder.dims, options
+                    )
+                    tops[name] = [h.fact.id for h in hits]
+                    found[name] += any(h.fact.message_id in q.evidence_ids for h in hits)
+                    same[name] += tops[name] == tops[first]
         n = len(questions)
-        print(
-            f"| {dataset.name} | {n} | {100 * found[True] / n:.1f}% | {100 * found[False] / n:.1f}% "
-            f"| {same} of {n} |"
-        )
+        recalls = " | ".join(f"{100 * found[name] / n:.1f}%" for name in variants)
+        sames = ", ".join(f"{name} {same[name]}" for name in variants if name != first)
+        print(f"| {dataset.name} | {n} | {recalls} | {sames} (of {n}) |")
 
 
 if __name__ == "__main__":

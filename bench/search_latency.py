@@ -336,7 +336,7 @@ def explain(
     """EXPLAIN (ANALYZE, BUFFERS) of our candidate query and of PostgresStore's search, same vector."""
     eid, dims = sys_.store.embedder_id, sys_.embedder.dims
     qvec = sys_.embedder.vector(query)
-    statement, params = retrieval.candidate_query(data.root, qvec, eid, dims, options)
+    statement, params = retrieval.candidate_query(data.root, query, qvec, eid, dims, options)
     with conn.transaction():
         retrieval.set_hnsw_local(conn, retrieval.ef_search_for(options))
         rows = conn.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + statement, params).fetchall()

@@ -183,9 +183,12 @@ CAPTURE_VARIANTS: dict[str, Callable[..., Written]] = {
 # -- search variants --------------------------------------------------------------------------------
 
 
-def _inline_n(statement: sql.Composable, n: int, conn: psycopg.Connection) -> sql.SQL:
-    """The statement with its candidate count as a literal (a generic plan cannot see a LIMIT $n)."""
-    text = statement.as_string(conn).replace("%(n)s", str(int(n)))
+def _inline_n(statement: sql.Composable, params: dict[str, Any], conn: psycopg.Connection) -> sql.SQL:
+    """The statement with its candidate counts as literals (a generic plan cannot see a LIMIT $n)."""
+    text = statement.as_string(conn)
+    for name in ("n", "kn"):
+        if name in params:
+            text = text.replace(f"%({name})s", str(int(params[name])))
     return sql.SQL(text.replace("{", "{{").replace("}", "}}")).format()
 
 
@@ -274,15 +277,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         # search: the candidate query only, as memory.retrieval.search sends it
         options = SearchOptions()
-        queries = [embedder.embed([f"{sentence(rng)} {i}"])[0] for i in range(args.rounds + warmup)]
+        texts = [f"{sentence(rng)} {i}" for i in range(args.rounds + warmup)]
+        queries = embedder.embed(texts)
         with pool.connection() as conn, psycopg.connect(url, **CONNECTION_KWARGS) as generic:
             register_vector(generic)
             for c in (conn, generic):
                 set_hnsw(c, ef_search_for(options), local=False)
             generic.execute("SET plan_cache_mode = force_generic_plan")
-            library, params0 = candidate_query(root, queries[0], eid, 768, options)
-            n = params0["n"]
-            inlined = _inline_n(library, n, conn)
+            library, params0 = candidate_query(root, texts[0], queries[0], eid, 768, options)
+            inlined = _inline_n(library, params0, conn)
             statements: dict[str, tuple[psycopg.Connection, Any, bool]] = {
                 "library": (conn, library, False),
                 "prepared": (conn, inlined, True),
@@ -292,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             def search(name: str, i: int) -> float:
                 c, statement, prepare = statements[name]
-                _, params = candidate_query(root, queries[i], eid, 768, options)
+                _, params = candidate_query(root, texts[i], queries[i], eid, 768, options)
                 started = time.perf_counter()
                 rows = c.execute(statement, params, prepare=prepare).fetchall()
                 elapsed = (time.perf_counter() - started) * 1000

@@ -106,7 +106,7 @@ def breakdown(
     retrieval.set_hnsw(conn, retrieval.ef_search_for(options), local=False)  # as search leaves them
     for q in query_texts:
         qvec = systems.embedder.vector(q)
-        statement, params = retrieval.candidate_query(root, qvec, eid, dims, options)
+        statement, params = retrieval.candidate_query(root, q, qvec, eid, dims, options)
         t0 = time.perf_counter()
         cur = conn.execute(statement, params)  # the server's work and the transfer
         t1 = time.perf_counter()

@@ -219,10 +219,18 @@ def measure_writes(
     picked = rng.sample(candidates, min(len(candidates), 2 * (count + warmup)))
     revisions = [sentence_about(rng, f.sentence.topic, f.sentence.attr, revision=True).text for f in picked]
     lookup.pin(revisions)
-    news = [
-        store.remember(root, text, kind=Kind.USER_INPUT, source=Source.PASSIVE_CAPTURE, source_key=f"rev-{i}")
-        for i, text in enumerate(revisions)
-    ]
+    # written without capture's own supersession, which would link revisions of one slot to each other
+    # before the explicit supersede timed below could
+    auto, store.auto_supersede = store.auto_supersede, False
+    try:
+        news = [
+            store.remember(
+                root, text, kind=Kind.USER_INPUT, source=Source.PASSIVE_CAPTURE, source_key=f"rev-{i}"
+            )
+            for i, text in enumerate(revisions)
+        ]
+    finally:
+        store.auto_supersede = auto
     supersede_ms: list[float] = []
     supersede_steps: dict[str, list[float]] = {}
     refused = 0

@@ -23,6 +23,13 @@ def _pp(stats: dict[str, float]) -> str:
     return f"{stats['p50']:.2f} / {stats['p95']:.2f}"
 
 
+def _keyword_indexes(plan: dict[str, Any]) -> str:
+    if not plan.get("keyword_searched"):
+        return "keyword search off"
+    keys = ("keyword_fact_index_used", "keyword_passage_index_used")
+    return ", ".join("yes" if plan[k] else "**NO**" for k in keys)
+
+
 def markdown(results: dict[str, Any]) -> str:
     m, p, sizes = results["machine"], results["parameters"], results["sizes"]
     rows = [
@@ -38,8 +45,9 @@ def markdown(results: dict[str, Any]) -> str:
         "as the playground runs it. Ratios are ours / PostgresStore.",
         "",
         "| facts | ours p50 / p95 | PostgresStore p50 / p95 | ratio p50, p95 | PostgresStore unprepared "
-        "p50 / p95 | ratio p50, p95 | ours via FactStore.search p50 / p95 | HNSW used (fact, passage; theirs) |",
-        "|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "p50 / p95 | ratio p50, p95 | ours via FactStore.search p50 / p95 | HNSW used (fact, passage; theirs) "
+        "| keyword GIN used (claims, passages) |",
+        "|---:|---:|---:|---:|---:|---:|---:|:---:|:---:|",
     ]
     for s in sizes:
         sr, plan = s["search"], s["plan"]
@@ -54,7 +62,8 @@ def markdown(results: dict[str, Any]) -> str:
             f"| {s['size']:,} | {_pp(sr['ours'])} | {_pp(sr['theirs'])} "
             f"| {sr['ratio_p50']:.2f}, {sr['ratio_p95']:.2f} | {_pp(sr['theirs_unprepared'])} "
             f"| {sr['ratio_unprepared_p50']:.2f}, {sr['ratio_unprepared_p95']:.2f} "
-            f"| {_pp(sr['ours_store'])} | {used}; {'yes' if plan['their_index_used'] else '**NO**'} |"
+            f"| {_pp(sr['ours_store'])} | {used}; {'yes' if plan['their_index_used'] else '**NO**'} "
+            f"| {_keyword_indexes(plan)} |"
         )
 
     rows += [

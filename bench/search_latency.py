@@ -365,6 +365,10 @@ def explain(
         "fact_index_used": f"fact_vectors_hnsw_{eid}" in ours_plan,
         "passage_index_used": f"passage_vectors_hnsw_{eid}" in ours_plan,
         "passage_scanned": options.passage_scan,  # off: no passage scan, so no index to use
+        # the keyword side (SearchOptions.keyword): the GIN indexes of migration 0008
+        "keyword_searched": options.keyword,
+        "keyword_fact_index_used": "facts_body_tsv" in ours_plan,
+        "keyword_passage_index_used": "passages_body_tsv" in ours_plan,
         "their_index_used": "store_vectors_embedding_idx" in their_plan,
         # facts carved from the candidate passages, and a chain's versions, found through an index
         "passage_branch_indexed": "Seq Scan on facts" not in ours_plan,
@@ -487,6 +491,12 @@ def _write_plan(name: str, plan: dict[str, Any]) -> None:
         f"# fact_vectors HNSW index used: {plan['fact_index_used']}",
         "# passage_vectors HNSW index used: "
         + (str(plan["passage_index_used"]) if plan.get("passage_scanned", True) else "not scanned"),
+        "# keyword side GIN indexes used (facts_body_tsv, passages_body_tsv): "
+        + (
+            f"{plan['keyword_fact_index_used']}, {plan['keyword_passage_index_used']}"
+            if plan.get("keyword_searched")
+            else "keyword search off"
+        ),
         f"# PostgresStore HNSW index used: {plan['their_index_used']}",
         f"# no sequential scan of beads.facts in our query: {plan['passage_branch_indexed']}",
         f"# supersede's head_id UPDATE uses an index: {plan['supersede_update_indexed']}",

@@ -8,6 +8,8 @@ against the library's answer (the same facts, scores and resolutions) on every q
   what 32 costs).
 - two scans: the nearest passages fetched too (a second nearest-neighbour scan), so that a claim far
   from the query but carved from a near message is a candidate; the library no longer does this.
+- vectors only: keyword search off (SearchOptions.keyword=False), the search before hybrid
+  retrieval: what the keyword side costs.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ VARIANTS: dict[str, Callable[..., SearchResult]] = {
     "library": retrieval.search,
     "candidates=48": with_options(retrieval.search, candidates=48),
     "two scans": with_options(retrieval.search, passage_scan=True),
+    "vectors only": with_options(retrieval.search, keyword=False),
 }
 
 

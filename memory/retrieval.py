@@ -22,6 +22,7 @@ The pipeline, in order (every step traces to a failure the seed system measured)
 
 from __future__ import annotations
 
+import time
 import uuid
 import weakref
 from collections import Counter
@@ -112,25 +113,32 @@ _NO_PASSAGE_HITS = "    SELECT NULL::uuid AS id, NULL::float8 AS sim WHERE false
 # Keyword candidates (SearchOptions.keyword): the claims, and the passages, that best match the
 # query's content words, ranked by ts_rank_cd over the stored tsvectors (migration 0008), each
 # through its GIN index.
-# - The words are OR-ed: an AND of every word of a question (plainto_tsquery, websearch_to_tsquery)
-#   almost never matches a whole claim. They are the lexemes of the query's own english tsvector
-#   (stop words dropped, stemmed as the stored columns are), quoted into a tsquery as they are
-#   (quotes and backslashes doubled), so none is parsed or stemmed a second time.
+# - The words are OR-ed: an AND of every word of a question (plainto_tsquery or websearch_to_tsquery
+#   of the whole text) almost never matches a whole claim. Each word is read by the english
+#   configuration on its own (plainto_tsquery of one word: stemmed as the stored columns are, parsed
+#   as they were, so "25:50" is '25' & '50'; no tsquery syntax to escape).
 # - A word found in `keyword_common` claims of the session or more is left out, as a stop word of
 #   this session: ts_rank_cd knows nothing of how rare a word is, so such a word ranks nothing
-#   apart, and ranking everything it matches would cost a pass over a large part of the session
-#   (20,000 claims at 100k facts, bench/search_latency.py). Counting stops at `keyword_common`.
-# - No word left (or none to begin with): a NULL tsquery, which matches nothing.
+#   apart (bench/block_recall.py), and ranking everything it matches would cost a pass over much of
+#   the session (200 ms a search at 100k facts, bench/search_latency.py). Counting stops there.
+# - Each word is its own subquery, its text a parameter the planner reads as a constant: with the
+#   column's statistics it counts a common word by reading the table until `keyword_common` rows
+#   match (a few hundred rows) rather than building the GIN index's bitmap of all its thousands
+#   (0.7 ms a word at 100k facts); one subquery for every word would be planned once, blind. The
+#   words found common are returned, and searches of the session leave them out for a while.
 # - Claims are restricted to the session and to what this namespace may read, as on the vector side,
 #   and directives and archived facts, which ranking would drop, take no place; a passage's claims
-#   join below, in scope only.
-_WORD_HITS = r"""words AS (
-    SELECT string_agg(term, ' | ')::tsquery AS q
-      FROM (SELECT '''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''' AS term
-              FROM unnest(tsvector_to_array(to_tsvector('english', %(text)s))) AS lexeme) AS terms
-     WHERE (SELECT count(*) FROM (SELECT FROM beads.facts f
-                                   WHERE f.body_tsv @@ term::tsquery AND f.session_id = %(session)s
-                                   LIMIT %(common)s) AS found) < %(common)s
+#   join below, in scope only. No word left: a NULL tsquery, which matches nothing.
+_WORD = """({i}, plainto_tsquery('english', {w}),
+             (SELECT count(*) FROM (SELECT FROM beads.facts f
+                                     WHERE f.body_tsv @@ plainto_tsquery('english', {w})
+                                       AND f.session_id = %(session)s
+                                     LIMIT %(common)s) AS found))"""
+_WORD_HITS = """words AS (
+    SELECT (string_agg(DISTINCT word.q::text, ' | ')
+              FILTER (WHERE word.found < %(common)s AND numnode(word.q) > 0))::tsquery AS q,
+           array_agg(word.i) FILTER (WHERE word.found >= %(common)s) AS common  -- remembered a while
+      FROM (VALUES {words}) AS word (i, q, found)
 ),
 claim_words AS (
     SELECT f.id, ts_rank_cd(f.body_tsv, (SELECT q FROM words)) AS rank
@@ -148,9 +156,34 @@ passage_words AS (
      ORDER BY rank DESC
      LIMIT %(kn)s
 ),"""
-# Keyword search off: as with the passage scan, left out rather than switched off by a parameter.
+# Keyword search off, or a query without a content word: as with the passage scan, left out rather
+# than switched off by a parameter.
 _NO_WORD_HITS = """claim_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),
 passage_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),"""
+
+# The english configuration's stop words (its english.stop, Snowball's list): they are never
+# lexemes, so they are not sent; one missed here is read as no lexeme and left out all the same.
+_ENGLISH_STOP = (
+    "i me my myself we our ours ourselves you your yours yourself yourselves he him his himself she "
+    "her hers herself it its itself they them their theirs themselves what which who whom this that "
+    "these those am is are was were be been being have has had having do does did doing a an the and "
+    "but if or because as until while of at by for with about against between into through during "
+    "before after above below to from up down in out on off over under again further then once here "
+    "there when where why how all any both each few more most other some such no nor not only own "
+    "same so than too very s t can will just don should now"
+)
+ENGLISH_STOP_WORDS = frozenset(_ENGLISH_STOP.split())
+MAX_KEYWORD_WORDS = 16  # a longer query sends its first 16 content words
+_PUNCTUATION = "\"'`.,;:!?()[]{}<>*&|^~@#$%\\/+=-_"
+
+
+def keyword_words(query: str) -> list[str]:
+    """The query's distinct words that may be content words, in order, at most MAX_KEYWORD_WORDS:
+    split on whitespace, lowercased, punctuation trimmed from their ends, stop words out."""
+    words = (w.strip(_PUNCTUATION) for w in query.lower().split())
+    content = [w for w in dict.fromkeys(words) if w and w not in ENGLISH_STOP_WORDS]
+    return content[:MAX_KEYWORD_WORDS]
+
 
 _CANDIDATES = """
 WITH scope AS (
@@ -211,11 +244,14 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
        coalesce(ph.sim, (SELECT 1 - (x.embedding <=> %(q)s::vector) FROM beads.passage_vectors x
                           WHERE x.passage_id = hit.passage_id AND x.embedder_id = {eid})) AS passage_sim,
        cw.rank AS claim_words_rank, pw.rank AS passage_words_rank,  -- NULL: not a keyword match
-       hv.fact_id IS NOT NULL AS head_has_vector,
+{common}       hv.fact_id IS NOT NULL AS head_has_vector,
        coalesce((SELECT array_agg(e.dst) FROM beads.edges e
                   WHERE e.src = head.id AND e.relation = 'derived_from'), '{{}}') AS head_derived_from
   FROM hit_ids
-  JOIN beads.facts hit ON hit.id = hit_ids.id
+  -- one primary-key read per candidate. Joined plainly, the planner, expecting a hundred candidates
+  -- once keyword search adds its own, read every fact of the table instead (3 ms at 10k facts).
+  CROSS JOIN LATERAL (SELECT f.id, f.kind, f.status, f.head_id, f.passage_id FROM beads.facts f
+                       WHERE f.id = hit_ids.id LIMIT 1) AS hit
   JOIN beads.facts head ON head.id = hit.head_id
   LEFT JOIN scope hs ON hs.id = head.namespace_id
   LEFT JOIN claim_hits ch ON ch.id = hit.id
@@ -259,12 +295,29 @@ def candidate_query(
     embedder_id: int,
     dims: int,
     options: SearchOptions,
+    common_words: Collection[str] = (),
 ) -> tuple[sql.Composed, dict[str, Any]]:
-    """The candidate statement and its parameters, as `search` runs them (benchmarks EXPLAIN it)."""
+    """The candidate statement and its parameters, as `search` runs them (benchmarks EXPLAIN it).
+    `common_words`: query words already known to be common in the session, left out unsent."""
     constants = {"eid": sql.Literal(int(embedder_id)), "dims": sql.Literal(int(dims))}
     passages = sql.SQL(_PASSAGE_HITS if options.passage_scan else _NO_PASSAGE_HITS).format(**constants)
-    words = sql.SQL(_WORD_HITS if options.keyword else _NO_WORD_HITS)
-    statement = sql.SQL(_CANDIDATES).format(passage_hits=passages, word_hits=words, **constants)
+    keywords = [w for w in keyword_words(query) if w not in common_words] if options.keyword else []
+    words = (
+        sql.SQL(_WORD_HITS).format(
+            words=sql.SQL(",\n            ").join(
+                sql.SQL(_WORD).format(i=sql.Literal(i), w=sql.Placeholder(f"w{i}"))
+                for i in range(len(keywords))
+            )
+        )
+        if keywords
+        else sql.SQL(_NO_WORD_HITS)
+    )
+    common = sql.SQL(
+        "       (SELECT common FROM words) AS common_words,  -- for search to remember\n" if keywords else ""
+    )
+    statement = sql.SQL(_CANDIDATES).format(
+        passage_hits=passages, word_hits=words, common=common, **constants
+    )
     params: dict[str, Any] = {
         "session": ns.session_id,
         "lineage": list(ns.lineage),
@@ -272,14 +325,56 @@ def candidate_query(
         "q": as_vector(query_vector),
         "n": candidate_count(options),
     }
-    if options.keyword:
+    if keywords:
+        params.update({f"w{i}": word for i, word in enumerate(keywords)})
         params.update(
-            text=query,
             kn=keyword_candidate_count(options),
             common=options.keyword_common,
             directives=options.include_directives,
         )
     return statement, params
+
+
+# Words found common in a session (SearchOptions.keyword_common), remembered a while so that searches
+# need not count them again: counting a common word reads the table until enough rows match (a few
+# hundred rows, 0.3 ms at 100k facts), a rare one is a short GIN lookup. A session's words only grow
+# more common as it grows; one that forgetting made rare again counts as common until it expires.
+COMMON_WORDS_TTL_S = 600.0
+_COMMON_WORDS_MAX = 100_000
+# (server, database, session, threshold, word) -> when the verdict expires (time.monotonic)
+_common_words: dict[tuple[Any, ...], float] = {}
+
+
+def _common_key(conn: psycopg.Connection[Any], session_id: str, options: SearchOptions) -> tuple[Any, ...]:
+    info = conn.info
+    return (info.host, info.port, info.dbname, session_id, options.keyword_common)
+
+
+def known_common_words(
+    conn: psycopg.Connection[Any], session_id: str, query: str, options: SearchOptions
+) -> frozenset[str]:
+    """The query's words that a recent search of this session found common."""
+    if not options.keyword:
+        return frozenset()
+    key, now = _common_key(conn, session_id, options), time.monotonic()
+    return frozenset(w for w in keyword_words(query) if _common_words.get((*key, w), 0.0) > now)
+
+
+def remember_common_words(
+    conn: psycopg.Connection[Any],
+    session_id: str,
+    options: SearchOptions,
+    params: dict[str, Any],
+    rows: Sequence[dict[str, Any]],
+) -> None:
+    """Note the words the candidate statement found common (every row carries the same list)."""
+    if not rows or not rows[0].get("common_words"):
+        return
+    if len(_common_words) >= _COMMON_WORDS_MAX:
+        _common_words.clear()
+    key, expires = _common_key(conn, session_id, options), time.monotonic() + COMMON_WORDS_TTL_S
+    for i in rows[0]["common_words"]:
+        _common_words[(*key, params[f"w{i}"])] = expires
 
 
 def candidate_count(options: SearchOptions) -> int:
@@ -319,18 +414,22 @@ def search(
     dims: int,
     options: SearchOptions = SearchOptions(),  # frozen, so a shared default is safe
 ) -> SearchResult:
-    statement, params = candidate_query(ns, query, query_vector, embedder_id, dims, options)
+    common = known_common_words(conn, ns.session_id, query, options)
+    statement, params = candidate_query(ns, query, query_vector, embedder_id, dims, options, common)
     ef_search = ef_search_for(options)
     if _session_settings_hold(conn, ef_search):
         # two statements, two round trips, no BEGIN/COMMIT: a fact forgotten in between is skipped
-        ranked = rank(conn.execute(statement, params).fetchall(), options)
+        rows = conn.execute(statement, params).fetchall()
+        ranked = rank(rows, options)
         facts = {f.id: f for f in get_facts(conn, winner_ids(ranked))}
     else:
         # inside a caller's transaction: settings scoped to it, BEGIN and the query in one round trip
         with conn.pipeline(), conn.transaction():
             set_hnsw_local(conn, ef_search)
-            ranked = rank(conn.execute(statement, params).fetchall(), options)
+            rows = conn.execute(statement, params).fetchall()
+            ranked = rank(rows, options)
             facts = {f.id: f for f in get_facts(conn, winner_ids(ranked))}
+    remember_common_words(conn, ns.session_id, options, params, rows)
     resolved_heads = [c["head_id"] for c in ranked.chosen if c["hit_id"] != c["head_id"]]
     # how each resolved head replaced its predecessor: said by capture's rules, or by an agent
     reasons = replacement_reasons(conn, resolved_heads) if resolved_heads else {}

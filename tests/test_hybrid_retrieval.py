@@ -224,3 +224,12 @@ def test_a_word_common_in_the_session_is_no_keyword(store: FactStore) -> None:
     common = store.search(root, QUESTION, relevance_floor=-1.0, keyword_common=3)
     assert not any("keyword match" in h.flags for h in common.hits)
     assert bodies(common) == bodies(store.search(root, QUESTION, relevance_floor=-1.0, keyword=False))
+    # remembered for the next searches of the session, at that threshold only: not counted again
+    with store.pool.connection() as conn:
+        assert retrieval.known_common_words(conn, "s1", QUESTION, SearchOptions(keyword_common=3)) == {
+            "zyxwq"
+        }
+        assert not retrieval.known_common_words(conn, "s1", QUESTION, SearchOptions())
+        assert not retrieval.known_common_words(conn, "s2", QUESTION, SearchOptions(keyword_common=3))
+    again = store.search(root, QUESTION, relevance_floor=-1.0, keyword_common=3)
+    assert bodies(again) == bodies(common)

@@ -395,7 +395,7 @@ def run_size(server_uri: str, size: int, args: argparse.Namespace, base: TopicEm
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
     url = make_conninfo(server_uri, dbname=dbname)
-    options = SearchOptions(k=args.k)
+    options = search_options(args)
     out: dict[str, Any] = {"size": size, "k": args.k, "database": dbname, "loadavg": _loadavg()}
 
     corpus = phases.run("corpus", lambda: build_corpus(size, seed=args.seed))
@@ -520,6 +520,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--writes", type=int, default=200, help="messages captured and supersedes per size")
     parser.add_argument("--k", type=int, default=8)
+    parser.add_argument("--no-keyword", dest="keyword", action="store_false",
+                        help="our search without its keyword side (SearchOptions.keyword=False)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--variant-queries", type=int, default=100,
                         help="queries per variant of our search (each variant runs them all)")  # fmt: skip
@@ -553,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
             "dims": 768,
             "search_options": {
                 k: (sorted(v) if isinstance(v, frozenset) else v)
-                for k, v in vars_of(SearchOptions(k=args.k)).items()
+                for k, v in vars_of(search_options(args)).items()
             },
             "maintenance_work_mem_for_builds": MAINTENANCE_WORK_MEM,
             "targets": TARGETS,
@@ -572,6 +574,10 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     log(f"wrote {args.out} and {RESULTS / 'search_latency.md'}")
     return 0
+
+
+def search_options(args: argparse.Namespace) -> SearchOptions:
+    return SearchOptions(k=args.k, keyword=args.keyword)
 
 
 def vars_of(options: SearchOptions) -> dict[str, Any]:

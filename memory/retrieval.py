@@ -15,7 +15,8 @@ The pipeline, in order (every step traces to a failure the seed system measured)
   fuse        with keyword: each head's rank by that score, by its claim's keyword rank and by its
               passage's keyword rank, summed as reciprocal ranks 1 / (rrf_k + rank): the order chosen
   select      by score, md5(body) breaking near-ties; drop a fact whose derived_from parent is already
-              selected; at most `per_agent_cap` facts per sub-agent; stop at k
+              selected; at most `per_agent_cap` facts per sub-agent; stop at k, or (with score_gap) at
+              the first fact that scores score_gap below the one selected before it
   floor       below the relevance floor (on relevance alone, recency aside) the answer is "not in
               memory", not the nearest noise
 """
@@ -71,6 +72,9 @@ class SearchOptions:
     recency_weight: float = 0.0
     recency_half_life: timedelta = timedelta(days=30)
     recency_reference: datetime | None = None
+    # stop selecting at the first fact scoring this much below the one selected before it (None: no
+    # such stop; the relevance floor still applies)
+    score_gap: float | None = None
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -85,6 +89,8 @@ class SearchOptions:
             raise ValueError("per_agent_cap must be at least 1")
         if self.recency_weight < 0 or self.recency_half_life <= timedelta(0):
             raise ValueError("recency_weight must be >= 0 and recency_half_life positive")
+        if self.score_gap is not None and self.score_gap <= 0:
+            raise ValueError("score_gap must be positive (None: no gap stop)")
 
 
 # {dims} and {eid} are integers we own, placed as literals so the planner matches the partial
@@ -580,10 +586,18 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
     chosen_ids: set[uuid.UUID] = set()
     sources: set[uuid.UUID] = set()  # what the chosen restatements were derived from
     per_agent: Counter[str] = Counter()
+    stopped: str | None = None  # why selection stopped early (a score gap): every later one is dropped
     for cand in ordered:
         head_id = cand["head_id"]
         if cand["relevance"] < options.relevance_floor:
             dropped[head_id] = "below the relevance floor"
+            continue
+        if stopped is None and options.score_gap is not None and chosen:
+            gap = chosen[-1]["score"] - cand["score"]
+            if gap >= options.score_gap:
+                stopped = f"after a score gap of {gap:.3f} (score_gap {options.score_gap})"
+        if stopped is not None:
+            dropped[head_id] = stopped
             continue
         if cand["derived_from"] and not cand["derived_from"].isdisjoint(chosen_ids):
             dropped[head_id] = "restates a fact already selected"

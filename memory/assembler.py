@@ -6,7 +6,8 @@ code, and every decision can be tested in isolation.
 
 Three tiers, each with its own token budget:
   pinned     standing rules and profile facts, in pin order; a prefix that fits the pinned budget
-  retrieved  ranked facts for this request, best first; a prefix that fits the retrieved budget
+  retrieved  ranked facts for this request, best first, each that still fits the retrieved budget
+             (a long line that does not fit leaves its room to shorter ones ranked below it)
   window     the raw messages of the thread. With a message budget (`window_tokens=None`) it is the
              last `recent_messages` messages, never starting on an orphaned tool result (the
              behaviour the middleware always had). With a token budget, the whole history is shown
@@ -15,7 +16,10 @@ Three tiers, each with its own token budget:
 
 When the model's context is known, the window's share of it is what the fixed prompt, the reply's
 reserve and the two fact tiers leave (`plan_window`), so the tiers share the context rather than
-compete for it. Should the three together still exceed it (a long system prompt, a newest message
+compete for it. With `retrieved_share` the retrieved tier gets that share of it, and what either side
+cannot use goes to the other: a history shorter than the window's room leaves the rest to the tier
+(`plan_window`), a tier that stops short of its budget leaves the rest to the window
+(`lend_to_window`). Should the three together still exceed it (a long system prompt, a newest message
 larger than its share), material goes in this order, lowest value first:
   1. old tool output in the view (never the results of the latest round of calls) becomes a placeholder;
   2. retrieved facts, lowest-ranked first;
@@ -32,7 +36,7 @@ paying once the transcript fits and then only costs tokens.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 Tier = Literal["pinned", "retrieved", "window"]
@@ -121,10 +125,16 @@ class Budgets:
     reserve: int = 512  # kept free for the reply when `context` is set
     # replace old tool output by a placeholder before dropping anything (off: the evaluation's baseline)
     clear_tool_output: bool = True
+    # with `context` set: the retrieved tier's share of what the context leaves once the reply's
+    # reserve, the fixed prompt and the pinned tier are set aside, plus whatever of the rest the window
+    # cannot use; `retrieved` is then ignored (None: `retrieved` tokens whatever the context)
+    retrieved_share: float | None = None
 
     def __post_init__(self) -> None:
         if self.recent_messages < 1:
             raise ValueError("recent_messages must be at least 1")
+        if self.retrieved_share is not None and not 0 <= self.retrieved_share <= 1:
+            raise ValueError("retrieved_share must be between 0 and 1")
         for name in ("pinned", "retrieved", "window", "context"):
             value = getattr(self, name)
             if value is not None and value < 0:
@@ -346,6 +356,36 @@ def _fit_prefix(
     return kept, drops
 
 
+def _fit_ranked(
+    items: Sequence[Item], header: int, budget: int | None, tier: Tier, label: str
+) -> tuple[list[Item], list[Drop]]:
+    """`items` in rank order, each kept if it still fits (header included) and skipped if not: a
+    long line that does not fit leaves its room to the shorter ones ranked after it."""
+    kept: list[Item] = []
+    drops: list[Drop] = []
+    used = header
+    for rank, item in enumerate(items, 1):
+        if budget is not None and used + item.tokens > budget:
+            drops.append(
+                Drop(
+                    tier,
+                    label.format(rank=rank, key=item.key),
+                    item.tokens,
+                    f"over the {tier} budget of {budget} tokens",
+                )
+            )
+            continue
+        kept.append(item)
+        used += item.tokens
+    return kept, drops
+
+
+def retrieved_fit(tokens: Sequence[int], header: int, budget: int | None) -> int:
+    """What retrieved lines of these token counts (rank order) cost once fitted to `budget`."""
+    kept, _ = _fit_ranked([Item(str(i), n) for i, n in enumerate(tokens)], header, budget, "retrieved", "")
+    return _tier_tokens(kept, header)
+
+
 def _tier_tokens(items: Sequence[Item], header: int) -> int:
     return header + sum(i.tokens for i in items) if items else 0
 
@@ -362,6 +402,12 @@ class WindowPlan:
     window: WindowFit
     gate: GateDecision
     budget: int | None  # the window's token budget (None: the last `recent_messages` messages)
+    # the budgets for `assemble`: `retrieved` is this call's retrieved tier (its share resolved)
+    budgets: Budgets = field(default_factory=Budgets)
+
+    @property
+    def retrieved(self) -> int | None:
+        return self.budgets.retrieved
 
 
 def pinned_tokens(pinned: Sequence[Item], header: int, budget: int | None) -> int:
@@ -389,9 +435,11 @@ def plan_window(
     window given the whole context pushed out every retrieved fact, although at 1,200 tokens a ranked
     fact finds the evidence several times as often as an old turn does.
     """
+    resolved = replace(budgets, retrieved_share=None)
     if budgets.context is None:
         fit = fit_window(history, budgets.recent_messages, budgets.window, budgets.clear_tool_output)
-        return WindowPlan(fit, should_inject(fit.history_tokens, fit.capacity, mode), budgets.window)
+        gate = should_inject(fit.history_tokens, fit.capacity, mode)
+        return WindowPlan(fit, gate, budgets.window, resolved)
     left = budgets.context - budgets.reserve - fixed_tokens
     left -= pinned_tokens(pinned, pinned_header_tokens, budgets.pinned)
 
@@ -399,12 +447,38 @@ def plan_window(
         return max(0, room if budgets.window is None else min(room, budgets.window))
 
     gate = should_inject(sum(s.tokens for s in history), capped(left), mode)
-    if gate.inject and budgets.retrieved is not None:
-        left -= budgets.retrieved
+    retrieved = budgets.retrieved
+    if gate.inject and budgets.retrieved_share is not None:
+        retrieved = int(max(0, left) * budgets.retrieved_share)
+    if gate.inject and retrieved is not None:
+        left -= retrieved
     room = capped(left)
-    return WindowPlan(
-        fit_window(history, budgets.recent_messages, room, budgets.clear_tool_output), gate, room
-    )
+    fit = fit_window(history, budgets.recent_messages, room, budgets.clear_tool_output)
+    if gate.inject and budgets.retrieved_share is not None:
+        # what the window cannot use (a short history, or turns too long to fit whole) goes to the
+        # retrieved tier rather than unused: a ranked fact is worth more than an empty token
+        retrieved = (retrieved or 0) + max(
+            0, left - sum(_cost(history[i], i in fit.cleared) for i in fit.kept)
+        )
+    return WindowPlan(fit, gate, room, replace(resolved, retrieved=retrieved))
+
+
+def lend_to_window(plan: WindowPlan, history: Sequence[MessageSlot], retrieved_used: int) -> WindowPlan:
+    """The plan once the retrieved tier is filled: what it left of its budget (it stopped at the
+    relevance floor or a score gap, or ran out of facts) widens the window, when the context is known
+    and the wider window shows more. The retrieved budget becomes what the tier used, so the two
+    still sum to what they had."""
+    budgets = plan.budgets
+    spare = (budgets.retrieved or 0) - retrieved_used
+    if budgets.context is None or plan.budget is None or budgets.retrieved is None or spare <= 0:
+        return plan
+    room = plan.budget + spare
+    if budgets.window is not None:
+        room = min(room, budgets.window)
+    wider = fit_window(history, budgets.recent_messages, room, budgets.clear_tool_output)
+    if wider.kept == plan.window.kept and wider.cleared == plan.window.cleared:
+        return plan
+    return WindowPlan(wider, plan.gate, room, replace(budgets, retrieved=retrieved_used))
 
 
 def assemble(
@@ -425,7 +499,7 @@ def assemble(
     said no), ranked best first; `pinned` in pin order.
     """
     kept_pinned, drops = _fit_prefix(pinned, pinned_header_tokens, budgets.pinned, "pinned", PINNED_LABEL)
-    kept_retrieved, retrieved_drops = _fit_prefix(
+    kept_retrieved, retrieved_drops = _fit_ranked(
         retrieved, retrieved_header_tokens, budgets.retrieved, "retrieved", RETRIEVED_LABEL
     )
     drops = [*window.dropped, *drops, *retrieved_drops]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from memory.assembler import (
@@ -11,6 +13,7 @@ from memory.assembler import (
     MessageSlot,
     assemble,
     fit_window,
+    lend_to_window,
     plan_window,
     should_inject,
 )
@@ -118,7 +121,7 @@ def test_the_newest_message_always_stays_even_over_budget() -> None:
 # -- the tiers ------------------------------------------------------------------------------------
 
 
-def test_each_fact_tier_keeps_the_prefix_that_fits_its_budget() -> None:
+def test_pins_keep_a_prefix_and_ranked_facts_every_line_that_still_fits() -> None:
     history = [human()]
     fit = fit_window(history)
     result = assemble(
@@ -132,13 +135,15 @@ def test_each_fact_tier_keeps_the_prefix_that_fits_its_budget() -> None:
     )
     # pinned: 8 + 30 + 30 = 68 fits; the third (5) would make 73; truncation, not a knapsack
     assert result.pinned == ("p1", "p2")
-    assert result.retrieved == ("r1", "r2")  # 9 + 20 + 20 = 49; the 1-token r4 is not squeezed in
+    # retrieved: 9 + 20 + 20 = 49; r3 would make 69, so it is skipped and the 1-token r4 still fits:
+    # a line too long for what is left leaves that room to the shorter ones ranked below it
+    assert result.retrieved == ("r1", "r2", "r4")
     reasons = [(d.key, d.reason) for d in result.dropped]
     assert ("pinned #3 [p3]", "over the pinned budget of 70 tokens") in reasons
     assert ("retrieved #3 [r3]", "over the retrieved budget of 50 tokens") in reasons
-    assert ("retrieved #4 [r4]", "over the retrieved budget of 50 tokens") in reasons
-    assert result.tier("pinned").tokens == 68 and result.tier("retrieved").tokens == 49
-    assert result.tier("window").tokens == 10 and result.total_tokens == 127
+    assert not any(key.startswith("retrieved #4") for key, _ in reasons)
+    assert result.tier("pinned").tokens == 68 and result.tier("retrieved").tokens == 50
+    assert result.tier("window").tokens == 10 and result.total_tokens == 128
     assert result.overflow == 0
 
 
@@ -313,3 +318,25 @@ def test_budgets_refuse_nonsense() -> None:
         Budgets(pinned=-1)
     with pytest.raises(ValueError):
         Budgets(reserve=-5)
+
+
+def test_with_a_share_what_one_side_cannot_use_goes_to_the_other() -> None:
+    budgets = Budgets(pinned=0, context=400, reserve=0, retrieved_share=0.5)
+    history = [human(50) for _ in range(10)] + [human(5)]  # 505 tokens: more than the context
+    plan = plan_window(history, budgets, "always")
+    # half of 400 each; whole messages fill 155 of the window's 200, and the 45 left go to the tier
+    assert plan.budget == 200 and sum(history[i].tokens for i in plan.window.kept) == 155
+    assert plan.retrieved == 200 + 45
+    assert plan_window(history, replace(budgets, retrieved_share=None), "always").retrieved == 1200
+    # the window's leftover goes to the tier; with a short history, nearly everything does
+    short = plan_window([human(30), human(5)], budgets, "always")
+    assert short.window.kept == (0, 1) and short.retrieved == 400 - 35
+    # a tier that stopped 100 tokens short (at the relevance floor, say): the window widens by them
+    used = plan.retrieved - 100
+    wider = lend_to_window(plan, history, used)
+    assert wider.retrieved == used and wider.budget == plan.budget + 100
+    assert len(wider.window.kept) == len(plan.window.kept) + 2
+    assert lend_to_window(plan, history, plan.retrieved) is plan  # nothing left: nothing lent
+    # no share, no context: the budgets are what they say
+    fixed = plan_window(history, Budgets(pinned=0, retrieved=300), "always")
+    assert fixed.retrieved == 300 and lend_to_window(fixed, history, 10) is fixed

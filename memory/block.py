@@ -1,14 +1,22 @@
-"""The injected memory block: what the model reads, and what a UI shows about it."""
+"""The injected memory block: what the model reads, and what a UI shows about it.
+
+The retrieved tier is filled to its token budget in score order (`fill_retrieved`): the search is
+asked for about as many facts as the budget holds and again for more while room is left, so `k`
+is a cap derived from the budget, not a constant. Selection stops at the relevance floor, or with
+`SearchOptions.score_gap` at a large drop in score (memory.retrieval). A thin claim ("25:50") is
+shown with the part of its message around it, so the model reads what it was said about.
+"""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from memory.model import Fact, Hit, SearchResult
 from memory.pins import PinnedFact
-from memory.tokens import count_tokens
+from memory.tokens import count_cached, count_tokens
 
 # one claim is short; a long conclusion is clipped so the block stays bounded whatever was stored
 MAX_FACT_CHARS = 320
@@ -23,8 +31,8 @@ def clip(text: str, limit: int = MAX_FACT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def hit_line(hit: Hit) -> str:
-    """One retrieved fact as the model reads it."""
+def hit_line(hit: Hit, passage: str | None = None) -> str:
+    """One retrieved fact as the model reads it; `passage`: the excerpt of its message shown with it."""
     note = ""
     if hit.resolved_from is not None:
         note = " (updated: replaces an earlier value)"
@@ -34,7 +42,168 @@ def hit_line(hit: Hit) -> str:
         note = " (possibly outdated: a newer value is listed above)"
     elif hit.demoted:
         note = f" (from sub-agent {hit.fact.agent_id})"
-    return f"- [{hit.fact.short_id}] {clip(hit.fact.body)}{note}"
+    context = f' (in: "{passage}")' if passage else ""
+    return f"- [{hit.fact.short_id}] {clip(hit.fact.body)}{note}{context}"
+
+
+ELLIPSIS = "…"
+
+
+def excerpt(passage: str, span: tuple[int, int], chars: int) -> tuple[str, tuple[int, int]]:
+    """About `chars` characters of `passage` around `span` (the claim's place in it), cut at word
+    boundaries and marked where cut; and the range of `passage` it shows."""
+    start, end = max(0, span[0]), min(len(passage), span[1])
+    room = max(0, chars - (end - start))
+    lo = max(0, start - room // 2)
+    hi = min(len(passage), end + (room - (start - lo)))
+    lo = max(0, min(lo, hi - chars))  # room the end could not use goes before the claim
+    while 0 < lo < start and not passage[lo - 1].isspace():
+        lo += 1  # never open on half a word
+    while end < hi < len(passage) and not passage[hi].isspace():
+        hi -= 1
+    text = " ".join(passage[lo:hi].split())
+    return f"{ELLIPSIS if lo > 0 else ''}{text}{ELLIPSIS if hi < len(passage) else ''}", (lo, hi)
+
+
+@dataclass(frozen=True, slots=True)
+class TierSettings:
+    """How the retrieved tier spends its token budget (see `fill_retrieved`)."""
+
+    # about what one fact line costs: a budget of N tokens first asks for N // line_tokens facts
+    line_tokens: int = 20
+    # ask again, for twice as many, while this many tokens of the budget are still free
+    widen_below: int = 24
+    max_k: int = 400  # the most facts one search asks for
+    # a claim of fewer tokens than this, cut from a longer message, is shown with `passage_chars`
+    # characters of that message around it (0: never)
+    thin_tokens: int = 0
+    passage_chars: int = 200
+
+    def __post_init__(self) -> None:
+        if self.line_tokens < 1 or self.max_k < 1 or self.widen_below < 0:
+            raise ValueError("line_tokens and max_k must be at least 1, widen_below at least 0")
+        if self.thin_tokens < 0 or self.passage_chars < 1:
+            raise ValueError("thin_tokens cannot be negative and passage_chars must be at least 1")
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievedTier:
+    """The ranked facts a search returned for one call, each as the line the model would read."""
+
+    result: SearchResult  # its `dropped` includes what the tier itself left out, and why
+    lines: tuple[str, ...]  # one per hit, in rank order
+    tokens: tuple[int, ...]
+    passages: Mapping[uuid.UUID, str]  # fact id -> the excerpt shown with it
+    k: int | None  # what the last search asked for (None: the options' k, no budget)
+    searches: int
+
+    def without_messages(self, message_ids: Collection[str], reason: str) -> RetrievedTier:
+        """The tier less the facts carved from `message_ids` (the window came to show them)."""
+        keep = [i for i, h in enumerate(self.result.hits) if h.fact.message_id not in message_ids]
+        if len(keep) == len(self.result.hits):
+            return self
+        gone = tuple((h.fact.short_id, reason) for h in self.result.hits if h.fact.message_id in message_ids)
+        result = replace(
+            self.result,
+            hits=tuple(self.result.hits[i] for i in keep),
+            dropped=self.result.dropped + gone,
+        )
+        return replace(
+            self,
+            result=result,
+            lines=tuple(self.lines[i] for i in keep),
+            tokens=tuple(self.tokens[i] for i in keep),
+        )
+
+    def describe(self, budget: int | None) -> dict[str, Any]:
+        return {
+            "budget": budget,
+            "k": self.k,
+            "searches": self.searches,
+            "candidates_tokens": sum(self.tokens),
+            "with_passage": [fid.hex[:8] for fid in self.passages],
+        }
+
+
+Search = Callable[[int | None], SearchResult]  # k (None: the options' own) -> the search's result
+Passages = Callable[[Sequence[uuid.UUID]], Mapping[uuid.UUID, str]]  # passage ids -> their text
+Fit = Callable[[Sequence[int]], int]  # line token counts -> tokens of the lines that fit the budget
+
+
+def fill_retrieved(
+    search: Search, passages: Passages, budget: int | None, fit: Fit, settings: TierSettings
+) -> RetrievedTier:
+    """The retrieved tier's candidates for a budget of `budget` tokens, best first.
+
+    The first search asks for about as many facts as the budget holds (`budget // line_tokens`);
+    while every hit it returned fitted (`fit`, the assembler's rule) with `widen_below` tokens or
+    more left, it asks again for twice as many, up to `max_k`. The search stops earlier on its
+    own at the relevance floor and a score gap. A line is the fact (`hit_line`); a thin claim
+    carries an excerpt of its passage, and a later claim of the same message whose words that
+    excerpt already shows is dropped, the reason reported.
+    """
+    if budget is None:
+        return _lines(search(None), passages, settings, None, 1)
+    k = min(settings.max_k, max(1, budget // settings.line_tokens))
+    searches = 0
+    cache: dict[uuid.UUID, str] = {}
+
+    def cached(ids: Sequence[uuid.UUID]) -> Mapping[uuid.UUID, str]:
+        missing = [i for i in ids if i not in cache]
+        if missing:
+            cache.update(passages(missing))
+        return {i: cache[i] for i in ids if i in cache}
+
+    while True:
+        result = search(k)
+        searches += 1
+        tier = _lines(result, cached, settings, k, searches)
+        # only the hits that did not fit: more candidates cannot help a full budget
+        capped = len(result.hits) >= k and not result.not_in_memory
+        if not capped or k >= settings.max_k or budget - fit(tier.tokens) < settings.widen_below:
+            return tier
+        k = min(settings.max_k, k * 2)
+
+
+def _lines(
+    result: SearchResult, passages: Passages, settings: TierSettings, k: int | None, searches: int
+) -> RetrievedTier:
+    hits = list(result.hits)
+    thin: dict[uuid.UUID, bool] = {}
+    if settings.thin_tokens and hits:
+        bodies = count_cached([clip(h.fact.body) for h in hits])
+        thin = {
+            h.fact.id: n < settings.thin_tokens and h.fact.passage_id is not None and h.fact.span is not None
+            for h, n in zip(hits, bodies, strict=True)
+        }
+    texts = passages(sorted({h.fact.passage_id for h in hits if thin.get(h.fact.id) and h.fact.passage_id}))
+    shown: dict[uuid.UUID, list[tuple[int, int]]] = {}  # passage id -> ranges an excerpt shows
+    kept: list[Hit] = []
+    lines: list[str] = []
+    excerpts: dict[uuid.UUID, str] = {}
+    dropped = list(result.dropped)
+    for hit in hits:
+        fact = hit.fact
+        pid, span = fact.passage_id, fact.span
+        covering = (
+            next((r for r in shown.get(pid, []) if span and r[0] <= span[0] and span[1] <= r[1]), None)
+            if pid is not None
+            else None
+        )
+        if covering is not None:
+            dropped.append((fact.short_id, "its words are in the passage shown with a better-ranked fact"))
+            continue
+        text = texts.get(pid) if pid is not None and thin.get(fact.id) else None
+        if text is not None and span is not None:
+            shown_text, shown_range = excerpt(text, span, settings.passage_chars)
+            shown.setdefault(pid, []).append(shown_range)  # type: ignore[arg-type]
+            excerpts[fact.id] = shown_text
+            lines.append(hit_line(hit, shown_text))
+        else:
+            lines.append(hit_line(hit))
+        kept.append(hit)
+    result = replace(result, hits=tuple(kept), dropped=tuple(dropped))
+    return RetrievedTier(result, tuple(lines), tuple(count_cached(lines)), excerpts, k, searches)
 
 
 def pinned_line(fact: Fact) -> str:
@@ -42,13 +211,15 @@ def pinned_line(fact: Fact) -> str:
     return f"- [{fact.short_id}] {clip(fact.body)}"
 
 
-def render_block(result: SearchResult | None) -> str:
-    """The text added to the system prompt for one model call ('' when there was no query)."""
+def render_block(result: SearchResult | None, passages: Mapping[uuid.UUID, str] | None = None) -> str:
+    """The text added to the system prompt for one model call ('' when there was no query);
+    `passages`: the excerpt shown with a fact, by fact id (`fill_retrieved` chooses them)."""
     if result is None:
         return ""
     if result.not_in_memory:
         return NOTHING
-    return "\n".join([HEADER, *(hit_line(hit) for hit in result.hits)])
+    shown = passages or {}
+    return "\n".join([HEADER, *(hit_line(hit, shown.get(hit.fact.id)) for hit in result.hits)])
 
 
 def render_pinned(facts: Sequence[Fact]) -> str:
@@ -74,9 +245,12 @@ def describe_pinned(pins: Sequence[PinnedFact], injected: Collection[uuid.UUID])
     ]
 
 
-def describe_injection(result: SearchResult | None, block: str) -> dict[str, Any]:
+def describe_injection(
+    result: SearchResult | None, block: str, passages: Mapping[uuid.UUID, str] | None = None
+) -> dict[str, Any]:
     """A JSON-ready account of one injection, for stream events and logs."""
     hits = [] if result is None else result.hits
+    shown = passages or {}
     return {
         "query": None if result is None else result.query,
         # an empty SearchResult is falsy (it has __len__): test for None, not truthiness
@@ -96,6 +270,7 @@ def describe_injection(result: SearchResult | None, block: str) -> dict[str, Any
                 "demoted": h.demoted,
                 "resolved_from": None if h.resolved_from is None else h.resolved_from.body,
                 "flags": list(h.flags),
+                "passage": shown.get(h.fact.id),  # the excerpt of its message shown with it
             }
             for h in hits
         ],

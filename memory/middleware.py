@@ -39,28 +39,16 @@ from memory.assembler import (
     INJECTION_MODES,
     Budgets,
     InjectionMode,
-    Item,
     MessageSlot,
     Role,
-    assemble,
+    WindowFit,
     cleared_text,
     fit_window,
-    plan_window,
 )
-from memory.block import (
-    HEADER,
-    NOTHING,
-    PINNED_HEADER,
-    describe_injection,
-    describe_pinned,
-    hit_line,
-    pinned_line,
-    render_block,
-    render_pinned,
-)
+from memory.block import TierSettings, describe_injection, describe_pinned
 from memory.conclusions import is_conclusion
-from memory.model import Kind, Namespace, SearchResult, Source
-from memory.pins import PinnedFact
+from memory.model import Kind, Namespace, Source
+from memory.recall import CallPlan, plan_call
 from memory.retrieval import SearchOptions
 from memory.store import FactStore
 from memory.tokens import count_cached
@@ -78,6 +66,9 @@ MESSAGE_OVERHEAD_TOKENS = 4
 FORK_TOOL_METADATA = "beads_fork"
 
 CaptureMode = Literal["eager", "evict"]
+# the reply's share of a known context, and the retrieved tier's share of what is left for the prompt
+RESERVE_TOKENS = 512
+RETRIEVED_SHARE = 1 / 3
 
 
 def _union(left: list[str] | None, right: list[str] | None) -> list[str]:
@@ -212,11 +203,13 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         window_tokens: int | None = None,
         pinned_tokens: int | None = 400,
         retrieved_tokens: int | None = 1200,
+        retrieved_share: float | None = RETRIEVED_SHARE,
         context_tokens: int | None = None,
-        reserve_tokens: int = 512,
+        reserve_tokens: int = RESERVE_TOKENS,
         injection: InjectionMode = "always",
         capture: CaptureMode = "eager",
         search_options: SearchOptions | None = None,
+        tier: TierSettings | None = None,
         capture_final: bool | None = None,
         capture_tool_results: bool = True,
         skip_capture_tools: Collection[str] = (),
@@ -239,7 +232,9 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             recent_messages=window,
             context=context_tokens,
             reserve=reserve_tokens,
+            retrieved_share=retrieved_share,
         )
+        self.tier = tier or TierSettings()
         self.injection: InjectionMode = injection
         self.capture: CaptureMode = capture
         self.search_options = search_options or store.search_options
@@ -388,82 +383,54 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
 
     # -- recall, assembly and injection ----------------------------------------------------------
 
-    def _search(self, query: str, view_ids: frozenset[str], pins: Sequence[PinnedFact]) -> SearchResult:
-        options = dataclasses.replace(
-            self.search_options,
-            exclude_message_ids=view_ids,
-            # a pinned fact is already in the prompt: never spend a retrieved slot on it too
-            exclude_fact_ids=self.search_options.exclude_fact_ids | {p.fact.id for p in pins},
+    def plan_call(
+        self,
+        history: Sequence[MessageSlot],
+        message_ids: Sequence[str | None],
+        query: str,
+        fixed_tokens: int,
+        *,
+        exclude_message_ids: frozenset[str] = frozenset(),
+        before_search: Callable[[WindowFit], None] | None = None,
+    ) -> CallPlan:
+        """What this middleware decides for one model call over `history` (memory.recall.plan_call
+        with this middleware's budgets, gate, search options and tier settings). Reads only; the
+        evaluation's `beads` arm calls it as the middleware does."""
+        options = self.search_options
+        if exclude_message_ids:
+            options = dataclasses.replace(
+                options, exclude_message_ids=options.exclude_message_ids | exclude_message_ids
+            )
+        return plan_call(
+            self.store,
+            self.namespace,
+            history=history,
+            message_ids=message_ids,
+            query=query,
+            fixed_tokens=fixed_tokens,
+            budgets=self.budgets,
+            injection=self.injection,
+            options=options,
+            tier=self.tier,
+            before_search=before_search,
         )
-        return self.store.search(self.namespace, query, options)
 
     def _prepare(self, request: ModelRequest) -> _Prepared:
         full = list(request.state["messages"])
         slots = message_slots(full)
-        pins = self.store.pinned(self.namespace.session_id, self.namespace)
-        usable_pins = [p for p in pins if p.excluded_because is None]
-        pin_lines = [pinned_line(p.fact) for p in usable_pins]
-        pin_counts = count_cached(pin_lines)
         base = request.system_message.text if request.system_message is not None else ""
-        [pinned_header, retrieved_header, fixed] = count_cached([PINNED_HEADER, HEADER, base])
-        pinned_items = [Item(p.fact.short_id, n) for p, n in zip(usable_pins, pin_counts, strict=True)]
-        plan = plan_window(
-            slots,
-            self.budgets,
-            self.injection,
-            pinned=pinned_items,
-            pinned_header_tokens=pinned_header,
-            fixed_tokens=fixed,
-        )
-        fit, gate = plan.window, plan.gate
-        # evict mode: what leaves the view in this call is stored before the search, so that it can
-        # be recalled in this very call (captured after it, it would reach retrieval a call late)
-        captured = self._evicted(full, set(fit.kept) - fit.cleared, request.state)
-        verbatim = set(fit.kept) - fit.cleared
-        view_ids = frozenset(m.id for i, m in enumerate(full) if i in verbatim and m.id is not None)
+        [fixed] = count_cached([base])
+        captured: list[str] = []
+
+        def evict(fit: WindowFit) -> None:
+            # evict mode: what leaves the view in this call is stored before the search, so that it
+            # can be recalled in this very call (captured after it, it would reach retrieval a call late)
+            captured.extend(self._evicted(full, set(fit.kept) - fit.cleared, request.state))
+
         query = query_from(full)
-        result = self._search(query, view_ids, usable_pins) if query and gate.inject else None
-
-        # the retrieved tier as lines, each costed
-        if result is None:
-            hit_lines: list[str] = []
-        elif result.not_in_memory:
-            hit_lines = [NOTHING]
-        else:
-            hit_lines = [hit_line(h) for h in result.hits]
-        hit_counts = count_cached(hit_lines)
-        if result is not None and result.not_in_memory:
-            retrieved_items = [Item("not in memory", hit_counts[0])]
-            retrieved_header = 0  # the one line is the whole section
-        else:
-            hits = () if result is None else result.hits
-            retrieved_items = [
-                Item(h.fact.short_id, n, h.score) for h, n in zip(hits, hit_counts, strict=True)
-            ]
-        assembly = assemble(
-            pinned=pinned_items,
-            retrieved=retrieved_items,
-            history=slots,
-            window=fit,
-            budgets=self.budgets,
-            fixed_tokens=fixed,
-            pinned_header_tokens=pinned_header,
-            retrieved_header_tokens=retrieved_header,
-            gate=gate,
-        )
-
-        # what the model reads: the kept lines, then the view with cleared tool output
-        kept_retrieved = set(assembly.retrieved)
-        kept_pinned = set(assembly.pinned)
-        injected_pins = [p for p in usable_pins if p.fact.short_id in kept_pinned]
-        if result is not None and not result.not_in_memory:
-            result = dataclasses.replace(
-                result, hits=tuple(h for h in result.hits if h.fact.short_id in kept_retrieved)
-            )
-        retrieved_block = render_block(result) if kept_retrieved else ""
-        pinned_block = render_pinned([p.fact for p in injected_pins])
-        block = "\n\n".join(part for part in (retrieved_block, pinned_block) if part)
-        system = "\n\n".join(part for part in (base, block) if part)
+        call = self.plan_call(slots, [m.id for m in full], query, fixed, before_search=evict)
+        assembly, result = call.assembly, call.result
+        system = "\n\n".join(part for part in (base, call.block) if part)
         view = [
             cleared_tool_message(full[i], slots[i].tokens) if i in assembly.cleared else full[i]
             for i in assembly.window
@@ -474,7 +441,8 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         # and what the context limit dropped after the search (a rare overflow): stored now
         captured += self._evicted(full, set(assembly.window) - assembly.cleared, request.state, captured)
 
-        described = describe_injection(result, block)
+        passages = call.tier.passages if call.tier is not None else {}
+        described = describe_injection(result, call.block, passages)
         event = {
             "type": INJECTION_EVENT,
             "agent_id": self.agent_id,
@@ -483,8 +451,9 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             "history_messages": len(full),
             **described,
             "query": query or None,
-            "pinned": describe_pinned(pins, {p.fact.id for p in injected_pins}),
-            "gate": gate.describe(),
+            "pinned": describe_pinned(call.pins, {p.fact.id for p in call.injected_pins}),
+            "gate": call.plan.gate.describe(),
+            "retrieved_tier": None if call.tier is None else call.tier.describe(call.plan.retrieved),
             "assembly": assembly.describe(),
             "capture": {"mode": self.capture, "captured_at_eviction": len(captured)},
         }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 
 import psycopg
@@ -94,6 +95,14 @@ def supersede_history(conn: psycopg.Connection, fid: uuid.UUID) -> list[Fact]:
     facts = [Fact.from_row(r) for r in rows]
     # the head last, whatever the clocks said
     return sorted(facts, key=lambda f: f.id == f.head_id)
+
+
+def passage_texts(conn: psycopg.Connection, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The text of each passage (the message claims were cut from) among `ids` that still exists."""
+    if not ids:
+        return {}
+    rows = conn.execute("SELECT id, body FROM beads.passages WHERE id = ANY(%s)", (list(ids),)).fetchall()
+    return {r["id"]: r["body"] for r in rows}
 
 
 def session_stats(conn: psycopg.Connection, session_id: str) -> list[dict[str, object]]:

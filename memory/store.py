@@ -352,6 +352,11 @@ class FactStore:
         with self.pool.connection() as conn:
             return reads.facts_in_namespace(conn, ns_id)
 
+    def passages(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """The messages claims were cut from (`Fact.passage_id`), by id: what a thin claim is shown with."""
+        with self.pool.connection() as conn:
+            return reads.passage_texts(conn, ids)
+
     def rollup_from(self, child: Namespace) -> Fact | None:
         """The summary `child` (a fork) wrote into its parent, if it has concluded."""
         if child.parent_id is None:

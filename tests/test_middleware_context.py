@@ -158,7 +158,11 @@ def test_under_a_small_context_the_lowest_ranked_facts_go_first(store: FactStore
     assert len(wide["facts"]) == 8
 
     model = ScriptedChatModel(replies=["ok"])
-    tight = agent_with(store, model, [], context_tokens=wide["assembly"]["total_tokens"] + 512 - 40)
+    # an absolute retrieved budget (no share of the context): the tiers can outgrow the context, and
+    # the overflow order is what keeps the prompt within it
+    tight = agent_with(
+        store, model, [], context_tokens=wide["assembly"]["total_tokens"] + 512 - 40, retrieved_share=None
+    )
     [event] = injection_events(tight, "What is our budget for each item?")
     report = event["assembly"]
     drops = [d for d in report["dropped"] if d["tier"] == "retrieved"]

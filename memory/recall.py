@@ -1,0 +1,193 @@
+"""One model call's memory: the window plan, the retrieved tier filled to its budget, the assembly.
+
+`plan_call` is what `BeadsMemoryMiddleware` decides before each model call, written once so that the
+evaluation's `beads` arm runs the very same code (memory.eval.assembled.BeadsArm): the caller costs
+the raw messages (`MessageSlot`s) and says which of them have ids, and gets back which messages the
+model sees, which facts go in (already rendered by memory.block) and the assembly's account of why.
+It reads the store (pins, search, passages) and writes nothing: recording what was injected, and
+evict-mode capture, stay with the middleware.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from memory.assembler import (
+    Assembly,
+    Budgets,
+    InjectionMode,
+    Item,
+    MessageSlot,
+    WindowFit,
+    WindowPlan,
+    assemble,
+    lend_to_window,
+    plan_window,
+    retrieved_fit,
+)
+from memory.block import (
+    HEADER,
+    NOTHING,
+    PINNED_HEADER,
+    RetrievedTier,
+    TierSettings,
+    fill_retrieved,
+    pinned_line,
+    render_block,
+    render_pinned,
+)
+from memory.model import Hit, Namespace, SearchResult
+from memory.pins import PinnedFact
+from memory.retrieval import SearchOptions
+from memory.store import FactStore
+from memory.tokens import count_cached
+
+
+@dataclass(frozen=True, slots=True)
+class CallPlan:
+    """What one model call gets from memory, and why."""
+
+    query: str
+    plan: WindowPlan  # the view before the context limit, the gate, this call's tier budgets
+    assembly: Assembly  # the final decision: kept, dropped and cleared, per tier
+    tier: RetrievedTier | None  # the ranked candidates and their lines (None: no search ran)
+    result: SearchResult | None  # the search as injected: its hits are the facts that went in
+    pins: tuple[PinnedFact, ...]  # every pin the namespace sees
+    injected_pins: tuple[PinnedFact, ...]
+    retrieved_lines: tuple[tuple[Hit, str, int], ...]  # what went in: hit, line, tokens
+    pinned_lines: tuple[tuple[PinnedFact, str, int], ...]
+    retrieved_block: str  # memory.block's rendering of the retrieved tier ('' when nothing went in)
+    pinned_block: str
+
+    @property
+    def block(self) -> str:
+        """Both fact tiers as the system prompt carries them."""
+        return "\n\n".join(part for part in (self.retrieved_block, self.pinned_block) if part)
+
+
+def plan_call(
+    store: FactStore,
+    namespace: Namespace,
+    *,
+    history: Sequence[MessageSlot],
+    message_ids: Sequence[str | None],
+    query: str,
+    fixed_tokens: int,
+    budgets: Budgets,
+    injection: InjectionMode,
+    options: SearchOptions,
+    tier: TierSettings,
+    before_search: Callable[[WindowFit], None] | None = None,
+) -> CallPlan:
+    """Decide one call (see the module docstring). `message_ids[i]` is history[i]'s message id: facts
+    carved from a message the view shows verbatim are not retrieved. `before_search` sees the view
+    first (evict-mode capture stores what leaves it, so that this very search can find it)."""
+    if len(message_ids) != len(history):
+        raise ValueError("one message id (or None) per history slot")
+    pins = tuple(store.pinned(namespace.session_id, namespace))
+    usable = [p for p in pins if p.excluded_because is None]
+    pin_texts = [pinned_line(p.fact) for p in usable]
+    pin_counts = count_cached(pin_texts)
+    [pinned_header, retrieved_header, nothing] = count_cached([PINNED_HEADER, HEADER, NOTHING])
+    pinned_items = [Item(p.fact.short_id, n) for p, n in zip(usable, pin_counts, strict=True)]
+    plan = plan_window(
+        history,
+        budgets,
+        injection,
+        pinned=pinned_items,
+        pinned_header_tokens=pinned_header,
+        fixed_tokens=fixed_tokens,
+    )
+    fit = plan.window
+    if before_search is not None:
+        before_search(fit)
+    verbatim = set(fit.kept) - fit.cleared
+    view_ids = frozenset(mid for i, mid in enumerate(message_ids) if i in verbatim and mid is not None)
+
+    filled: RetrievedTier | None = None
+    if query and plan.gate.inject:
+        searched = replace(
+            options,
+            exclude_message_ids=options.exclude_message_ids | view_ids,
+            # a pinned fact is already in the prompt: never spend a retrieved slot on it too
+            exclude_fact_ids=options.exclude_fact_ids | {p.fact.id for p in usable},
+        )
+        budget = plan.retrieved
+
+        def search(k: int | None) -> SearchResult:
+            return store.search(namespace, query, searched if k is None else replace(searched, k=k))
+
+        filled = fill_retrieved(
+            search,
+            store.passages,
+            budget,
+            lambda tokens: retrieved_fit(tokens, retrieved_header, budget),
+            tier,
+        )
+
+    if filled is not None:
+        # what the tier leaves of its budget widens the window; facts whose message it now shows go
+        wider = lend_to_window(plan, history, retrieved_fit(filled.tokens, retrieved_header, plan.retrieved))
+        if wider is not plan:
+            plan, fit = wider, wider.window
+            verbatim = set(fit.kept) - fit.cleared
+            shown = {mid for i, mid in enumerate(message_ids) if i in verbatim and mid is not None} - view_ids
+            filled = filled.without_messages(
+                shown, "its message is in the window the tier's unused budget widened"
+            )
+
+    result = None if filled is None else filled.result
+    if result is not None and result.not_in_memory:
+        retrieved_items = [Item("not in memory", nothing)]
+        header = 0  # the one line is the whole section
+    else:
+        hits = () if result is None or filled is None else result.hits
+        tokens = () if filled is None else filled.tokens
+        retrieved_items = [Item(h.fact.short_id, n, h.score) for h, n in zip(hits, tokens, strict=True)]
+        header = retrieved_header
+    assembly = assemble(
+        pinned=pinned_items,
+        retrieved=retrieved_items,
+        history=history,
+        window=fit,
+        budgets=plan.budgets,
+        fixed_tokens=fixed_tokens,
+        pinned_header_tokens=pinned_header,
+        retrieved_header_tokens=header,
+        gate=plan.gate,
+    )
+
+    kept_retrieved = set(assembly.retrieved)
+    kept_pinned = set(assembly.pinned)
+    injected_pins = tuple(p for p in usable if p.fact.short_id in kept_pinned)
+    pinned_lines = tuple(
+        (p, text, n)
+        for p, text, n in zip(usable, pin_texts, pin_counts, strict=True)
+        if p.fact.short_id in kept_pinned
+    )
+    retrieved_lines: tuple[tuple[Hit, str, int], ...] = ()
+    if result is not None and filled is not None and not result.not_in_memory:
+        retrieved_lines = tuple(
+            (h, text, n)
+            for h, text, n in zip(result.hits, filled.lines, filled.tokens, strict=True)
+            if h.fact.short_id in kept_retrieved
+        )
+        # the lines the budget left out are in the assembly's account, with the reason
+        result = replace(result, hits=tuple(h for h, _, _ in retrieved_lines))
+    retrieved_block = (
+        render_block(result, filled.passages if filled is not None else {}) if kept_retrieved else ""
+    )
+    return CallPlan(
+        query=query,
+        plan=plan,
+        assembly=assembly,
+        tier=filled,
+        result=result,
+        pins=pins,
+        injected_pins=injected_pins,
+        retrieved_lines=retrieved_lines,
+        pinned_lines=pinned_lines,
+        retrieved_block=retrieved_block,
+        pinned_block=render_pinned([p.fact for p in injected_pins]),
+    )

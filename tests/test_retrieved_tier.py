@@ -1,0 +1,284 @@
+"""The retrieved tier spends its budget, on real Postgres: more facts as the budget grows and never over
+it, a stop at the relevance floor and at a score gap, a thin claim shown with its passage, and the
+harness's `beads` arm deciding exactly what the middleware decides."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_helpers import injection_events, system_text
+from eval_samples import write_locomo
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage
+
+from memory.assembler import Budgets, MessageSlot
+from memory.block import HEADER, TierSettings, excerpt
+from memory.embedders import FakeEmbedder
+from memory.eval.assembled import BeadsArm, history_slots
+from memory.eval.loaders import load_locomo
+from memory.eval.runner import Stores, open_stores
+from memory.eval.tokens import count_tokens
+from memory.eval.window import TAIL_TITLE, ConversationView
+from memory.middleware import BeadsMemoryMiddleware, message_slots
+from memory.models.scripted import ScriptedChatModel
+from memory.recall import plan_call
+from memory.retrieval import SearchOptions, rank
+from memory.store import FactStore
+
+ASK = "What is our budget for each item?"
+
+
+def budget_lines(store: FactStore, n: int, session: str = "s") -> None:
+    root = store.root(session)
+    for i in range(n):
+        store.capture_message(
+            root, f"Budget line {i}: our budget for item {i} is ${i}0k.", message_id=f"m{i}"
+        )
+
+
+def events_at(store: FactStore, **options: Any) -> dict[str, Any]:
+    middleware = BeadsMemoryMiddleware(store, store.root("s"), **options)
+    agent = create_agent(ScriptedChatModel(replies=["ok"]), tools=[], middleware=[middleware])
+    [event] = injection_events(agent, ASK)
+    return event
+
+
+def retrieved_tier(event: dict[str, Any]) -> dict[str, Any]:
+    return next(t for t in event["assembly"]["tiers"] if t["tier"] == "retrieved")
+
+
+# -- the budget -----------------------------------------------------------------------------------
+
+
+def test_the_tier_fills_a_growing_budget_with_more_facts_and_never_exceeds_it(store: FactStore) -> None:
+    budget_lines(store, 60)
+    kept = []
+    for budget in (60, 150, 400, 1200):
+        event = events_at(store, retrieved_tokens=budget)
+        tier = retrieved_tier(event)
+        assert tier["budget"] == budget and 0 < tier["tokens"] <= budget
+        assert len(event["facts"]) == tier["kept"]
+        # the search asked for about what the budget holds (k derived from it, not a constant)
+        assert event["retrieved_tier"]["k"] >= budget // TierSettings().line_tokens
+        kept.append(len(event["facts"]))
+        if budget < 1200:  # the budget, not k, is what stopped it: the next lines did not fit
+            over = [d for d in event["assembly"]["dropped"] if d["tier"] == "retrieved"]
+            assert over and all(d["reason"] == f"over the retrieved budget of {budget} tokens" for d in over)
+    assert kept == sorted(kept) and kept[0] < kept[1] < kept[2]
+    assert kept[-1] > 8  # past the constant k of old
+    # the best facts come first at every budget: a larger block extends a smaller one
+    small = events_at(store, retrieved_tokens=150)["facts"]
+    large = events_at(store, retrieved_tokens=400)["facts"]
+    assert [f["short_id"] for f in large][: len(small)] == [f["short_id"] for f in small]
+
+
+def test_with_a_known_context_the_tier_gets_its_share_and_what_the_window_cannot_use(
+    store: FactStore,
+) -> None:
+    budget_lines(store, 60)
+    event = events_at(store, context_tokens=2000, reserve_tokens=0, retrieved_share=0.25)
+    tier, report = retrieved_tier(event), event["assembly"]
+    # one short message in the thread: the window needs a few tokens, the tier takes the rest
+    assert tier["budget"] > 0.25 * 2000
+    assert report["total_tokens"] <= 2000 and report["overflow"] == 0
+    assert event["window_messages"] == 1
+    shared = events_at(store, context_tokens=2000, reserve_tokens=0, retrieved_share=0.5)
+    assert retrieved_tier(shared)["budget"] == tier["budget"]  # the window left the same room either way
+
+
+def test_selection_stops_at_the_relevance_floor_before_the_budget_is_full(store: FactStore) -> None:
+    budget_lines(store, 30)
+    wide = events_at(store, retrieved_tokens=2000)
+    scores = [f["score"] for f in wide["facts"]]
+    assert len(scores) > 6
+    floor = (scores[4] + scores[5]) / 2
+    options = SearchOptions(relevance_floor=floor)
+    event = events_at(store, retrieved_tokens=2000, search_options=options)
+    assert [f["short_id"] for f in event["facts"]] == [f["short_id"] for f in wide["facts"]][:5]
+    assert retrieved_tier(event)["tokens"] < 2000  # room left: the floor stopped it, not the budget
+    assert "below the relevance floor" in {reason for _, reason in event["dropped"]}
+
+
+def candidate(score: float, name: str) -> dict[str, Any]:
+    fid = uuid.uuid5(uuid.NAMESPACE_URL, name)
+    return {
+        "hit_id": fid, "hit_kind": "user_input", "hit_status": "active", "head_id": fid,
+        "head_kind": "user_input", "head_status": "active", "head_agent_id": "root",
+        "head_message_id": name, "head_md5": name, "head_in_scope": True, "head_demoted": False,
+        "claim_sim": score, "passage_sim": None, "head_has_vector": True, "head_derived_from": [],
+        "head_valid_from": None,
+    }  # fmt: skip
+
+
+def test_selection_stops_at_a_score_gap() -> None:
+    rows = [candidate(s, n) for s, n in [(0.80, "a"), (0.78, "b"), (0.70, "c"), (0.69, "d"), (0.40, "e")]]
+    assert [c["md5"] for c in rank(rows, SearchOptions()).chosen] == ["a", "b", "c", "d", "e"]
+    cut = rank(rows, SearchOptions(score_gap=0.1))  # 0.69 -> 0.40 is the first drop of 0.1 or more
+    assert [c["md5"] for c in cut.chosen] == ["a", "b", "c", "d"]
+    assert dict(cut.dropped)[rows[4]["head_id"].hex[:8]].startswith("after a score gap of 0.290")
+    tight = rank(rows, SearchOptions(score_gap=0.05))  # 0.78 -> 0.70: everything after it goes
+    assert [c["md5"] for c in tight.chosen] == ["a", "b"]
+    assert sum(why.startswith("after a score gap") for _, why in tight.dropped) == 3
+    with pytest.raises(ValueError):
+        SearchOptions(score_gap=0)
+
+
+def test_the_middleware_reports_a_score_gap_stop(store: FactStore) -> None:
+    budget_lines(store, 30)
+    wide = events_at(store, retrieved_tokens=2000)
+    scores = [f["score"] for f in wide["facts"]]
+    gaps = [a - b for a, b in itertools.pairwise(scores)]
+    # the largest drop, less what rounding the reported scores (4 decimals) can hide
+    threshold = max(gaps) - 3e-4
+    assert threshold > 0
+    event = events_at(store, retrieved_tokens=2000, search_options=SearchOptions(score_gap=threshold))
+    kept = [f["short_id"] for f in event["facts"]]
+    first = next(i for i, g in enumerate(gaps) if g >= threshold)
+    assert kept == [f["short_id"] for f in wide["facts"]][: first + 1]
+    assert any(why.startswith("after a score gap") for _, why in event["dropped"])
+
+
+# -- thin claims ----------------------------------------------------------------------------------
+
+
+def test_excerpt_centres_on_the_claim_and_cuts_at_words() -> None:
+    text = "We talked about many things that day. We moved the launch. Friday. Then lunch happened."
+    start = text.index("Friday.")
+    shown, (lo, hi) = excerpt(text, (start, start + 7), 40)
+    assert "Friday." in shown and text[lo:hi].strip() in text
+    assert shown.startswith("…") and shown.endswith("…")
+    assert not shown.strip("…").startswith(" ") and len(shown) <= 42
+    whole, (lo, hi) = excerpt(text, (start, start + 7), 500)
+    assert whole == text and (lo, hi) == (0, len(text))
+
+
+def test_a_thin_claim_brings_its_passage_within_the_budget(store: FactStore) -> None:
+    root = store.root("s")
+    store.capture_message(root, "We moved the launch. Friday.", message_id="launch")
+    store.capture_message(root, "The launch party needs a venue near the office.", message_id="party")
+    tier = TierSettings(thin_tokens=8, passage_chars=120)
+    everything = SearchOptions(relevance_floor=-1.0)  # every claim is a candidate, "Friday." included
+    ask = "Did we move the launch?"  # a question: held out of retrieval, so no call finds the last one
+
+    def event(**options: Any) -> tuple[dict[str, Any], str]:
+        model = ScriptedChatModel(replies=["ok"])
+        middleware = BeadsMemoryMiddleware(store, root, search_options=everything, **options)
+        [found] = injection_events(create_agent(model, tools=[], middleware=[middleware]), ask)
+        return found, system_text(model.prompts[0])
+
+    found, system = event(tier=tier, retrieved_tokens=400)
+    facts = {f["text"]: f for f in found["facts"]}
+    # the thin claim that ranks first is shown with the message it was cut from
+    assert facts["We moved the launch."]["passage"] == "We moved the launch. Friday."
+    assert '] We moved the launch. (in: "We moved the launch. Friday.")' in system
+    # its sibling's words are in that passage: not shown twice, and the reason reported
+    assert "Friday." not in facts and "Friday." not in system.replace("launch. Friday.", "")
+    assert "its words are in the passage shown with a better-ranked fact" in {r for _, r in found["dropped"]}
+    assert found["retrieved_tier"]["with_passage"] == [facts["We moved the launch."]["short_id"]]
+    assert retrieved_tier(found)["tokens"] <= 400
+    # a thick claim is shown as it is
+    assert facts["The launch party needs a venue near the office."]["passage"] is None
+
+    # a budget the passage line does not fit keeps the shorter lines that do instead
+    sid = facts["We moved the launch."]["short_id"]
+    line = f'- [{sid}] We moved the launch. (in: "We moved the launch. Friday.")'
+    small = count_tokens(HEADER) + count_tokens(line) - 1
+    tight, _ = event(tier=tier, retrieved_tokens=small)
+    assert 0 < retrieved_tier(tight)["tokens"] <= small
+    assert "We moved the launch." not in {f["text"] for f in tight["facts"]}
+    # off (thin_tokens=0, the default): claims alone
+    plain, _ = event(retrieved_tokens=400)
+    assert all(f["passage"] is None for f in plain["facts"]) and "Friday." in {
+        f["text"] for f in plain["facts"]
+    }
+
+
+# -- the beads arm is the middleware --------------------------------------------------------------
+
+
+def test_the_middleware_and_its_plan_call_produce_the_same_block(store: FactStore) -> None:
+    budget_lines(store, 40)
+    history = [
+        HumanMessage("Which vendors did we compare?", id="h1"),
+        AIMessage("Three of them.", id="a1"),
+        HumanMessage(ASK, id="h2"),
+    ]
+    options: dict[str, Any] = {"context_tokens": 900, "tier": TierSettings(thin_tokens=6)}
+    middleware = BeadsMemoryMiddleware(store, store.root("s"), **options)
+    model = ScriptedChatModel(replies=["ok"])
+    agent = create_agent(model, tools=[], middleware=[middleware])
+    agent.invoke({"messages": history}, {"configurable": {"thread_id": "t"}})
+    injected = system_text(model.prompts[0])
+    # the same history through the function the middleware calls: the very same block
+    same = BeadsMemoryMiddleware(store, store.root("s"), **options)
+    call = same.plan_call(message_slots(history), [m.id for m in history], ASK, 0)
+    assert call.block and injected == call.block
+    assert call.retrieved_block.startswith(HEADER)
+    # and through recall.plan_call with the middleware's settings spelled out
+    direct = plan_call(
+        store,
+        store.root("s"),
+        history=message_slots(history),
+        message_ids=[m.id for m in history],
+        query=ASK,
+        fixed_tokens=0,
+        budgets=Budgets(context=900, retrieved_share=same.budgets.retrieved_share),
+        injection="always",
+        options=store.search_options,
+        tier=TierSettings(thin_tokens=6),
+    )
+    assert direct.block == call.block
+
+
+@pytest.fixture
+def stores(db_url: str) -> Iterator[Stores]:
+    with open_stores(db_url, FakeEmbedder(256)) as s:
+        yield s
+
+
+def test_the_beads_arm_shows_the_block_the_middleware_decides(stores: Stores, tmp_path: Path) -> None:
+    [conversation] = load_locomo(write_locomo(tmp_path)).conversations
+    stores.ingestor.ingest(conversation)
+    arm = BeadsArm(stores.facts, stores.ingestor.root)
+    view = ConversationView(conversation)
+    blocks = 0
+    for question in conversation.questions:
+        for budget in (120, 400):
+            window = arm.window(view, question, budget)
+            assert window.tokens == count_tokens(window.text) <= budget
+            # what the middleware (defaults, context = budget + its reserve) decides for this history
+            middleware = BeadsMemoryMiddleware(
+                stores.facts,
+                stores.ingestor.root(conversation.id),
+                context_tokens=budget + arm.middleware(conversation.id, budget).budgets.reserve,
+            )
+            assert middleware.budgets == arm.middleware(conversation.id, budget).budgets
+            ids: list[str | None] = [t.id for t in conversation.turns]
+            [fixed] = [count_tokens(TAIL_TITLE)]
+            call = middleware.plan_call(history_slots(view), [*ids, None], question.question, fixed)
+            assert call.retrieved_block in window.text  # '' when the window came to show it all
+            blocks += bool(call.retrieved_block)
+            facts = [i.fact_id for i in window.items if i.fact_id is not None]
+            assert facts == [h.fact.short_id for h, _, _ in call.retrieved_lines]
+    assert blocks > len(conversation.questions) // 2
+
+
+def test_the_beads_arm_never_retrieves_what_was_said_after_the_question(
+    stores: Stores, tmp_path: Path
+) -> None:
+    [conversation] = load_locomo(write_locomo(tmp_path)).conversations
+    stores.ingestor.ingest(conversation)
+    view = ConversationView(conversation).until(conversation.sessions[0].id)
+    arm = BeadsArm(stores.facts, stores.ingestor.root)
+    question = conversation.questions[0]
+    window = arm.window(view, question, 400)
+    assert not {i.turn_id for i in window.items} & view.hidden
+    slots = history_slots(view)
+    assert slots[-1] == MessageSlot("human", 0)  # the question: the newest message, free
+    assert dataclasses.replace(slots[0]).tokens == view.tokens[conversation.turns[0].id]

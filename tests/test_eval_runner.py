@@ -15,7 +15,7 @@ from memory.eval.report import PLOT_FILE, SUMMARY_FILE, write_report
 from memory.eval.runner import ROWS_FILE, ROWS_SNAPSHOT, Evaluation, RunConfig, read_rows, write_run_info
 
 LOCOMO_QUESTIONS, BEAM_QUESTIONS = 8, 7
-ROWS_PER_QUESTION = 5 * 2 + 1  # five budgeted arms at two budgets, and full once
+ROWS_PER_QUESTION = 6 * 2 + 1  # six budgeted arms at two budgets, and full once
 
 
 def config(tmp_path: Path, db_url: str, **overrides: Any) -> RunConfig:
@@ -131,3 +131,39 @@ def test_cli_run_and_report(tmp_path: Path, db_url: str) -> None:
     assert main(["run", "--out", str(out)], console=errors) == 2
     assert "name at least one dataset" in errors.export_text()
     assert main([*argv, "--answer-model", "ollama:x"], console=errors) == 2
+
+
+def test_a_split_tags_the_rows_and_the_headline_reports_each_split(tmp_path: Path, db_url: str) -> None:
+    split = {"tune": ["conv-test"], "holdout": ["beam-1"]}
+    cfg = config(tmp_path, db_url, sample=1, arms=("beads", "tail"), split=split)
+    Evaluation(cfg).run()
+    rows = read_rows(cfg.out_dir / ROWS_FILE)
+    assert {(r["dataset"], r["split"]) for r in rows} == {("locomo", "tune"), ("beam", "holdout")}
+    _, _, markdown = write_report(cfg.out_dir, rows)
+    headline = markdown.split("## Headline", 1)[1].split("\n## ", 1)[0]
+    assert "recall, tune (n)" in headline and "recall, holdout (n)" in headline
+    assert headline.index("recall, tune") < headline.index("recall, holdout")
+    # one row per dataset, budget and arm, the middleware's own arm first and marked
+    body = [line for line in headline.splitlines() if line.startswith("| locomo | 60 |")]
+    assert body[0].startswith("| locomo | 60 | **beads** |") and len(body) == 2
+    cells = body[0].split(" | ")
+    assert cells[3] != "–" and cells[4] == "–"  # a LoCoMo figure for tune, none for holdout
+
+    # only one split evaluated
+    only = config(tmp_path, db_url, sample=1, arms=("tail",), split=split, only_split="holdout")
+    only.out_dir = tmp_path / "holdout-only"
+    records = Evaluation(only).run()
+    assert [r.questions_selected for r in records] == [0, 6]
+
+    # the report can retag rows by another split file
+    path = tmp_path / "split.json"
+    path.write_text(json.dumps({"description": "all tuning", "tune": ["conv-test", "beam-1"]}))
+    assert (
+        main(["report", "--out", str(cfg.out_dir), "--split", str(path)], console=Console(record=True)) == 0
+    )
+    summary = (cfg.out_dir / SUMMARY_FILE).read_text()
+    assert "recall, tune (n)" in summary and "recall, holdout" not in summary
+    path.write_text(json.dumps({"tune": ["conv-test"], "holdout": ["conv-test"]}))
+    errors = Console(record=True, width=200)
+    assert main(["report", "--out", str(cfg.out_dir), "--split", str(path)], console=errors) == 2
+    assert "in both tune and holdout" in errors.export_text()

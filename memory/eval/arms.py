@@ -4,6 +4,8 @@ Every budgeted arm packs through one `Packer` with one token count (memory.eval.
 exceed its budget and none is measured differently. Items are recorded with the order in which the arm
 chose them (`priority`, 0 first): rank for retrieval, recency for a transcript tail.
 
+- beads     BeadsMemoryMiddleware itself, by default, with the model's context = the budget
+            (memory.eval.assembled.BeadsArm): the headline
 - tail      the newest turns, whole, the oldest of them clipped to fill the budget
 - docstore  LangGraph's PostgresStore over whole turns (same embedder), best first until full
 - bm25      bm25s over whole turns, best first until full
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from memory.store import FactStore
 
 ARM_NAMES = (
+    "beads",
     "tail",
     "docstore",
     "bm25",
@@ -50,8 +53,9 @@ ARM_NAMES = (
     "assembled_noclear",
     "full",
 )
-# the default run: the assembled arms are measured on purpose (memory.eval.assembled)
-DEFAULT_ARMS = ("tail", "docstore", "bm25", "facts", "facts_gated", "full")
+# the default run: the middleware itself (the headline), the baselines and the facts ablations; the
+# assembled arms are measured on purpose (memory.eval.assembled)
+DEFAULT_ARMS = ("beads", "tail", "docstore", "bm25", "facts", "facts_gated", "full")
 TURNS_TITLE = "Conversation turns retrieved from memory (most relevant first):"
 FACTS_TITLE = "Facts from memory (most relevant first):"
 # Below the library's relevance floor FactStore.search says "not in memory"; the docstore's score is

@@ -1,4 +1,7 @@
-"""The middleware's context assembler as an arm: pinned, retrieved and window tiers in one budget.
+"""The middleware as arms: `beads` (the middleware itself) and its context assembler's ablations.
+
+`BeadsArm` is `BeadsMemoryMiddleware` with its defaults, deciding through its own `plan_call`: the
+headline of the evaluation. The `assembled*` arms below are earlier ablations of the assembler alone.
 
 Where the facts arm packs a fixed share of the budget itself, this arm hands every decision to
 `memory.assembler`, the code the middleware runs on each model call: the budget is the model's
@@ -17,16 +20,22 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from memory.assembler import Budgets, Item, MessageSlot, assemble, cleared_text, plan_window
-from memory.block import clip
+from memory.assembler import Assembly, Budgets, Item, MessageSlot, assemble, cleared_text, plan_window
+from memory.block import HEADER, NOTHING, PINNED_HEADER, clip
 from memory.eval.arms import FACT_LINE_TOKENS, FACTS_TITLE, MAX_K, WIDEN_BELOW, FactsArm
 from memory.eval.conversation import Question, Turn
 from memory.eval.tokens import Packer, count_cached
 from memory.eval.window import TAIL_TITLE, ConversationView, Window, WindowItem, fact_line, render
-from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Status
+from memory.middleware import RESERVE_TOKENS, BeadsMemoryMiddleware
+from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Namespace, SearchResult, Status
+
+if TYPE_CHECKING:
+    from memory.recall import CallPlan
+    from memory.store import FactStore
 
 PINNED_TITLE = "Pinned by the user (standing rules and preferences, oldest first):"
 
@@ -54,6 +63,40 @@ _ROLES = {"user": "human", "assistant": "ai", "tool": "tool"}
 def cleared_line(turn: Turn, tokens: int) -> str:
     """A cleared tool result as the window shows it (the middleware's placeholder, in the harness's form)."""
     return render(turn, cleared_text(turn.speaker, tokens))
+
+
+def history_slots(view: ConversationView) -> list[MessageSlot]:
+    """The turns said so far as the assembler sees messages, costed as the window renders them, then
+    the question: the newest message, which the middleware always keeps. Every arm asks the question
+    outside the window, so it costs nothing here."""
+    slots = []
+    for turn in view.conversation.turns:
+        tokens = view.tokens[turn.id]
+        cleared = count_cached([cleared_line(turn, tokens)])[0] if turn.role == "tool" else 0
+        slots.append(MessageSlot(_ROLES[turn.role], tokens, cleared, turn.speaker))
+    slots.append(MessageSlot("human", 0))
+    return slots
+
+
+def pack_window(
+    packer: Packer, view: ConversationView, assembly: Assembly, first_priority: int
+) -> list[WindowItem]:
+    """The turns the assembly kept, oldest first under the transcript's title (cleared tool output
+    as its placeholder); their items in the order a tail chooses them, newest first."""
+    turns = view.conversation.turns
+    section = packer.section(TAIL_TITLE)
+    tail: list[WindowItem] = []
+    for i in assembly.window:
+        if i == len(turns):
+            continue  # the question
+        turn = turns[i]
+        if i in assembly.cleared:
+            line = cleared_line(turn, view.tokens[turn.id])
+            packer.add(section, line, count_cached([line])[0])
+            continue  # a placeholder shows nothing of the turn
+        if packer.add(section, view.lines[turn.id], view.tokens[turn.id]):
+            tail.append(WindowItem(turn.id, 0))
+    return [WindowItem(item.turn_id, first_priority + n) for n, item in enumerate(reversed(tail))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,14 +161,7 @@ class AssembledArm:
             raise ValueError("the assembled arm needs a budget")
         pins = self._pins_in(view)
         turns = view.conversation.turns
-        slots = []
-        for turn in turns:
-            tokens = view.tokens[turn.id]
-            cleared = self._count(cleared_line(turn, tokens)) if turn.role == "tool" else 0
-            slots.append(MessageSlot(_ROLES[turn.role], tokens, cleared, turn.speaker))
-        # the question is the newest message, as in the middleware (which always keeps it); every arm
-        # asks it outside the window, so it costs nothing here
-        slots.append(MessageSlot("human", 0))
+        slots = history_slots(view)
         budgets = Budgets(
             pinned=int(budget * self.pinned_share),
             retrieved=int(budget * self.facts.share),
@@ -182,20 +218,7 @@ class AssembledArm:
                         score=round(hit.score, 4),
                     )
                 )
-        section = packer.section(TAIL_TITLE)
-        tail: list[WindowItem] = []
-        for i in assembly.window:
-            if i == len(turns):
-                continue  # the question
-            turn = turns[i]
-            if i in assembly.cleared:
-                line = cleared_line(turn, view.tokens[turn.id])
-                packer.add(section, line, self._count(line))
-                continue  # a placeholder shows nothing of the turn
-            if packer.add(section, view.lines[turn.id], view.tokens[turn.id]):
-                tail.append(WindowItem(turn.id, 0))
-        # the window's items in the order a tail chooses them: newest first
-        items.extend(WindowItem(item.turn_id, len(items) + n) for n, item in enumerate(reversed(tail)))
+        items.extend(pack_window(packer, view, assembly, first_priority=len(items)))
         probe = self.facts.memory_probe(view, question)
         return Window(
             self.name, budget, packer.text(), packer.used, tuple(items), probe.not_in_memory, probe.best_score
@@ -233,3 +256,97 @@ class AssembledArm:
         # clipped as the middleware's block clips a fact (memory.block.clip): what the assembler weighs
         line = fact_line(view, hit.fact, clip(hit.fact.body))
         return line, self._count(line)
+
+
+class BeadsArm:
+    """`BeadsMemoryMiddleware` as it runs by default, with the model's context set to the budget.
+
+    Each window is what the middleware's own `plan_call` decides (memory.recall) for a model call whose
+    history is the conversation so far and whose newest message is the question: the same budgets,
+    gate, search options and tier settings, the same rendering of the block (memory.block). The
+    context is the budget plus the middleware's reply reserve, so that what the model reads (the
+    block, pins and turns) is the budget, as for every arm. The only differences are the harness's:
+    turns cost what their rendered line costs, and turns said after the question are never retrieved.
+    `options` are keyword arguments for the middleware (the harness's tuning runs), none by default.
+    """
+
+    budgeted = True
+
+    def __init__(
+        self,
+        store: FactStore,
+        namespace_for: Callable[[str], Namespace],
+        options: Mapping[str, Any] | None = None,
+        name: str = "beads",
+    ) -> None:
+        self.store = store
+        self.namespace_for = namespace_for
+        self.options = dict(options or {})
+        self.name = name
+        self._middlewares: dict[tuple[str, int], BeadsMemoryMiddleware] = {}
+        self._probe: tuple[tuple[str, str], SearchResult] | None = None
+
+    def middleware(self, conversation_id: str, budget: int) -> BeadsMemoryMiddleware:
+        """The middleware a conversation's calls run under, with a context of `budget` + the reserve."""
+        key = (conversation_id, budget)
+        if key not in self._middlewares:
+            if len(self._middlewares) > 16:  # conversations are evaluated one after another
+                self._middlewares.clear()
+            reserve = self.options.get("reserve_tokens", RESERVE_TOKENS)
+            self._middlewares[key] = BeadsMemoryMiddleware(
+                self.store,
+                self.namespace_for(conversation_id),
+                context_tokens=budget + reserve,
+                **self.options,
+            )
+        return self._middlewares[key]
+
+    def plan(self, view: ConversationView, question: Question, budget: int) -> CallPlan:
+        """The middleware's decision for this question asked now, through its own `plan_call`."""
+        middleware = self.middleware(view.conversation.id, budget)
+        ids: list[str | None] = [t.id for t in view.conversation.turns]
+        [fixed] = count_cached([TAIL_TITLE])  # the window's header: the harness's one fixed text
+        return middleware.plan_call(
+            history_slots(view), [*ids, None], question.question, fixed, exclude_message_ids=view.hidden
+        )
+
+    def window(self, view: ConversationView, question: Question, budget: int | None) -> Window:
+        if budget is None:
+            raise ValueError("the beads arm needs a budget")
+        call = self.plan(view, question, budget)
+        packer = Packer(budget)
+        items: list[WindowItem] = []
+        if call.result is not None and call.result.not_in_memory and call.retrieved_block:
+            title, line = NOTHING.split("\n", 1)
+            packer.add(packer.section(title), line, count_cached([line])[0])
+        else:
+            section = packer.section(HEADER)
+            for hit, line, tokens in call.retrieved_lines:
+                if packer.add(section, line, tokens):
+                    items.append(
+                        WindowItem(
+                            hit.fact.message_id or "",
+                            len(items),
+                            fact_id=hit.fact.short_id,
+                            score=round(hit.score, 4),
+                        )
+                    )
+        section = packer.section(PINNED_HEADER)
+        for pin, line, tokens in call.pinned_lines:
+            if packer.add(section, line, tokens):
+                items.append(WindowItem(pin.fact.message_id or "", len(items), fact_id=pin.fact.short_id))
+        items.extend(pack_window(packer, view, call.assembly, first_priority=len(items)))
+        probe = self.memory_probe(view, question)
+        return Window(
+            self.name, budget, packer.text(), packer.used, tuple(items), probe.not_in_memory, probe.best_score
+        )
+
+    def memory_probe(self, view: ConversationView, question: Question) -> SearchResult:
+        """The abstention signal, as the facts arm takes it: one search with the store's options and no
+        exclusions but the turns not said yet, shared by every budget."""
+        key = (view.conversation.id, question.id)
+        if self._probe is None or self._probe[0] != key:
+            namespace = self.namespace_for(view.conversation.id)
+            found = self.store.search(namespace, question.question, exclude_message_ids=view.hidden)
+            self._probe = (key, found)
+        return self._probe[1]

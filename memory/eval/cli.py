@@ -31,6 +31,8 @@ from memory.eval.runner import (
     Evaluation,
     RunConfig,
     read_rows,
+    read_split,
+    tag_rows,
     write_run_info,
     write_snapshot,
 )
@@ -120,6 +122,32 @@ def parser() -> argparse.ArgumentParser:
         default=RunConfig.recency_half_life_days,
         help="days for the recency bonus to halve (default 30)",
     )
+    run.add_argument(
+        "--retrieved-share",
+        type=float,
+        help="the beads arm: the retrieved tier's share of the context (default: the middleware's)",
+    )
+    run.add_argument(
+        "--score-gap", type=float, help="the beads arm: stop the ranked facts at a score drop this large"
+    )
+    run.add_argument(
+        "--thin-tokens",
+        type=int,
+        help="the beads arm: claims under this many tokens are shown with their passage (0: never)",
+    )
+    run.add_argument(
+        "--passage-chars", type=int, help="the beads arm: characters of the passage shown around a thin claim"
+    )
+    run.add_argument(
+        "--split",
+        type=Path,
+        metavar="FILE",
+        help='JSON {"tune": [conversation ids], "holdout": [...]}: rows are tagged and the report shows '
+        "a column per split",
+    )
+    run.add_argument(
+        "--only", metavar="SPLIT", help="evaluate only the conversations of this split of --split"
+    )
     run.add_argument("--answer-model", help="chat model that answers: ollama:<model> or <module>:<factory>")
     run.add_argument("--judge-model", help="chat model that grades (should differ from the answer model)")
     run.add_argument("--num-ctx", type=int, default=16384, help="context length for ollama: models")
@@ -127,6 +155,9 @@ def parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=_run)
     report = sub.add_parser("report", help="rebuild summary.md and the plot from rows.jsonl")
     report.add_argument("--out", type=Path, default=Path("results"))
+    report.add_argument(
+        "--split", type=Path, metavar="FILE", help="tag the rows by this split file instead of their own tags"
+    )
     report.set_defaults(handler=_report)
     sup = sub.add_parser(
         "supersession",
@@ -175,6 +206,9 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
     for _, path in datasets:
         if not path.exists():
             raise UsageError(f"{path} does not exist")
+    split = _split(args)
+    if args.only is not None and (split is None or args.only not in split):
+        raise UsageError(f"--only {args.only} needs a --split file that defines it")
     config = RunConfig(
         datasets=datasets,
         out_dir=args.out,
@@ -196,6 +230,12 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         tool_calls=args.tool_calls,
         tool_tokens=args.tool_tokens,
         show_progress=not args.no_progress,
+        retrieved_share=args.retrieved_share,
+        score_gap=args.score_gap,
+        thin_tokens=args.thin_tokens,
+        passage_chars=args.passage_chars,
+        split=split,
+        only_split=args.only,
     )
     if bool(args.answer_model) != bool(args.judge_model):
         raise UsageError(
@@ -210,6 +250,17 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
     else:
         console.print("No answer model configured: skipping answers and grades (model-free figures only).")
     return config
+
+
+def _split(args: argparse.Namespace) -> dict[str, list[str]] | None:
+    if getattr(args, "split", None) is None:
+        return None
+    if not args.split.exists():
+        raise UsageError(f"{args.split} does not exist")
+    try:
+        return read_split(args.split)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def _run(args: argparse.Namespace, console: Console) -> int:
@@ -234,6 +285,9 @@ def _report(args: argparse.Namespace, console: Console) -> int:
         return 0
     if working.exists():
         write_snapshot(snapshot, rows)
+    split = _split(args)
+    if split is not None:
+        rows = [tag_rows(row, split) for row in rows]
     summary, plot, markdown = write_report(args.out, rows)
     console.print(markdown, markup=False, highlight=False, soft_wrap=True)
     console.print(f"wrote {summary}, {plot} and {snapshot} ({len(rows):,} rows)")

@@ -6,6 +6,7 @@ the summary is recomputable from the JSONL rows alone.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -18,6 +19,33 @@ def _first_priority(window: Window, turn_ids: Sequence[str]) -> int | None:
     wanted = set(turn_ids)
     found = [item.priority for item in window.items if item.turn_id in wanted]
     return min(found) if found else None
+
+
+# a reference answer of at most this many content words counts as short: its words are looked for
+ANSWER_WORDS_MAX = 8
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _words(text: str) -> list[str]:
+    from bm25s.stopwords import STOPWORDS_EN  # the bm25 arm's stopwords
+
+    return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS_EN]
+
+
+def answer_words(window: Window, question: Question) -> float | None:
+    """The share of a short reference answer's content words that the window's text contains (words
+    of the question left out: they say nothing about the answer). None for long references (rubrics,
+    summaries) and unanswerable questions. Where evidence recall counts a fact from the right turn,
+    this counts the words of the answer: a fact carved from the evidence turn may not be the one
+    that says it, and a claim shown with its passage may say more."""
+    if question.abstention:
+        return None
+    asked = set(_words(question.question))
+    wanted = list(dict.fromkeys(w for w in _words(question.reference) if w not in asked))
+    if not wanted or len(wanted) > ANSWER_WORDS_MAX:
+        return None
+    present = set(_words(window.text))
+    return sum(w in present for w in wanted) / len(wanted)
 
 
 def window_metrics(window: Window, question: Question) -> dict[str, Any]:
@@ -58,7 +86,12 @@ def window_metrics(window: Window, question: Question) -> dict[str, Any]:
             and (stale_rank is None or current_rank < stale_rank),
         )
     best = None if window.best_score is None else round(window.best_score, 4)
-    row.update(nothing_relevant=window.nothing_relevant, best_score=best)
+    words = answer_words(window, question)
+    row.update(
+        nothing_relevant=window.nothing_relevant,
+        best_score=best,
+        answer_words=None if words is None else round(words, 4),
+    )
     return row
 
 
@@ -121,6 +154,8 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "ku_stale_as_current": _mean(r["ku_stale_as_current"] for r in ku),
         "ku_both_unmarked": _mean(r["ku_current_present"] and r["ku_stale_as_current"] for r in ku),
         "ku_current_above_stale": _mean(r["ku_current_above_stale"] for r in ku),
+        "answer_words": _mean(r.get("answer_words") for r in rows),
+        "answer_n": sum(1 for r in rows if r.get("answer_words") is not None),
         "tokens_mean": _mean(r.get("tokens") for r in rows),
         "tokens_max": max((r.get("tokens") or 0 for r in rows), default=0),
     }

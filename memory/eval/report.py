@@ -18,7 +18,8 @@ from memory.eval.metrics import aggregate
 
 SUMMARY_FILE = "summary.md"
 PLOT_FILE = "metrics-by-budget.png"
-HEADLINE_BUDGET = 1200
+HEADLINE_ARM = "beads"  # the middleware itself (memory.eval.assembled.BeadsArm)
+SPLIT_ORDER = ("tune", "holdout")
 
 Group = tuple[str, str, int | None]  # dataset, arm, budget
 
@@ -63,6 +64,7 @@ def _figure_cells(figures: dict[str, Any]) -> list[str]:
         _pct(figures["abstain_precision"]),
         f"{_pct(figures['abstain_recall'])} ({figures['abstain_n']})" if figures["abstain_n"] else "–",
         "–" if figures["abstain_auroc"] is None else f"{figures['abstain_auroc']:.3f}",
+        f"{_pct(figures['answer_words'])} ({figures['answer_n']})" if figures.get("answer_n") else "–",
         f"{figures['tokens_mean']:.0f}" if figures["tokens_mean"] is not None else "–",
         f"{figures['tokens_max']}",
     ]
@@ -80,6 +82,7 @@ FIGURE_HEADER = [
     "abstain precision",
     "abstain recall (n)",
     "abstain AUROC",
+    "answer words in window (n)",
     "tokens mean",
     "tokens max",
 ]
@@ -100,39 +103,8 @@ def render_markdown(rows: Sequence[dict[str, Any]], run_info: dict[str, Any] | N
             "**No answer model was configured**: answers, judge grades, accuracy per question type and "
             "pairwise wins were skipped. Every figure below needs no model.",
         ]
-    budgets = sorted({b for _, _, b in summary if b is not None})
-    headline = HEADLINE_BUDGET if HEADLINE_BUDGET in budgets or not budgets else budgets[0]
-    out += ["", f"## Headline: at {headline:,} tokens", ""]
-    body = []
-    for (dataset, arm, budget), f in summary.items():
-        if budget in (headline, None):
-            body.append(
-                [
-                    dataset,
-                    arm,
-                    _budget(budget),
-                    _pct(f["recall_any"]),
-                    _pct(f["ku_current_above_stale"]) if f["ku_n"] else "–",
-                    _pct(f["abstain_precision"]),
-                    _pct(f["abstain_recall"]) if f["abstain_n"] else "–",
-                    f"{f['tokens_mean']:.0f}" if f["tokens_mean"] is not None else "–",
-                    _pct(f["accuracy"]),
-                ]
-            )
-    out += _table(
-        [
-            "dataset",
-            "arm",
-            "budget",
-            "evidence recall (any)",
-            "KU current above stale",
-            "abstain precision",
-            "abstain recall",
-            "tokens used (mean)",
-            "accuracy",
-        ],
-        body,
-    )
+    out += ["", "## Headline", ""]
+    out += _headline(rows, summary)
     for dataset in datasets:
         out += ["", f"## {dataset}", ""]
         out += _dataset_notes(dataset, run_info)
@@ -148,8 +120,10 @@ def render_markdown(rows: Sequence[dict[str, Any]], run_info: dict[str, Any] | N
         mine = [r for r in rows if r["dataset"] == dataset]
         out += ["", "### Evidence recall (any) by question type", ""]
         out += _recall_by_type(mine)
-        out += ["", "### Where the facts arm's evidence hits come from", ""]
-        out += _facts_sources(mine)
+        for arm in ("beads", "facts"):
+            if any(r["arm"] == arm for r in mine):
+                out += ["", f"### Where the {arm} arm's evidence hits come from", ""]
+                out += _facts_sources(mine, arm)
         if any("ku_current_present" in r for r in mine):
             out += ["", "### Knowledge updates in detail (count of questions)", ""]
             out += _ku_detail(mine)
@@ -174,6 +148,79 @@ def render_markdown(rows: Sequence[dict[str, Any]], run_info: dict[str, Any] | N
             )
     out += ["", _DEFINITIONS]
     return "\n".join(out) + "\n"
+
+
+def split_names(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The split tags the rows carry ("tune" before "holdout", others after them by name)."""
+    tags = {r["split"] for r in rows if r.get("split")}
+    return sorted(tags, key=lambda t: (SPLIT_ORDER.index(t) if t in SPLIT_ORDER else len(SPLIT_ORDER), t))
+
+
+def _headline(rows: Sequence[dict[str, Any]], summary: dict[Group, dict[str, Any]]) -> list[str]:
+    """Evidence recall per dataset, budget and arm (the middleware's own arm first), a column per
+    split when the rows are tagged: settings are chosen on one split and reported on the other."""
+    splits = split_names(rows)
+    by_split: dict[tuple[str, str, int | None, str], dict[str, Any]] = {}
+    for split in splits:
+        for group, members in group_rows([r for r in rows if r.get("split") == split]).items():
+            by_split[(*group, split)] = aggregate(members)
+    lines = []
+    if splits:
+        lines += [
+            "Evidence recall (any) per split of the conversations ("
+            + ", ".join(f"**{s}**: {_conversations(rows, s)}" for s in splits)
+            + "), then over every question of the run.",
+            "",
+        ]
+    header = [
+        "dataset",
+        "budget",
+        "arm",
+        *(f"recall, {s} (n)" for s in splits),
+        "recall, all (n)",
+        *(f"answer words, {s}" for s in splits),
+        "answer words, all",
+        *(f"KU current above stale, {s}" for s in splits),
+        "KU current above stale, all",
+        "tokens used (mean)",
+        "accuracy",
+    ]
+    body = []
+    for (dataset, arm, budget), f in summary.items():
+
+        def recall(figures: dict[str, Any] | None) -> str:
+            if figures is None or not figures["evidence_n"]:
+                return "–"
+            return f"{_pct(figures['recall_any'])} ({figures['evidence_n']})"
+
+        def words(figures: dict[str, Any] | None) -> str:
+            return _pct(figures["answer_words"]) if figures and figures.get("answer_n") else "–"
+
+        def ku(figures: dict[str, Any] | None) -> str:
+            return _pct(figures["ku_current_above_stale"]) if figures and figures["ku_n"] else "–"
+
+        parts = [by_split.get((dataset, arm, budget, s)) for s in splits]
+        body.append(
+            [
+                dataset,
+                _budget(budget),
+                f"**{arm}**" if arm == HEADLINE_ARM else arm,
+                *(recall(p) for p in parts),
+                recall(f),
+                *(words(p) for p in parts),
+                words(f),
+                *(ku(p) for p in parts),
+                ku(f),
+                f"{f['tokens_mean']:.0f}" if f["tokens_mean"] is not None else "–",
+                _pct(f["accuracy"]),
+            ]
+        )
+    return lines + _table(header, body)
+
+
+def _conversations(rows: Sequence[dict[str, Any]], split: str) -> str:
+    ids = sorted({r["conversation_id"] for r in rows if r.get("split") == split})
+    return f"{len(ids)} conversations"
 
 
 def _dataset_notes(dataset: str, run_info: dict[str, Any] | None) -> list[str]:
@@ -212,12 +259,12 @@ def _recall_by_type(rows: Sequence[dict[str, Any]]) -> list[str]:
     return _table(["type", "budget", *arms], body)
 
 
-def _facts_sources(rows: Sequence[dict[str, Any]]) -> list[str]:
-    """Evidence found as a fact from memory vs only as a transcript turn in the tail (facts arm)."""
+def _facts_sources(rows: Sequence[dict[str, Any]], arm: str) -> list[str]:
+    """Evidence found as a fact from memory vs only as a transcript turn in the tail (an arm with both)."""
     body = []
-    for budget in sorted({r["budget"] for r in rows if r["arm"] == "facts"}):
+    for budget in sorted({r["budget"] for r in rows if r["arm"] == arm}):
         scored = [
-            r for r in rows if r["arm"] == "facts" and r["budget"] == budget and r.get("hit_any") is not None
+            r for r in rows if r["arm"] == arm and r["budget"] == budget and r.get("hit_any") is not None
         ]
         via_fact = 0
         for r in scored:
@@ -300,12 +347,16 @@ _DEFINITIONS = """## Definitions
   floor; bm25: no turn shares a term with the question; tail and full have no signal. **AUROC**: how well
   the best retrieval score alone separates unanswerable from answerable questions (0.5 = chance),
   independent of any floor.
+- **answer words in window**: for short reference answers (at most 8 content words once stopwords and
+  the question's own words are left out), the share of those words the window's text contains, averaged.
+  Evidence recall counts a fact from the right turn; this counts the words of the answer.
 - **tokens**: the window as the model would see it (headers included), by the one shared count.
 """
 
 
 # one look per arm in every panel; distinct markers and dashes because arms often tie
 _STYLES = {
+    "beads": ("*", "-", "black"),
     "tail": ("o", ":", "tab:blue"),
     "docstore": ("s", "--", "tab:orange"),
     "bm25": ("^", "-.", "tab:green"),

@@ -76,6 +76,16 @@ class RunConfig:
     # when each question is asked: at the end of the conversation, or right after the session that
     # holds its latest evidence (memory.eval.window.asked_at), where shorter histories fit a window
     ask_at: str = "end"
+    # the beads arm's middleware settings where they differ from its defaults (tuning runs; None: the
+    # default): the retrieved tier's share of the context, the score gap, thin claims and passages
+    retrieved_share: float | None = None
+    score_gap: float | None = None
+    thin_tokens: int | None = None
+    passage_chars: int | None = None
+    # conversations tagged by split name ({"tune": [ids], "holdout": [ids]}; rows carry the tag) and,
+    # with `only_split`, the one split evaluated
+    split: dict[str, list[str]] | None = None
+    only_split: str | None = None
     answer_model: BaseChatModel | None = None
     judge_model: BaseChatModel | None = None
     answer_model_name: str | None = None
@@ -221,7 +231,11 @@ class Evaluation:
         return records
 
     def _selected(self, dataset: Dataset) -> list[Question]:
-        conversations = dataset.conversations[: self.config.conversations]
+        conversations = dataset.conversations
+        if self.config.only_split is not None:
+            wanted = set((self.config.split or {}).get(self.config.only_split, ()))
+            conversations = [c for c in conversations if c.id in wanted]
+        conversations = conversations[: self.config.conversations]
         questions = sample_questions([q for c in conversations for q in c.questions], self.config.sample)
         return questions[: self.config.limit]
 
@@ -284,6 +298,9 @@ class Evaluation:
                 if window.budget is not None and window.tokens > window.budget:
                     raise AssertionError(f"{arm.name} used {window.tokens} tokens of {window.budget}")
                 row = build_row(dataset, question, window)
+                tag = split_of(self.config.split, question.conversation_id)
+                if tag is not None:
+                    row["split"] = tag
                 if self.answering:
                     row.update(self._grade(window, question))
                 rows.append(row)
@@ -344,7 +361,14 @@ class Evaluation:
                 passage_scan=self.config.passage_scan,
             )
             arms = [
-                make_arm(name, stores, self.config.facts_share, self.config.budgets, options)
+                make_arm(
+                    name,
+                    stores,
+                    self.config.facts_share,
+                    self.config.budgets,
+                    options,
+                    beads_options(self.config),
+                )
                 for name in self.config.arms
             ]
             yield stores.ingestor, arms
@@ -482,13 +506,71 @@ def expire_conversations(
     return done
 
 
+def split_of(split: dict[str, list[str]] | None, conversation_id: str) -> str | None:
+    """The name of the split that lists `conversation_id` (the first one, in the file's order), if any."""
+    return next((name for name, ids in (split or {}).items() if conversation_id in ids), None)
+
+
+def tag_rows(row: dict[str, Any], split: dict[str, list[str]]) -> dict[str, Any]:
+    """`row` tagged by `split` (its own tag replaced; untagged when no split lists its conversation)."""
+    tagged = {k: v for k, v in row.items() if k != "split"}
+    tag = split_of(split, row["conversation_id"])
+    if tag is not None:
+        tagged["split"] = tag
+    return tagged
+
+
+def read_split(path: Path) -> dict[str, list[str]]:
+    """A split file: a JSON object of split name -> conversation ids ({"tune": [...], "holdout": [...]});
+    other top-level keys whose value is not a list (a "description") are ignored."""
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: a split file is a JSON object of split name -> conversation ids")
+    split = {str(k): [str(i) for i in v] for k, v in raw.items() if isinstance(v, list)}
+    seen: dict[str, str] = {}
+    for name, ids in split.items():
+        for cid in ids:
+            if cid in seen:
+                raise ValueError(f"{path}: conversation {cid} is in both {seen[cid]} and {name}")
+            seen[cid] = name
+    return split
+
+
+def beads_options(config: RunConfig) -> dict[str, Any]:
+    """The beads arm's middleware keyword arguments: only what a run changes from the defaults."""
+    from memory.block import TierSettings
+
+    options: dict[str, Any] = {}
+    if config.retrieved_share is not None:
+        options["retrieved_share"] = config.retrieved_share
+    tier = {
+        k: v
+        for k, v in (("thin_tokens", config.thin_tokens), ("passage_chars", config.passage_chars))
+        if v is not None
+    }
+    if tier:
+        options["tier"] = dataclasses.replace(TierSettings(), **tier)
+    if config.score_gap is not None:
+        options["score_gap"] = config.score_gap  # applied to the store's search options in make_arm
+    return options
+
+
 def make_arm(
     name: str,
     stores: Stores,
     facts_share: float = 1 / 3,
     budgets: Sequence[int] = (),
     options: SearchOptions | None = None,
+    beads: dict[str, Any] | None = None,
 ) -> Arm:
+    if name == "beads":
+        from memory.eval.assembled import BeadsArm
+
+        settings = dict(beads or {})
+        if "score_gap" in settings:
+            gap = settings.pop("score_gap")
+            settings["search_options"] = dataclasses.replace(stores.facts.search_options, score_gap=gap)
+        return BeadsArm(stores.facts, stores.ingestor.root, settings)
     if name == "tail":
         return arm_lib.TailArm()
     if name == "full":
@@ -547,6 +629,10 @@ def write_run_info(out_dir: Path, config: RunConfig, records: Sequence[DatasetRu
         "tool_calls": config.tool_calls,
         "tool_tokens": config.tool_tokens,
         "ask_at": config.ask_at,
+        "beads_options": {k: str(v) for k, v in beads_options(config).items()},
+        "split": config.split,
+        "only_split": config.only_split,
+        "conversations": config.conversations,
         "sample_per_type": config.sample,
         "limit": config.limit,
         "answer_model": config.answer_model_name if config.answer_model else None,

@@ -11,11 +11,14 @@ Per model call it
      leaves after the reply's reserve, the system prompt and the two fact tiers;
   3. takes the query from the FULL message list (a turn with many tool calls would otherwise leave the
      window without a user message, and memory would silently switch off);
-  4. asks the injection gate whether to recall at all (`injection`: always, gated, never), ranks facts
-     for the query, skipping facts whose source message is still in view and facts that are pinned;
+  4. asks the injection gate whether to recall at all (`injection`: always, gated, never), and fills
+     the retrieved tier with ranked facts for the query in score order until its token budget is
+     spent (or the relevance floor, or a score gap, stops it), skipping facts whose source message is
+     still in view and facts that are pinned (memory.block.fill_retrieved);
   5. assembles pinned facts, retrieved facts and the view under their token budgets and the model's
      context (see memory.assembler), puts both fact tiers into the system prompt for that call only,
      and reports the whole assembly as a custom stream event.
+Steps 2 to 5 are `plan_call` (memory.recall.plan_call), which the evaluation's `beads` arm calls too.
 At the end of the turn the final answer is captured as a conclusion.
 """
 
@@ -186,7 +189,10 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
     Budgets (tokens, counted with memory.tokens): `pinned_tokens` and `retrieved_tokens` for the two
     fact tiers, `window_tokens` for the raw messages (None: the last `window` messages, as before),
     `context_tokens` for the model's whole context (None: unbounded) with `reserve_tokens` kept free
-    for the reply.
+    for the reply. With `context_tokens` the retrieved tier gets `retrieved_share` of what the reserve,
+    the system prompt and the pins leave (None: `retrieved_tokens` whatever the context), and what
+    the window or the tier cannot use goes to the other. `tier` says how the tier spends its budget
+    (memory.block.TierSettings: how many facts to ask for, thin claims and their passages).
     """
 
     state_schema = BeadsState

@@ -12,11 +12,12 @@ The pipeline, in order (every step traces to a failure the seed system measured)
   score       w * cos(claim, q) + (1 - w) * cos(passage, q), best hit per head, minus a penalty
               for facts of descendant namespaces, plus (with recency_weight) a bonus that halves
               every recency_half_life
+  gap         (with score_gap) in that score's order, above the floor, everything after the first drop
+              of score_gap or more is left out: where relevance falls off a cliff
   fuse        with keyword: each head's rank by that score, by its claim's keyword rank and by its
               passage's keyword rank, summed as reciprocal ranks 1 / (rrf_k + rank): the order chosen
   select      by score, md5(body) breaking near-ties; drop a fact whose derived_from parent is already
-              selected; at most `per_agent_cap` facts per sub-agent; stop at k, or (with score_gap) at
-              the first fact that scores score_gap below the one selected before it
+              selected; at most `per_agent_cap` facts per sub-agent; stop at k
   floor       below the relevance floor (on relevance alone, recency aside) the answer is "not in
               memory", not the nearest noise
 """
@@ -72,8 +73,9 @@ class SearchOptions:
     recency_weight: float = 0.0
     recency_half_life: timedelta = timedelta(days=30)
     recency_reference: datetime | None = None
-    # stop selecting at the first fact scoring this much below the one selected before it (None: no
-    # such stop; the relevance floor still applies)
+    # leave out every candidate after the first one scoring this much below the one before it, by
+    # similarity (before keyword fusion, whose reciprocal ranks have no cliffs; None: no such stop;
+    # the relevance floor still applies)
     score_gap: float | None = None
 
     def __post_init__(self) -> None:
@@ -519,6 +521,26 @@ def fuse(
     return sorted(out, key=lambda c: -round(c["score"], 9))
 
 
+def cut_at_gap(
+    ordered: list[dict[str, Any]], options: SearchOptions, dropped: dict[uuid.UUID, str]
+) -> list[dict[str, Any]]:
+    """`ordered` (by score, best first) up to the first candidate above the floor that scores
+    `score_gap` or more below the one above the floor before it; the rest noted in `dropped`."""
+    assert options.score_gap is not None
+    previous: float | None = None
+    for place, cand in enumerate(ordered):
+        if cand["relevance"] < options.relevance_floor:
+            continue  # dropped at selection for the floor; no step down to it counts as a gap
+        if previous is not None and previous - cand["score"] >= options.score_gap:
+            why = f"after a score gap of {previous - cand['score']:.3f} (score_gap {options.score_gap})"
+            for later in ordered[place:]:
+                if later["relevance"] >= options.relevance_floor:
+                    dropped[later["head_id"]] = why
+            return ordered[:place] + [c for c in ordered[place:] if c["relevance"] < options.relevance_floor]
+        previous = cand["score"]
+    return ordered
+
+
 def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
     """Decide which candidates make the block (pure: no database)."""
     w = options.claim_weight
@@ -580,24 +602,18 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
             }
 
     ordered = sorted(best.values(), key=lambda c: (-round(c["score"], 6), c["md5"]))
+    if options.score_gap is not None:
+        ordered = cut_at_gap(ordered, options, dropped)
     if options.keyword:
         ordered = fuse(ordered, list(words.values()), options.rrf_k, options.keyword_weight)
     chosen: list[dict[str, Any]] = []
     chosen_ids: set[uuid.UUID] = set()
     sources: set[uuid.UUID] = set()  # what the chosen restatements were derived from
     per_agent: Counter[str] = Counter()
-    stopped: str | None = None  # why selection stopped early (a score gap): every later one is dropped
     for cand in ordered:
         head_id = cand["head_id"]
         if cand["relevance"] < options.relevance_floor:
             dropped[head_id] = "below the relevance floor"
-            continue
-        if stopped is None and options.score_gap is not None and chosen:
-            gap = chosen[-1]["score"] - cand["score"]
-            if gap >= options.score_gap:
-                stopped = f"after a score gap of {gap:.3f} (score_gap {options.score_gap})"
-        if stopped is not None:
-            dropped[head_id] = stopped
             continue
         if cand["derived_from"] and not cand["derived_from"].isdisjoint(chosen_ids):
             dropped[head_id] = "restates a fact already selected"

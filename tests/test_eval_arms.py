@@ -140,18 +140,6 @@ def test_ingestion_is_cached_by_fingerprint(stores: Stores, tmp_path: Path) -> N
     assert len(stores.docs.search(("eval", conversation.id), limit=1000)) == len(changed.turns)
 
 
-def test_one_shared_facts_search_equals_a_search_per_budget(stores: Stores, tmp_path: Path) -> None:
-    conversation = ingested(stores, load_locomo(write_locomo(tmp_path)))
-    view = ConversationView(conversation)
-    budgets = (60, 150, 400)
-    shared = FactsArm(stores.facts, stores.ingestor.root, budgets=budgets)
-    separate = FactsArm(stores.facts, stores.ingestor.root)
-    for question in conversation.questions:
-        for budget in budgets:
-            a, b = shared.window(view, question, budget), separate.window(view, question, budget)
-            assert (a.items, a.text, a.nothing_relevant) == (b.items, b.text, b.nothing_relevant)
-
-
 # -- asking at the moment of the evidence, and the injection gate ----------------------------------
 
 

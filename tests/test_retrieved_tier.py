@@ -92,15 +92,21 @@ def test_with_a_known_context_the_tier_gets_its_share_and_what_the_window_cannot
     assert retrieved_tier(shared)["budget"] == tier["budget"]  # the window left the same room either way
 
 
+def similarities(event: dict[str, Any]) -> dict[str, float]:
+    """Each injected fact's similarity (what the floor and the score gap read; the order is fused)."""
+    return {f["short_id"]: 1 - f["distance"] for f in event["facts"]}
+
+
 def test_selection_stops_at_the_relevance_floor_before_the_budget_is_full(store: FactStore) -> None:
     budget_lines(store, 30)
     wide = events_at(store, retrieved_tokens=2000)
-    scores = [f["score"] for f in wide["facts"]]
-    assert len(scores) > 6
-    floor = (scores[4] + scores[5]) / 2
+    sims = similarities(wide)
+    ranked = sorted(set(sims.values()), reverse=True)
+    assert len(ranked) > 6
+    floor = (ranked[4] + ranked[5]) / 2
     options = SearchOptions(relevance_floor=floor)
     event = events_at(store, retrieved_tokens=2000, search_options=options)
-    assert [f["short_id"] for f in event["facts"]] == [f["short_id"] for f in wide["facts"]][:5]
+    assert [f["short_id"] for f in event["facts"]] == [f for f, sim in sims.items() if sim >= floor]
     assert retrieved_tier(event)["tokens"] < 2000  # room left: the floor stopped it, not the budget
     assert "below the relevance floor" in {reason for _, reason in event["dropped"]}
 
@@ -131,16 +137,15 @@ def test_selection_stops_at_a_score_gap() -> None:
 
 def test_the_middleware_reports_a_score_gap_stop(store: FactStore) -> None:
     budget_lines(store, 30)
-    wide = events_at(store, retrieved_tokens=2000)
-    scores = [f["score"] for f in wide["facts"]]
-    gaps = [a - b for a, b in itertools.pairwise(scores)]
-    # the largest drop, less what rounding the reported scores (4 decimals) can hide
+    wide = similarities(events_at(store, retrieved_tokens=2000))
+    ranked = sorted(wide.values(), reverse=True)
+    gaps = [a - b for a, b in itertools.pairwise(ranked)]
+    # the largest drop, less what rounding the reported distances (4 decimals) can hide
     threshold = max(gaps) - 3e-4
     assert threshold > 0
     event = events_at(store, retrieved_tokens=2000, search_options=SearchOptions(score_gap=threshold))
-    kept = [f["short_id"] for f in event["facts"]]
     first = next(i for i, g in enumerate(gaps) if g >= threshold)
-    assert kept == [f["short_id"] for f in wide["facts"]][: first + 1]
+    assert set(similarities(event)) == {f for f, sim in wide.items() if sim >= ranked[first] - 1e-4}
     assert any(why.startswith("after a score gap") for _, why in event["dropped"])
 
 

@@ -246,12 +246,10 @@ class FactsArm:
     so the fact block only spends tokens on what the window would otherwise lack. The library's relevance
     floor and ranking apply as they are.
 
-    One search per question serves every budget in `budgets`: it excludes the smallest budget's tail (the
-    tails nest, so that is what every budget excludes at least) and each budget drops the hits its own
-    tail shows. Passive capture writes no derived_from edges and one namespace has no sub-agent caps, so
-    ranking is a plain sort by score with exclusions removed: filtering the shared ranking gives the same
-    facts a search per budget would (from a pool of candidates at least as large). The search asks for
-    about as many facts as the largest block holds and asks again for twice as many while a block has room.
+    Each budget has its own search, excluding its own tail. (One search shared by every budget, filtered
+    afterwards, is not the same: keyword fusion ranks by places among the candidates, so which
+    candidates are fetched and excluded moves the order.) The search asks for about as many facts as
+    the block holds and asks again for twice as many while the block has room.
 
     The abstention signal is `not_in_memory` of one search with the library's default options and no
     exclusions: with exclusions it would also fire whenever the tail already shows everything relevant,
@@ -267,7 +265,6 @@ class FactsArm:
         namespace_for: Callable[[str], Namespace],
         share: float = 1 / 3,
         options: SearchOptions | None = None,
-        budgets: Sequence[int] = (),
     ) -> None:
         if not 0 < share < 1:
             raise ValueError("the facts share of the budget must be between 0 and 1")
@@ -275,9 +272,7 @@ class FactsArm:
         self.namespace_for = namespace_for
         self.share = share
         self.options = options or store.search_options
-        self.budgets = sorted(budgets)
         self._probe: tuple[tuple[str, str], SearchResult] | None = None
-        self._shared: tuple[tuple[str, str], int, tuple[Hit, ...]] | None = None
 
     def memory_probe(self, view: ConversationView, question: Question) -> SearchResult:
         """Does memory hold anything relevant at all (one search per question, shared by every budget)."""
@@ -306,23 +301,12 @@ class FactsArm:
             namespace, question.question, self.options, k=k, exclude_message_ids=visible | view.hidden, **when
         )
 
-    def _shares_search(self, budget: int) -> bool:
-        return bool(self.budgets) and self.budgets[0] <= budget <= self.budgets[-1]
-
     def _hits(
         self, view: ConversationView, question: Question, budget: int, k: int
     ) -> tuple[list[Hit], bool]:
         """The ranked facts not already in `budget`'s tail, and whether more may rank beyond them."""
-        visible = self._visible(view, budget)
-        if not self._shares_search(budget):
-            hits = self._search(view, question, k, visible).hits
-            return list(hits), len(hits) >= k
-        key = (view.conversation.id, question.id)
-        if self._shared is None or self._shared[0] != key or self._shared[1] < k:
-            smallest = self._visible(view, self.budgets[0])
-            self._shared = (key, k, self._search(view, question, k, smallest).hits)
-        _, shared_k, shared = self._shared
-        return [h for h in shared if h.fact.message_id not in visible], len(shared) >= shared_k
+        hits = self._search(view, question, k, self._visible(view, budget)).hits
+        return list(hits), len(hits) >= k
 
     def _pack_facts(
         self, hits: Sequence[Hit], view: ConversationView, facts_budget: int
@@ -349,10 +333,9 @@ class FactsArm:
         if budget is None:
             raise ValueError("the facts arm needs a budget")
         facts_budget = int(budget * self.share)
-        # a fact line costs ~20-40 tokens: ask for about what the largest block holds (candidates follow k,
-        # as the library sizes them) and widen only when every hit fitted with room left
-        largest = self.budgets[-1] if self._shares_search(budget) else budget
-        k = max(self.options.k, int(largest * self.share) // FACT_LINE_TOKENS)
+        # a fact line costs ~20-40 tokens: ask for about what the block holds (candidates follow k, as
+        # the library sizes them) and widen only when every hit fitted with room left
+        k = max(self.options.k, int(budget * self.share) // FACT_LINE_TOKENS)
         while True:
             hits, more = self._hits(view, question, budget, k)
             packer, items = self._pack_facts(hits, view, facts_budget)

@@ -580,16 +580,12 @@ def make_arm(
     if name == "docstore":
         return arm_lib.DocstoreArm(stores.docs, budgets=budgets)
     if name in ("facts", "facts_gated"):
-        facts = arm_lib.FactsArm(
-            stores.facts, stores.ingestor.root, share=facts_share, options=options, budgets=budgets
-        )
+        facts = arm_lib.FactsArm(stores.facts, stores.ingestor.root, share=facts_share, options=options)
         return facts if name == "facts" else arm_lib.GatedFactsArm(facts)
     if name.startswith("assembled"):
         from memory.eval.assembled import AssembledArm, standing_rules
 
-        facts = arm_lib.FactsArm(
-            stores.facts, stores.ingestor.root, share=facts_share, options=options, budgets=budgets
-        )
+        facts = arm_lib.FactsArm(stores.facts, stores.ingestor.root, share=facts_share, options=options)
         return AssembledArm(
             facts,
             name,

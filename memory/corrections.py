@@ -404,6 +404,9 @@ def _subject(body: str) -> tuple[frozenset[str], str | None, int]:
     return frozenset(subject), person, end
 
 
+# ranking compares every pair of a block's claims (memory.slots): what one claim's analysis yields is
+# computed once per claim, not once per pair
+@functools.lru_cache(maxsize=16384)
 def _context(claim: _Claim, value: Value, window: int = 6) -> frozenset[str]:
     """Content words around `value` within its clause (other values out): the slot it fills."""
     body = claim.body
@@ -411,16 +414,28 @@ def _context(claim: _Claim, value: Value, window: int = 6) -> frozenset[str]:
     after = _CLAUSE_BREAK.search(body, value.end)
     hi = after.start() if after else len(body)
     others = [(v.start, v.end) for v in claim.values if v is not value and v.kind != "name"]
-    before = [w for w in _WORD.finditer(body, lo, value.start) if not _inside(w, others)]
-    following = [w for w in _WORD.finditer(body, value.end, hi) if not _inside(w, others)]
+    before = _outside(_WORD.finditer(body, lo, value.start), others)
+    following = _outside(_WORD.finditer(body, value.end, hi), others)
     picked = [w.group(0) for w in before[-window:]] + [w.group(0) for w in following[:window]]
     return frozenset(
         _stem(w) for w in picked if w.lower() not in _STOP and w.lower() not in _CUES and len(w) > 1
     )
 
 
-def _inside(word: re.Match[str], spans: list[tuple[int, int]]) -> bool:
-    return any(s <= word.start() < e for s, e in spans)
+def _outside(words: Iterable[re.Match[str]], spans: list[tuple[int, int]]) -> list[re.Match[str]]:
+    """The words (in text order) that start inside none of `spans`: one pass over both, sorted, so a
+    long claim with many values costs words + values, not words x values."""
+    ordered = sorted(spans)
+    out: list[re.Match[str]] = []
+    i, reach = 0, -1  # spans[:i] are behind the word; reach: the furthest end among them
+    for word in words:
+        start = word.start()
+        while i < len(ordered) and ordered[i][0] <= start:
+            reach = max(reach, ordered[i][1])
+            i += 1
+        if start >= reach:
+            out.append(word)
+    return out
 
 
 def _subjects_differ(old: _Claim, new: _Claim) -> str | None:
@@ -470,9 +485,10 @@ def _qualifier_conflict(old: _Claim, new: _Claim) -> str | None:
     return None
 
 
-def _modifiers(claim: _Claim) -> dict[str, frozenset[str]]:
+@functools.lru_cache(maxsize=8192)
+def _modifiers(claim: _Claim) -> dict[str, frozenset[str]]:  # cached: never mutate the result
     spans = [(v.start, v.end) for v in claim.values]
-    words = [w for w in _WORD.finditer(claim.body) if not _inside(w, spans)]
+    words = _outside(_WORD.finditer(claim.body), spans)
     found: dict[str, set[str]] = {}
     for index in range(1, len(words)):
         prev, word = words[index - 1], words[index]
@@ -516,28 +532,39 @@ def _marked_as_old(body: str, value: Value) -> bool:
 
 def _changes(old: _Claim, new: _Claim) -> list[tuple[Value, Value, frozenset[str]]]:
     """Pairs (old value, new value, shared slot words) where `new` gives an aligned slot another value."""
-    old_norms = {(_kind_family(v.kind), v.norm) for v in old.values}
-    new_norms = {(_kind_family(v.kind), v.norm) for v in new.values}
-    shared_values = frozenset(n for _, n in old_norms & new_norms)
+
+    def key(v: Value) -> tuple[str, str]:
+        return (_kind_family(v.kind), v.norm)
+
+    old_norms = {key(v) for v in old.values}
+    new_marked = {id(v): _marked_as_old(new.body, v) for v in new.values}
+    new_by_key: dict[tuple[str, str], list[Value]] = {}
+    for v in new.values:
+        new_by_key.setdefault(key(v), []).append(v)
+    shared_values = frozenset(n for _, n in old_norms & new_by_key.keys())
+    # several names on a side: a list (brands, people), not one slot's value
+    listed_names = (
+        sum(v.kind == "name" and not new_marked[id(v)] for v in new.values) > 1 or _count(old, "name") > 1
+    )
+    old_norm_count: dict[str, int] = {}
+    for v in old.values:
+        old_norm_count[v.norm] = old_norm_count.get(v.norm, 0) + 1
     pairs = []
     for nv in new.values:
-        key = (_kind_family(nv.kind), nv.norm)
-        if key in old_norms or _marked_as_old(new.body, nv):
+        if key(nv) in old_norms or new_marked[id(nv)]:
             continue
         for ov in old.values:
             if _kind_family(ov.kind) != _kind_family(nv.kind) or _same_value(ov, nv):
                 continue
-            if nv.kind == "name" and (_count(new, "name", unmarked=True) > 1 or _count(old, "name") > 1):
-                continue  # several names on a side: a list (brands, people), not one slot's value
-            # the old value restated in the new claim, unmarked: a list of values, not a change
-            restated = [
-                v for v in new.values if (_kind_family(v.kind), v.norm) == (_kind_family(ov.kind), ov.norm)
-            ]
-            if restated and not any(_marked_as_old(new.body, v) for v in restated):
+            if nv.kind == "name" and listed_names:
                 continue
-            slot = (_context(old, ov) & _context(new, nv)) | (
-                shared_values & {v.norm for v in old.values if v is not ov}
-            )
+            # the old value restated in the new claim, unmarked: a list of values, not a change
+            restated = new_by_key.get(key(ov), [])
+            if restated and not any(new_marked[id(v)] for v in restated):
+                continue
+            # values both claims hold, other than the one changing: they anchor the slot too
+            anchors = {n for n in shared_values if n != ov.norm or old_norm_count[n] > 1}
+            slot = (_context(old, ov) & _context(new, nv)) | anchors
             if slot:
                 pairs.append((ov, nv, slot))
     return pairs
@@ -638,6 +665,7 @@ def may_share_slot(a: str, b: str) -> bool:
     return not kinds_a.isdisjoint(kinds_b) and not anchors_a.isdisjoint(anchors_b)
 
 
+@functools.lru_cache(maxsize=65536)  # a conversation's searches meet the same pairs again and again
 def same_slot(a: str, b: str) -> bool:
     """`a` and `b` fill one slot with different values (either could be the newer): what ranking
     orders by time when no edge links two facts."""

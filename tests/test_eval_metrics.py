@@ -38,8 +38,10 @@ def test_clipping_keeps_the_end_of_a_turn_within_the_budget() -> None:
     assert clip_to_last(text, 1) is None
 
 
-def _window(items: list[WindowItem], nothing: bool | None = None, best: float | None = None) -> Window:
-    return Window("x", 100, "", 50, tuple(items), nothing, best)
+def _window(
+    items: list[WindowItem], nothing: bool | None = None, best: float | None = None, text: str = ""
+) -> Window:
+    return Window("x", 100, text, 50, tuple(items), nothing, best)
 
 
 def test_evidence_any_and_all_count_turns_and_the_facts_carved_from_them() -> None:
@@ -105,3 +107,21 @@ def test_sampling_takes_an_even_stride_per_question_type() -> None:
     chosen = [q.id for q in sample_questions(questions, 4)]
     assert chosen == ["a0", "a2", "a5", "a7", "b0", "b1", "b2"]
     assert len(sample_questions(questions, None)) == 13
+
+
+def test_word_coverage_is_a_second_abstention_signal_and_both_are_combined_by_rank() -> None:
+    q = Question("q", "c", "t", "Where did Ana adopt her cat?", "a shelter")
+    seen = window_metrics(_window([], text="Ana adopted a cat from the shelter; her cat is called Mio."), q)
+    unseen = window_metrics(_window([], text="We talked about the weather."), q)
+    assert seen["word_coverage"] == round(2 / 3, 4)  # "ana", "cat" of "ana", "adopt", "cat"
+    assert unseen["word_coverage"] == 0.0
+
+    def row(abstention: bool, best: float, coverage: float) -> dict:
+        return {"abstention": abstention, "nothing_relevant": False, "best_score": best,
+                "word_coverage": coverage, "hit_any": None}  # fmt: skip
+
+    rows = [row(True, 0.5, 0.0), row(True, 0.2, 0.5), row(False, 0.4, 1.0), row(False, 0.3, 1.0)]
+    f = aggregate(rows)
+    assert f["abstain_auroc"] == 0.5  # scores alone: one positive above both negatives, one below
+    assert f["abstain_auroc_coverage"] == 1.0  # every unanswerable one mentions less of its question
+    assert f["abstain_auroc_both"] == 1.0

@@ -48,6 +48,20 @@ def answer_words(window: Window, question: Question) -> float | None:
     return sum(w in present for w in wanted) / len(wanted)
 
 
+def word_coverage(window: Window, question: Question) -> float | None:
+    """The share of the question's content words that the window's text contains: a second abstention
+    signal beside the best retrieval score (a question about something never said tends to find its
+    nouns nowhere). The question's words are those the keyword side searches for (english stop words
+    out); None when it has none."""
+    from memory.retrieval import keyword_words
+
+    asked = list(dict.fromkeys(t for w in keyword_words(question.question) for t in _WORD.findall(w)))
+    if not asked:
+        return None
+    present = set(_WORD.findall(window.text.lower()))
+    return sum(w in present for w in asked) / len(asked)
+
+
 def window_metrics(window: Window, question: Question) -> dict[str, Any]:
     """Evidence, knowledge-update and abstention fields of one (question, window) row.
 
@@ -87,9 +101,11 @@ def window_metrics(window: Window, question: Question) -> dict[str, Any]:
         )
     best = None if window.best_score is None else round(window.best_score, 4)
     words = answer_words(window, question)
+    coverage = word_coverage(window, question)
     row.update(
         nothing_relevant=window.nothing_relevant,
         best_score=best,
+        word_coverage=None if coverage is None else round(coverage, 4),
         answer_words=None if words is None else round(words, 4),
     )
     return row
@@ -117,26 +133,67 @@ def _doubt(row: dict[str, Any]) -> float:
     return float("inf") if best is None else -float(best)
 
 
+def _uncovered(row: dict[str, Any]) -> float:
+    """How little of the question the window mentions: minus its word coverage."""
+    coverage = row.get("word_coverage")
+    return 0.0 if coverage is None else -float(coverage)
+
+
+def _percentiles(values: Sequence[float]) -> list[float]:
+    """Each value's mean rank among `values`, scaled to 0..1 (ties share their rank)."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2
+        i = j + 1
+    top = max(len(values) - 1, 1)
+    return [r / top for r in ranks]
+
+
 def abstention_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Precision and recall of the "nothing relevant" signal for unanswerable questions.
 
-    Positives are the unanswerable questions. Arms with no signal (tail, full) get None. The AUROC
-    ranks questions by their best retrieval score (lower = more likely unanswerable), independent of
-    where any arm puts its floor.
+    Positives are the unanswerable questions. Arms with no signal (tail, full) get None. The AUROCs
+    rank questions, independently of where any arm puts its floor, by: the best retrieval score
+    (lower = more likely unanswerable); the share of the question's content words the window
+    contains (`word_coverage`); and both, as the mean of their percentile ranks among the group.
     """
     signalled = [r for r in rows if r.get("nothing_relevant") is not None]
     if not signalled:
-        return {"abstain_precision": None, "abstain_recall": None, "abstain_auroc": None, "abstain_n": 0}
+        return {
+            "abstain_precision": None,
+            "abstain_recall": None,
+            "abstain_auroc": None,
+            "abstain_auroc_coverage": None,
+            "abstain_auroc_both": None,
+            "abstain_n": 0,
+        }
     tp = sum(1 for r in signalled if r["nothing_relevant"] and r["abstention"])
     fp = sum(1 for r in signalled if r["nothing_relevant"] and not r["abstention"])
     fn = sum(1 for r in signalled if not r["nothing_relevant"] and r["abstention"])
-    pos = [_doubt(r) for r in signalled if r["abstention"]]
-    neg = [_doubt(r) for r in signalled if not r["abstention"]]
+    positive = [bool(r["abstention"]) for r in signalled]
+
+    def separation(doubt: Sequence[float]) -> float | None:
+        return auroc(
+            [d for d, p in zip(doubt, positive, strict=True) if p],
+            [d for d, p in zip(doubt, positive, strict=True) if not p],
+        )
+
+    by_score = [_doubt(r) for r in signalled]
+    by_coverage = [_uncovered(r) for r in signalled]
+    both = [(a + b) / 2 for a, b in zip(_percentiles(by_score), _percentiles(by_coverage), strict=True)]
     return {
         "abstain_precision": tp / (tp + fp) if tp + fp else None,
         "abstain_recall": tp / (tp + fn) if tp + fn else None,
-        "abstain_auroc": auroc(pos, neg),
-        "abstain_n": sum(1 for r in signalled if r["abstention"]),
+        "abstain_auroc": separation(by_score),
+        "abstain_auroc_coverage": separation(by_coverage),
+        "abstain_auroc_both": separation(both),
+        "abstain_n": sum(positive),
         "abstain_signalled": tp + fp,
     }
 

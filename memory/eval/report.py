@@ -53,6 +53,21 @@ def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
+def _abstention_table(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Per arm and budget with a signal: how well each abstention signal separates (0.5 = chance)."""
+    body = []
+    for (_, arm, budget), figures in summarise(rows).items():
+        if not figures["abstain_n"] or figures["abstain_auroc"] is None:
+            continue
+        cells = [figures["abstain_auroc"], figures["abstain_auroc_coverage"], figures["abstain_auroc_both"]]
+        body.append(
+            [arm, _budget(budget), f"{figures['abstain_n']}"]
+            + ["–" if c is None else f"{c:.3f}" for c in cells]
+        )
+    header = ["arm", "budget", "unanswerable", "best score", "question words in window", "both (rank mean)"]
+    return _table(header, body) if body else []
+
+
 def _figure_cells(figures: dict[str, Any]) -> list[str]:
     return [
         f"{figures['questions']}",
@@ -124,6 +139,10 @@ def render_markdown(rows: Sequence[dict[str, Any]], run_info: dict[str, Any] | N
             if any(r["arm"] == arm for r in mine):
                 out += ["", f"### Where the {arm} arm's evidence hits come from", ""]
                 out += _facts_sources(mine, arm)
+        abstention = _abstention_table(mine)
+        if abstention:
+            out += ["", "### Abstention signals (AUROC: unanswerable questions ranked above answerable)", ""]
+            out += abstention
         if any("ku_current_present" in r for r in mine):
             out += ["", "### Knowledge updates in detail (count of questions)", ""]
             out += _ku_detail(mine)

@@ -14,7 +14,6 @@ top 8 as the first variant. The variants by default: hybrid search as shipped, v
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields, replace
 from pathlib import Path
 
 from memory import retrieval
@@ -22,7 +21,7 @@ from memory.connection import resolve_database_url
 from memory.embedders.select import embedder_from_name
 from memory.eval.ingest import database_name, ensure_database
 from memory.eval.loaders import LOADERS
-from memory.eval.runner import open_stores, sample_questions
+from memory.eval.runner import changed_options, open_stores, sample_questions
 from memory.retrieval import SearchOptions
 
 DEFAULT_VARIANTS = (
@@ -35,13 +34,7 @@ DEFAULT_VARIANTS = (
 def parse_variant(spec: str) -> tuple[str, SearchOptions]:
     """`name:option=value,...` as search options (the library's defaults for what is not named)."""
     name, _, assignments = spec.partition(":")
-    types = {f.name: type(getattr(SearchOptions(), f.name)) for f in fields(SearchOptions)}
-    changes: dict[str, object] = {}
-    for assignment in filter(None, assignments.split(",")):
-        key, _, value = assignment.partition("=")
-        kind = types[key]
-        changes[key] = value == "True" if kind is bool else kind(value)
-    return name, replace(SearchOptions(), **changes)
+    return name, changed_options(SearchOptions(), assignments)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -128,7 +128,10 @@ def parser() -> argparse.ArgumentParser:
         help="the beads arm: the retrieved tier's share of the context (default: the middleware's)",
     )
     run.add_argument(
-        "--score-gap", type=float, help="the beads arm: stop the ranked facts at a score drop this large"
+        "--search",
+        metavar="OPTION=VALUE,...",
+        help="the beads arm: search options changed from the library's (memory.retrieval.SearchOptions), "
+        'e.g. "score_gap=0.1,keyword_weight=1.0"',
     )
     run.add_argument(
         "--thin-tokens",
@@ -231,7 +234,7 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         tool_tokens=args.tool_tokens,
         show_progress=not args.no_progress,
         retrieved_share=args.retrieved_share,
-        score_gap=args.score_gap,
+        search=args.search,
         thin_tokens=args.thin_tokens,
         passage_chars=args.passage_chars,
         split=split,

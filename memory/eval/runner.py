@@ -79,7 +79,8 @@ class RunConfig:
     # the beads arm's middleware settings where they differ from its defaults (tuning runs; None: the
     # default): the retrieved tier's share of the context, the score gap, thin claims and passages
     retrieved_share: float | None = None
-    score_gap: float | None = None
+    # the beads arm's search options where they differ from the store's ("score_gap=0.1,rrf_k=10")
+    search: str | None = None
     thin_tokens: int | None = None
     passage_chars: int | None = None
     # conversations tagged by split name ({"tune": [ids], "holdout": [ids]}; rows carry the tag) and,
@@ -536,6 +537,21 @@ def read_split(path: Path) -> dict[str, list[str]]:
     return split
 
 
+def changed_options(base: SearchOptions, assignments: str) -> SearchOptions:
+    """`base` with `option=value,...` applied ("keyword=False,rrf_k=10"): for tuning runs."""
+    types = {f.name: type(getattr(base, f.name)) for f in dataclasses.fields(SearchOptions)}
+    changes: dict[str, Any] = {}
+    for assignment in filter(None, assignments.split(",")):
+        key, _, value = assignment.partition("=")
+        if key not in types:
+            raise ValueError(f"unknown search option {key!r}; options: {', '.join(types)}")
+        kind = types[key]
+        if key == "score_gap":
+            kind = float  # its default is None
+        changes[key] = value == "True" if kind is bool else kind(value)
+    return dataclasses.replace(base, **changes)
+
+
 def beads_options(config: RunConfig) -> dict[str, Any]:
     """The beads arm's middleware keyword arguments: only what a run changes from the defaults."""
     from memory.block import TierSettings
@@ -550,8 +566,8 @@ def beads_options(config: RunConfig) -> dict[str, Any]:
     }
     if tier:
         options["tier"] = dataclasses.replace(TierSettings(), **tier)
-    if config.score_gap is not None:
-        options["score_gap"] = config.score_gap  # applied to the store's search options in make_arm
+    if config.search:
+        options["search"] = config.search  # applied to the store's search options in make_arm
     return options
 
 
@@ -567,9 +583,9 @@ def make_arm(
         from memory.eval.assembled import BeadsArm
 
         settings = dict(beads or {})
-        if "score_gap" in settings:
-            gap = settings.pop("score_gap")
-            settings["search_options"] = dataclasses.replace(stores.facts.search_options, score_gap=gap)
+        if "search" in settings:
+            changes = settings.pop("search")
+            settings["search_options"] = changed_options(stores.facts.search_options, changes)
         return BeadsArm(stores.facts, stores.ingestor.root, settings)
     if name == "tail":
         return arm_lib.TailArm()

@@ -65,6 +65,10 @@ class SearchOptions:
     keyword_common: int = 30  # a query word in this many of the session's claims is left out
     keyword_weight: float = 0.5  # a keyword ranking's share of the fused score, the similarity's being 1
     rrf_k: float = 5.0  # fused score: sum over rankings of weight / (rrf_k + place)
+    # a long message cut into many claims would otherwise fill the block with itself: after this many
+    # facts from one message, its further facts wait until every other candidate has had its turn
+    # (None: no such limit). A passage's keyword match counts for its best claim only.
+    per_message: int | None = None
     include_directives: bool = False
     exclude_message_ids: frozenset[str] = field(default_factory=frozenset)
     exclude_fact_ids: frozenset[uuid.UUID] = field(default_factory=frozenset)
@@ -85,6 +89,8 @@ class SearchOptions:
             raise ValueError("claim_weight must be between 0 and 1")
         if self.keyword_candidates < 1 or self.keyword_common < 1:
             raise ValueError("keyword_candidates and keyword_common must be at least 1")
+        if self.per_message is not None and self.per_message < 1:
+            raise ValueError("per_message must be at least 1 (None: no limit)")
         if self.keyword_weight < 0 or self.rrf_k < 0:
             raise ValueError("keyword_weight and rrf_k must not be negative")
         if self.per_agent_cap < 1:
@@ -521,6 +527,44 @@ def fuse(
     return sorted(out, key=lambda c: -round(c["score"], 9))
 
 
+def best_claim_per_message(
+    ordered: Sequence[dict[str, Any]], passage_ranks: dict[uuid.UUID, float]
+) -> dict[uuid.UUID, float]:
+    """`passage_ranks` (head id -> its passage's keyword rank) kept for one claim per message, the
+    first of `ordered`: the match is the message's, and it would otherwise lift all of its claims."""
+    kept: dict[uuid.UUID, float] = {}
+    credited: set[str] = set()
+    for c in ordered:
+        rank_ = passage_ranks.get(c["head_id"])
+        if rank_ is None:
+            continue
+        message = c["message_id"]
+        if message is None or message not in credited:
+            kept[c["head_id"]] = rank_
+            if message is not None:
+                credited.add(message)
+    return kept
+
+
+def spread_messages(ordered: list[dict[str, Any]], per_message: int, floor: float) -> list[dict[str, Any]]:
+    """`ordered` with each message's facts past its first `per_message` (above the floor) moved after
+    every other candidate, in their order: more messages reach a small block, none is lost to a large
+    one."""
+    first: list[dict[str, Any]] = []
+    later: list[dict[str, Any]] = []
+    taken: Counter[str] = Counter()
+    for c in ordered:
+        message = c["message_id"]
+        if message is None or c["relevance"] < floor:
+            first.append(c)
+        elif taken[message] < per_message:
+            taken[message] += 1
+            first.append(c)
+        else:
+            later.append(c)
+    return first + later
+
+
 def cut_at_gap(
     ordered: list[dict[str, Any]], options: SearchOptions, dropped: dict[uuid.UUID, str]
 ) -> list[dict[str, Any]]:
@@ -591,6 +635,7 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
                 "head_id": head_id,
                 "hit_id": hit_id,
                 "agent_id": row["head_agent_id"],
+                "message_id": row["head_message_id"],
                 "md5": row["head_md5"],  # md5(body), computed by Postgres over the UTF-8 text
                 "score": score,
                 "relevance": relevance,  # the score without the recency bonus: what the floor checks
@@ -605,7 +650,11 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
     if options.score_gap is not None:
         ordered = cut_at_gap(ordered, options, dropped)
     if options.keyword:
+        if options.per_message is not None:
+            words["passage_words_rank"] = best_claim_per_message(ordered, words["passage_words_rank"])
         ordered = fuse(ordered, list(words.values()), options.rrf_k, options.keyword_weight)
+    if options.per_message is not None:
+        ordered = spread_messages(ordered, options.per_message, options.relevance_floor)
     chosen: list[dict[str, Any]] = []
     chosen_ids: set[uuid.UUID] = set()
     sources: set[uuid.UUID] = set()  # what the chosen restatements were derived from

@@ -167,3 +167,14 @@ def test_a_split_tags_the_rows_and_the_headline_reports_each_split(tmp_path: Pat
     errors = Console(record=True, width=200)
     assert main(["report", "--out", str(cfg.out_dir), "--split", str(path)], console=errors) == 2
     assert "in both tune and holdout" in errors.export_text()
+
+
+def test_search_options_changed_from_text() -> None:
+    from memory.eval.runner import changed_options
+    from memory.retrieval import SearchOptions
+
+    changed = changed_options(SearchOptions(), "per_message=2,score_gap=0.1,keyword=False,rrf_k=10")
+    assert (changed.per_message, changed.score_gap, changed.keyword, changed.rrf_k) == (2, 0.1, False, 10.0)
+    assert changed_options(changed, "per_message=None").per_message is None
+    with pytest.raises(ValueError, match="unknown search option"):
+        changed_options(SearchOptions(), "nonsense=1")

@@ -546,9 +546,12 @@ def changed_options(base: SearchOptions, assignments: str) -> SearchOptions:
         if key not in types:
             raise ValueError(f"unknown search option {key!r}; options: {', '.join(types)}")
         kind = types[key]
-        if key == "score_gap":
-            kind = float  # its default is None
-        changes[key] = value == "True" if kind is bool else kind(value)
+        if value == "None":
+            changes[key] = None
+        elif kind is type(None):  # an option off by default (score_gap, per_message): a number
+            changes[key] = float(value) if "." in value else int(value)
+        else:
+            changes[key] = value == "True" if kind is bool else kind(value)
     return dataclasses.replace(base, **changes)
 
 

@@ -170,6 +170,8 @@ def test_a_split_tags_the_rows_and_the_headline_reports_each_split(tmp_path: Pat
 
 
 def test_search_options_changed_from_text() -> None:
+    import pytest
+
     from memory.eval.runner import changed_options
     from memory.retrieval import SearchOptions
 

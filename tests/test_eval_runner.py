@@ -6,13 +6,23 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from eval_samples import write_beam, write_locomo
 from rich.console import Console
 
 from memory.eval.arms import DEFAULT_ARMS
 from memory.eval.cli import main
 from memory.eval.report import PLOT_FILE, SUMMARY_FILE, write_report
-from memory.eval.runner import ROWS_FILE, ROWS_SNAPSHOT, Evaluation, RunConfig, read_rows, write_run_info
+from memory.eval.runner import (
+    ROWS_FILE,
+    ROWS_SNAPSHOT,
+    Evaluation,
+    RunConfig,
+    changed_options,
+    read_rows,
+    write_run_info,
+)
+from memory.retrieval import SearchOptions
 
 LOCOMO_QUESTIONS, BEAM_QUESTIONS = 8, 7
 ROWS_PER_QUESTION = 6 * 2 + 1  # six budgeted arms at two budgets, and full once
@@ -170,11 +180,6 @@ def test_a_split_tags_the_rows_and_the_headline_reports_each_split(tmp_path: Pat
 
 
 def test_search_options_changed_from_text() -> None:
-    import pytest
-
-    from memory.eval.runner import changed_options
-    from memory.retrieval import SearchOptions
-
     changed = changed_options(SearchOptions(), "per_message=2,score_gap=0.1,keyword=False,rrf_k=10")
     assert (changed.per_message, changed.score_gap, changed.keyword, changed.rrf_k) == (2, 0.1, False, 10.0)
     assert changed_options(changed, "per_message=None").per_message is None

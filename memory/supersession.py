@@ -30,34 +30,37 @@ from memory.model import AutoSupersession, Fact, Kind, Namespace, Source
 from memory.retrieval import set_hnsw_local
 from memory.vectors import as_vector
 
-# earlier claims compared with each new one, nearest first
+# earlier claims compared with each new one, nearest first, from the namespace's SCANNED nearest claims
 CANDIDATES = 5
+SCANNED = 40
 # what capture writes: a deliberate remember() names what it supersedes itself
 _USER_SOURCES = frozenset({Source.PASSIVE_CAPTURE})
 
-# The nearest earlier current user claims of the namespace: through HNSW for indexed vectors, exactly
-# for the few the background indexer has not reached (the same two branches as retrieval's).
+# The nearest earlier current user claims of the namespace: the namespace's nearest claims through
+# HNSW (exactly, for the few vectors the background indexer has not reached: the same two branches as
+# retrieval's claim_hits), then the ones that may be corrected. The filters stay outside the nearest-
+# neighbour subquery: inside it, the planner read them as selective and sorted every vector of the
+# namespace by distance instead (a second per capture at 100k facts, bench/search_latency.py).
 _EARLIER = """
-SELECT id, body, sim FROM (
-    (SELECT f.id, f.body, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
+SELECT f.id, f.body, sim FROM (
+    (SELECT v.fact_id AS id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
        FROM beads.fact_vectors v
        JOIN beads.facts f ON f.id = v.fact_id
       WHERE v.embedder_id = {eid} AND v.indexed AND f.session_id = %(session)s
-        AND f.namespace_id = %(ns)s AND f.kind = 'user_input'
-        AND f.status = 'active' AND f.head_id = f.id AND f.valid_from <= %(at)s
-        AND NOT (f.id = ANY(%(exclude)s::uuid[])) AND f.metadata->>'speaker' IS NOT DISTINCT FROM %(speaker)s
+        AND f.namespace_id = %(ns)s
       ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
-      LIMIT %(n)s)
+      LIMIT %(scan)s)
     UNION ALL
-    (SELECT f.id, f.body, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
+    (SELECT v.fact_id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
        FROM beads.fact_vectors v
        JOIN beads.facts f ON f.id = v.fact_id
       WHERE v.embedder_id = {eid} AND NOT v.indexed AND f.session_id = %(session)s
-        AND f.namespace_id = %(ns)s AND f.kind = 'user_input'
-        AND f.status = 'active' AND f.head_id = f.id AND f.valid_from <= %(at)s
-        AND NOT (f.id = ANY(%(exclude)s::uuid[])) AND f.metadata->>'speaker' IS NOT DISTINCT FROM %(speaker)s)
+        AND f.namespace_id = %(ns)s)
 ) nearest
-WHERE sim >= %(min_sim)s
+JOIN beads.facts f ON f.id = nearest.id
+WHERE sim >= %(min_sim)s AND f.kind = 'user_input' AND f.status = 'active' AND f.head_id = f.id
+  AND f.valid_from <= %(at)s AND NOT (f.id = ANY(%(exclude)s::uuid[]))
+  AND f.metadata->>'speaker' IS NOT DISTINCT FROM %(speaker)s
 ORDER BY sim DESC
 LIMIT %(n)s
 """
@@ -99,6 +102,7 @@ def apply(
                     "exclude": written,
                     "speaker": fact.metadata.get("speaker"),
                     "n": CANDIDATES,
+                    "scan": SCANNED,
                     "min_sim": min_similarity,
                 },
             )

@@ -32,6 +32,7 @@ from memory.consolidate import DEFAULT_MERGE_THRESHOLD, ConsolidationReport
 from memory.embedders.select import embedder_from_name
 from memory.errors import ConfigurationError, DatabaseUnavailableError
 from memory.model import Fact, Namespace, SearchResult, Status
+from memory.reads import supersede_chains
 from memory.store import FactStore
 
 STATUSES = tuple(s.value for s in Status)
@@ -138,19 +139,6 @@ def namespace_tree(namespaces: Sequence[Namespace], facts: Sequence[Fact]) -> Tr
     for ns in namespaces:  # parents come before their children
         nodes[ns.id] = nodes.get(ns.parent_id, tree).add(label(ns))
     return tree
-
-
-def supersede_chains(facts: Sequence[Fact]) -> list[list[Fact]]:
-    """Every claim with more than one version, oldest version first and the current one last."""
-    chains: dict[uuid.UUID, list[Fact]] = defaultdict(list)
-    for fact in facts:
-        chains[fact.head_id].append(fact)
-    ordered = [
-        sorted(versions, key=lambda f: (f.id == f.head_id, f.valid_from, f.recorded_at, f.id.hex))
-        for versions in chains.values()
-        if len(versions) > 1
-    ]
-    return sorted(ordered, key=lambda chain: chain[-1].valid_from)
 
 
 def chains_table(chains: Sequence[Sequence[Fact]]) -> Table:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.cli import supersede_chains
+from memory.reads import supersede_chains
 from memory.consolidate import NOTE_KEY
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Source, Status
 from memory.pins import PinnedFact

@@ -30,7 +30,7 @@ from langmem.errors import ConfigurationError as LangMemConfigurationError
 from memory.block import clip
 from memory.errors import BeadsMemoryError
 from memory.middleware import INJECTION_EVENT, message_text
-from memory.lanes import build_beads_agent
+from playground.comparison.lanes import build_beads_agent
 from playground.events import LANES, EventWriter, LeaseLostError
 from playground.runtime import Runtime
 from playground.turns import ClaimedTurn

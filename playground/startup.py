@@ -25,9 +25,9 @@ from memory.models.select import ActiveModel, select_chat_model
 from memory.models.settings import ModelSettings
 from memory.store import FactStore
 from playground import db
-from memory.lanes import build_stock_agent
-from memory.stock import open_async_stock_store
-from memory.websearch import web_search_tool
+from playground.comparison.lanes import build_stock_agent
+from playground.comparison.stock import open_async_stock_store
+from playground.comparison.websearch import web_search_tool
 from playground.events import Hub
 from playground.lanes_runner import run_turn
 from playground.runtime import Runtime, consolidation_loop

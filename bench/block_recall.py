@@ -18,7 +18,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from memory import retrieval
-from memory.connection import resolve_database_url
+from memory.embedded import resolve_database_url
 from memory.embedders.select import embedder_from_name
 from memory.eval.ingest import database_name, ensure_database
 from memory.eval.loaders import LOADERS

@@ -27,10 +27,11 @@ from rich.table import Column, Table
 from rich.text import Text
 from rich.tree import Tree
 
-from memory.connection import open_pool, resolve_database_url
+from memory.connection import open_pool
 from memory.consolidate import DEFAULT_MERGE_THRESHOLD, ConsolidationReport
+from memory.embedded import resolve_database_url
 from memory.embedders.select import embedder_from_name
-from memory.errors import ConfigurationError, DatabaseUnavailableError
+from memory.errors import ConfigurationError, DatabaseUnavailableError, MissingExtraError
 from memory.model import Fact, Namespace, SearchResult, Status
 from memory.reads import supersede_chains
 from memory.store import FactStore
@@ -85,7 +86,7 @@ def open_store(url: str | None, embedder_name: str) -> Iterator[tuple[FactStore,
     try:
         embedder = embedder_from_name(embedder_name)
         url = url or resolve_database_url()
-    except (ConfigurationError, DatabaseUnavailableError, ValidationError) as exc:
+    except (ConfigurationError, DatabaseUnavailableError, MissingExtraError, ValidationError) as exc:
         raise Failure(first_line(exc), 2) from exc
     try:
         conninfo_to_dict(url)

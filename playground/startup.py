@@ -18,7 +18,8 @@ from typing import Any
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from memory.connection import open_async_pool, open_pool, resolve_database_url
+from memory.connection import open_async_pool, open_pool
+from memory.embedded import resolve_database_url
 from memory.embedders import Embedder, embedder_from_name
 from memory.errors import EmbedderUnavailableError
 from memory.models.select import ActiveModel, select_chat_model

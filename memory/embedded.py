@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from memory.errors import DatabaseUnavailableError
+from memory.extras import import_extra
 from memory.portable_pgvector import build_portable_pgvector, needs_portable_build
 from memory.settings import MemorySettings
 
@@ -65,7 +66,7 @@ def start_embedded(pgdata: Path | None = None) -> str:
     with warnings.catch_warnings():
         # pgserver asks platformdirs for XDG_RUNTIME_DIR, unset on most CI machines; harmless.
         warnings.simplefilter("ignore")
-        import pgserver
+        pgserver = import_extra("pgserver", "embedded", "the embedded Postgres")
         from pgserver._commands import POSTGRES_BIN_PATH
         from pgserver.postgres_server import PostgresServer
 

@@ -27,9 +27,10 @@ def install_hint(extra: str) -> str:
     return f"pip install '{DISTRIBUTION}[{extra}]' (in a clone: uv sync --extra {extra})"
 
 
-def _missing(what: str, extra: str, absent: str) -> MissingExtraError:
+def _missing(what: str, extra: str, absent: list[str]) -> MissingExtraError:
+    verb = "is" if len(absent) == 1 else "are"
     return MissingExtraError(
-        f"{what} needs the '{extra}' extra ({absent} is not installed): {install_hint(extra)}"
+        f"{what} needs the '{extra}' extra ({', '.join(absent)} {verb} not installed): {install_hint(extra)}"
     )
 
 
@@ -39,7 +40,7 @@ def import_extra(module: str, extra: str, what: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        raise _missing(what, extra, exc.name or module) from exc
+        raise _missing(what, extra, [exc.name or module]) from exc
 
 
 def _installed(module: str) -> bool:
@@ -54,7 +55,7 @@ def require_extra(extra: str, modules: tuple[str, ...], what: str) -> None:
     them (only the parent packages of dotted names), for a package's front door."""
     absent = [name for name in modules if not _installed(name)]
     if absent:
-        raise _missing(what, extra, ", ".join(absent))
+        raise _missing(what, extra, absent)
 
 
 __all__ = ["DISTRIBUTION", "import_extra", "install_hint", "require_extra"]

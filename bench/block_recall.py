@@ -17,7 +17,7 @@ import argparse
 from pathlib import Path
 
 from memory import retrieval
-from memory.connection import resolve_database_url
+from memory.embedded import resolve_database_url
 from memory.embedders.select import embedder_from_name
 from memory.eval.ingest import database_name, ensure_database
 from memory.eval.loaders import LOADERS

@@ -1,0 +1,129 @@
+"""langgraph-beads-memory: durable, typed fact-graph memory for LangGraph agents on Postgres.
+
+    from memory import BeadsMemoryMiddleware, FactStore, MiniLMEmbedder, open_pool
+
+    pool = open_pool()  # DATABASE_URL; or open_pool(url), or open_pool(start_embedded())
+    store = FactStore(pool, MiniLMEmbedder())
+    store.setup()
+    middleware = BeadsMemoryMiddleware(store, store.root("my-session"))
+
+The vocabulary (kinds, statuses, sources, relations, the records searches return) and the exceptions
+are imported with the package; everything else on first use, so that `import memory.errors` (or any
+one submodule) does not pay for LangChain, the embedders and the rest. Nothing here imports an
+optional extra (see memory.extras): the embedded Postgres and the offline chat model load only when
+they are started.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from memory.errors import (
+    BeadsMemoryError,
+    ConfigurationError,
+    CycleError,
+    DatabaseUnavailableError,
+    EmbedderUnavailableError,
+    FactNotFoundError,
+    MissingExtraError,
+    ModelUnavailableError,
+    NamespaceNotFoundError,
+    NoDatabaseError,
+    SupersedeRefusedError,
+    UntrustedWriteError,
+)
+from memory.model import (
+    CaptureResult,
+    Fact,
+    Hit,
+    Kind,
+    Namespace,
+    Relation,
+    SearchResult,
+    Source,
+    Status,
+)
+
+if TYPE_CHECKING:
+    from memory.assembler import InjectionMode
+    from memory.connection import open_async_pool, open_pool
+    from memory.embedded import start_embedded
+    from memory.embedders import CachedEmbedder, Embedder, FakeEmbedder, MiniLMEmbedder, OllamaEmbedder
+    from memory.middleware import BeadsMemoryMiddleware, CaptureMode
+    from memory.reads import supersede_chains
+    from memory.retrieval import SearchOptions
+    from memory.store import AsyncFactStore, FactStore
+    from memory.subagents import make_subagent_tool
+
+_LAZY = {
+    "AsyncFactStore": "memory.store",
+    "BeadsMemoryMiddleware": "memory.middleware",
+    "CachedEmbedder": "memory.embedders",
+    "CaptureMode": "memory.middleware",
+    "Embedder": "memory.embedders",
+    "FactStore": "memory.store",
+    "FakeEmbedder": "memory.embedders",
+    "InjectionMode": "memory.assembler",
+    "MiniLMEmbedder": "memory.embedders",
+    "OllamaEmbedder": "memory.embedders",
+    "SearchOptions": "memory.retrieval",
+    "make_subagent_tool": "memory.subagents",
+    "open_async_pool": "memory.connection",
+    "open_pool": "memory.connection",
+    "start_embedded": "memory.embedded",
+    "supersede_chains": "memory.reads",
+}
+
+__all__ = [
+    "AsyncFactStore",
+    "BeadsMemoryError",
+    "BeadsMemoryMiddleware",
+    "CachedEmbedder",
+    "CaptureMode",
+    "CaptureResult",
+    "ConfigurationError",
+    "CycleError",
+    "DatabaseUnavailableError",
+    "Embedder",
+    "EmbedderUnavailableError",
+    "Fact",
+    "FactNotFoundError",
+    "FactStore",
+    "FakeEmbedder",
+    "Hit",
+    "InjectionMode",
+    "Kind",
+    "MiniLMEmbedder",
+    "MissingExtraError",
+    "ModelUnavailableError",
+    "Namespace",
+    "NamespaceNotFoundError",
+    "NoDatabaseError",
+    "OllamaEmbedder",
+    "Relation",
+    "SearchOptions",
+    "SearchResult",
+    "Source",
+    "Status",
+    "SupersedeRefusedError",
+    "UntrustedWriteError",
+    "make_subagent_tool",
+    "open_async_pool",
+    "open_pool",
+    "start_embedded",
+    "supersede_chains",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

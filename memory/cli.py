@@ -27,11 +27,13 @@ from rich.table import Column, Table
 from rich.text import Text
 from rich.tree import Tree
 
-from memory.connection import open_pool, resolve_database_url
+from memory.connection import open_pool
 from memory.consolidate import DEFAULT_MERGE_THRESHOLD, ConsolidationReport
+from memory.embedded import resolve_database_url
 from memory.embedders.select import embedder_from_name
-from memory.errors import ConfigurationError, DatabaseUnavailableError
+from memory.errors import ConfigurationError, DatabaseUnavailableError, MissingExtraError
 from memory.model import Fact, Namespace, SearchResult, Status
+from memory.reads import supersede_chains
 from memory.store import FactStore
 
 STATUSES = tuple(s.value for s in Status)
@@ -84,7 +86,7 @@ def open_store(url: str | None, embedder_name: str) -> Iterator[tuple[FactStore,
     try:
         embedder = embedder_from_name(embedder_name)
         url = url or resolve_database_url()
-    except (ConfigurationError, DatabaseUnavailableError, ValidationError) as exc:
+    except (ConfigurationError, DatabaseUnavailableError, MissingExtraError, ValidationError) as exc:
         raise Failure(first_line(exc), 2) from exc
     try:
         conninfo_to_dict(url)
@@ -138,19 +140,6 @@ def namespace_tree(namespaces: Sequence[Namespace], facts: Sequence[Fact]) -> Tr
     for ns in namespaces:  # parents come before their children
         nodes[ns.id] = nodes.get(ns.parent_id, tree).add(label(ns))
     return tree
-
-
-def supersede_chains(facts: Sequence[Fact]) -> list[list[Fact]]:
-    """Every claim with more than one version, oldest version first and the current one last."""
-    chains: dict[uuid.UUID, list[Fact]] = defaultdict(list)
-    for fact in facts:
-        chains[fact.head_id].append(fact)
-    ordered = [
-        sorted(versions, key=lambda f: (f.id == f.head_id, f.valid_from, f.recorded_at, f.id.hex))
-        for versions in chains.values()
-        if len(versions) > 1
-    ]
-    return sorted(ordered, key=lambda chain: chain[-1].valid_from)
 
 
 def chains_table(chains: Sequence[Sequence[Fact]]) -> Table:

@@ -1,6 +1,8 @@
 """One place that yields psycopg 3 pools for the memory library and the apps built on it.
 
-`DATABASE_URL` wins when set; otherwise the embedded server is started (or attached to). Every pool is
+A pool connects to the URL it is given, else to `DATABASE_URL`; with neither it refuses
+(`NoDatabaseError`, which says how to choose). It never starts a server: the embedded Postgres is
+started explicitly, `open_pool(start_embedded())` (memory.embedded). Every pool is
 configured the way LangGraph's PostgresStore and PostgresSaver need too (autocommit, dict rows), so one pool can serve the fact graph, the checkpointer and the store.
 """
 
@@ -13,8 +15,7 @@ from pgvector.psycopg import register_vector, register_vector_async
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from memory.embedded import start_embedded
-from memory.errors import ConfigurationError, DatabaseUnavailableError
+from memory.errors import ConfigurationError, DatabaseUnavailableError, NoDatabaseError
 from memory.settings import MemorySettings
 
 # autocommit: LangGraph's setup() runs CREATE INDEX CONCURRENTLY, which fails inside a transaction.
@@ -23,12 +24,14 @@ from memory.settings import MemorySettings
 CONNECTION_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": None, "row_factory": dict_row}
 
 
-def resolve_database_url(settings: MemorySettings | None = None) -> str:
-    """`DATABASE_URL` if set, else the URI of the embedded server (started if needed)."""
+def configured_database_url(url: str | None = None, settings: MemorySettings | None = None) -> str:
+    """`url` if given, else `DATABASE_URL`; `NoDatabaseError` with neither. Starts nothing."""
+    if url:
+        return url
     settings = settings or MemorySettings()
     if settings.database_url:
         return settings.database_url
-    return start_embedded(settings.pgdata)
+    raise NoDatabaseError()
 
 
 def ensure_vector_extension(url: str) -> None:
@@ -52,8 +55,9 @@ def ensure_vector_extension(url: str) -> None:
 def open_pool(
     url: str | None = None, *, min_size: int = 1, max_size: int = 10, **kwargs: Any
 ) -> ConnectionPool:
-    """An open sync pool; the caller closes it (or uses it as a context manager)."""
-    url = url or resolve_database_url()
+    """An open sync pool on `url` (else `DATABASE_URL`); the caller closes it (or uses it as a context
+    manager)."""
+    url = configured_database_url(url)
     ensure_vector_extension(url)
     pool = ConnectionPool(
         url,
@@ -71,11 +75,11 @@ def open_pool(
 async def open_async_pool(
     url: str | None = None, *, min_size: int = 1, max_size: int = 10, **kwargs: Any
 ) -> AsyncConnectionPool:
-    """An open async pool; the caller closes it (or uses it as an async context manager)."""
+    """An open async pool on `url` (else `DATABASE_URL`); the caller closes it (or uses it as an async
+    context manager)."""
     import asyncio
 
-    # Starting the embedded server blocks for seconds on first use: keep it off the event loop.
-    url = url or await asyncio.to_thread(resolve_database_url)
+    url = configured_database_url(url)
     await asyncio.to_thread(ensure_vector_extension, url)
     pool = AsyncConnectionPool(
         url,

@@ -33,16 +33,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
 
 from memory.model import UNTRUSTED_SOURCES, Kind, Source
-
-if TYPE_CHECKING:
-    from memory.store import FactStore
 
 #: Measured on MiniLM: restatements differing in case or punctuation score 0.95-0.99, looser ones
 #: ("Budget: $120k!") 0.85, and these are left alone on purpose: a missed merge costs a few tokens, a
@@ -262,8 +260,19 @@ def _expire(
     return done
 
 
+class PooledSpace(Protocol):
+    """What consolidation needs of a FactStore: its pool and its embedding space (the store is one;
+    naming the two here keeps this module from importing the store that calls it)."""
+
+    @property
+    def pool(self) -> ConnectionPool: ...
+
+    @property
+    def embedder_id(self) -> int: ...
+
+
 def consolidate(
-    target: FactStore | psycopg.Connection,
+    target: PooledSpace | psycopg.Connection,
     session_id: str,
     *,
     embedder_id: int | None = None,
@@ -361,6 +370,7 @@ __all__ = [
     "ConsolidationReport",
     "Expiry",
     "Merge",
+    "PooledSpace",
     "consolidate",
     "content_words",
     "find_merges",

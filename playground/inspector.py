@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.cli import supersede_chains
 from memory.consolidate import NOTE_KEY
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Source, Status
 from memory.pins import PinnedFact
-from memory.stock import STOCK_NAMESPACE_ROOT
+from memory.reads import supersede_chains
 from playground.chats import Chat
+from playground.comparison.stock import STOCK_NAMESPACE_ROOT
 
 ROLLUP_SOURCES = (Source.CONCLUDE_TASK, Source.FALLBACK_CONCLUDE)
 STOCK_ITEM_LIMIT = 200

@@ -21,7 +21,7 @@ import json
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
 import psycopg
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
@@ -29,13 +29,11 @@ from langmem.errors import ConfigurationError as LangMemConfigurationError
 
 from memory.block import clip
 from memory.errors import BeadsMemoryError
-from memory.lanes import build_beads_agent
 from memory.middleware import INJECTION_EVENT, message_text
+from playground.comparison.lanes import build_beads_agent
 from playground.events import LANES, EventWriter, LeaseLostError
+from playground.runtime import Runtime
 from playground.turns import ClaimedTurn
-
-if TYPE_CHECKING:
-    from playground.runtime import Runtime
 
 _log = logging.getLogger(__name__)
 

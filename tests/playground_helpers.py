@@ -22,8 +22,9 @@ from psycopg.conninfo import make_conninfo
 from bench.reliability.checks import query as rows  # noqa: F401  (re-exported for the tests)
 from bench.reliability.checks import wait_idle
 from bench.reliability.servers import APP_DEFAULTS, free_port, serve  # noqa: F401  (re-exported for the tests)
-from playground.runtime import Runtime, open_runtime
+from playground.runtime import Runtime
 from playground.settings import PlaygroundSettings
+from playground.startup import open_runtime
 
 ORIGIN = {"origin": "http://testserver"}
 HTMX = {**ORIGIN, "hx-request": "true"}

@@ -15,14 +15,14 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg_pool import ConnectionPool
 
 from memory.embedders import FakeEmbedder
-from memory.lanes import build_beads_agent, build_stock_agent
 from memory.middleware import INJECTION_EVENT, BeadsMemoryMiddleware, query_from, trim_window
 from memory.model import Kind, Relation, Source, Status
 from memory.models.scripted import ScriptedChatModel, calls, tool_call
-from memory.stock import open_stock_store
 from memory.store import FactStore
 from memory.subagents import run_subagent
-from memory.websearch import search_web
+from playground.comparison.lanes import build_beads_agent, build_stock_agent
+from playground.comparison.stock import open_stock_store
+from playground.comparison.websearch import search_web
 
 
 @pytest.fixture
@@ -344,7 +344,7 @@ def test_web_search_without_network_answers_with_a_clear_message() -> None:
 
 
 def test_the_stock_store_keeps_one_schema_per_embedder(db_url: str) -> None:
-    from memory.stock import stock_schema
+    from playground.comparison.stock import stock_schema
 
     small, large = FakeEmbedder(16, seed=1), FakeEmbedder(24, seed=2)
     assert stock_schema(small) != stock_schema(large)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from memory.conclusions import is_conclusion
-from memory.lanes import build_beads_agent
 from memory.model import Kind
 from memory.models.scripted import ScriptedChatModel
 from memory.store import FactStore
+from playground.comparison.lanes import build_beads_agent
 from tests.test_agents import run_turns
 
 NOT_CONCLUSIONS = [

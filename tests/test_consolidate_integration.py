@@ -17,13 +17,13 @@ from psycopg_pool import AsyncConnectionPool
 
 from memory.connection import open_async_pool, open_pool
 from memory.embedders import FakeEmbedder
-from memory.lanes import build_beads_agent
 from memory.model import Kind, Status
 from memory.models.scripted import ScriptedChatModel
 from memory.retrieval import SearchOptions, rank
 from memory.store import FactStore
 from playground.app import create_app
 from playground.chats import create_chat
+from playground.comparison.lanes import build_beads_agent
 from playground.runtime import consolidate_idle_chats
 
 __all__ = ["play_db", "playground_template"]  # fixtures

@@ -14,8 +14,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memory.connection import open_pool, resolve_database_url
-from memory.embedded import start_embedded
+from memory.connection import open_async_pool, open_pool
+from memory.embedded import resolve_database_url, start_embedded
+from memory.errors import BeadsMemoryError, NoDatabaseError
 from memory.migrate import migrations, setup
 from memory.settings import MemorySettings
 
@@ -104,6 +105,23 @@ def test_database_url_is_honoured(
         assert not conn.execute("SELECT to_regclass('public.marker') IS NOT NULL").fetchone()[0]
 
 
+async def test_no_url_and_no_database_url_is_refused_without_starting_a_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection helper connects; starting the embedded server is the caller's explicit choice."""
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    monkeypatch.setenv("BEADS_DATA_DIR", str(tmp_path / "never-used"))
+    with pytest.raises(NoDatabaseError) as refused:
+        open_pool()
+    with pytest.raises(NoDatabaseError):
+        await open_async_pool()
+    message = str(refused.value)
+    assert "DATABASE_URL" in message and "open_pool(start_embedded())" in message
+    assert "langgraph-beads-memory[embedded]" in message
+    assert isinstance(refused.value, BeadsMemoryError)
+    assert not (tmp_path / "never-used").exists()
+
+
 def test_bad_database_url_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DATABASE_URL", "mysql://nope")
     with pytest.raises(ValueError, match="postgresql://"):
@@ -114,7 +132,7 @@ WRITER = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from memory.connection import open_pool
+    from memory.connection import open_async_pool, open_pool
     from memory.embedded import start_embedded
     from memory.migrate import setup
     uri = start_embedded(Path(sys.argv[1]))
@@ -131,7 +149,7 @@ READER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from memory.connection import open_pool
+    from memory.connection import open_async_pool, open_pool
     from memory.embedded import start_embedded
     uri = start_embedded(Path(sys.argv[1]))
     with open_pool(uri) as pool, pool.connection() as conn:

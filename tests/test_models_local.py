@@ -561,8 +561,8 @@ def test_the_real_offline_model_calls_the_stock_lanes_tools_validly() -> None:
     from langgraph.store.memory import InMemoryStore
     from langmem import create_manage_memory_tool
 
-    from memory.lanes import CORE_SYSTEM_PROMPT, STOCK_MEMORY_PROMPT, stock_tools
-    from memory.websearch import web_search_tool
+    from playground.comparison.lanes import CORE_SYSTEM_PROMPT, STOCK_MEMORY_PROMPT, stock_tools
+    from playground.comparison.websearch import web_search_tool
 
     model = LocalChatModel(temperature=0.0, seed=0, max_tokens=64)
     tools = {t.name: t for t in stock_tools(model, [web_search_tool()])}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import smoke, toolcall_bench
+from memory.models import smoke
 from memory.models.scripted import ScriptedChatModel, calls, tool_call
 from memory.models.select import ActiveModel
 from memory.models.settings import ModelSettings
+from playground.comparison import toolcall_bench
 
 
 def scripted(*replies: object) -> ActiveModel:

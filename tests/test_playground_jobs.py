@@ -22,10 +22,10 @@ from playground_helpers import (
 )
 
 from memory.errors import ModelUnavailableError
-from memory.lanes import build_stock_agent
 from memory.models.scripted import ScriptedChatModel, calls, tool_call
 from playground.app import create_app
 from playground.chats import create_chat
+from playground.comparison.lanes import build_stock_agent
 from playground.runtime import Runtime
 from playground.turns import submit_message
 

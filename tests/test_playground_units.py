@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from pydantic import ValidationError
 from starlette.datastructures import Headers
 
-from memory.lanes import BEADS_MEMORY_PROMPT, CORE_SYSTEM_PROMPT, STOCK_MEMORY_PROMPT
+from playground.comparison.lanes import BEADS_MEMORY_PROMPT, CORE_SYSTEM_PROMPT, STOCK_MEMORY_PROMPT
 from playground.events import EventRow, parse_last_event_id
 from playground.lanes_runner import search_results
 from playground.render import dom_id

@@ -333,8 +333,8 @@ def rig_oversized_tool(rt: Any) -> None:
     from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
     from langchain_core.tools import StructuredTool
 
-    from memory.lanes import build_stock_agent
     from memory.models.scripted import calls, tool_call
+    from playground.comparison.lanes import build_stock_agent
     from playground.scripted import PacedScriptedModel, lane_rules
 
     def web_search(query: str) -> str:

@@ -168,7 +168,7 @@ def _render(templates: list[str], sep: str, short: str, value: int) -> str:
 
 @contextlib.contextmanager
 def _offline_ddgs(results: list[dict[str, str]]) -> Iterator[None]:
-    """ddgs answering `results` without the network (memory.websearch imports DDGS per call)."""
+    """ddgs answering `results` without the network (playground.comparison.websearch imports DDGS per call)."""
     with mock.patch("ddgs.DDGS.text", return_value=results):
         yield
 
@@ -177,9 +177,9 @@ def run_poisoning(pool: ConnectionPool, *, examples: int = 200, random_seed: int
     from langchain_core.messages import HumanMessage
     from langchain_core.tools import StructuredTool
 
-    from memory.lanes import build_beads_agent
     from memory.models.scripted import ScriptedChatModel, calls, tool_call
-    from memory.websearch import web_search_tool
+    from playground.comparison.lanes import build_beads_agent
+    from playground.comparison.websearch import web_search_tool
 
     store = FactStore(pool, FakeEmbedder(64))
     store.setup()

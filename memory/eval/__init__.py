@@ -7,3 +7,9 @@ windows with no model, `judging` answers and grades when models are given; `runn
 row per (question, arm, budget) and `report` turns the rows into a summary and a plot. Run
 `python -m memory.eval --help`.
 """
+
+from memory.extras import require_extra
+
+# bm25s (the BM25 arm and the answer-word metric), matplotlib (the plot), LangGraph's PostgresStore
+# (the docstore arm): checked here, once, so a missing extra is named before any run starts
+require_extra("eval", ("bm25s", "matplotlib", "langgraph.store.postgres"), "the evaluation harness")

@@ -329,7 +329,7 @@ class Evaluation:
     def _stores(
         self, dataset: Dataset, record: DatasetRun, conversations: Sequence[Conversation] = ()
     ) -> Iterator[tuple[Ingestor, list[Arm]]]:
-        from memory.connection import resolve_database_url
+        from memory.embedded import resolve_database_url
         from memory.embedders.select import embedder_from_name
 
         embedder = embedder_from_name(self.config.embedder)

@@ -313,7 +313,8 @@ def write_sample_texts(path: Path, dataset: Dataset, sample: Sequence[dict[str, 
 
 @contextmanager
 def open_store(config: SupersessionConfig, embedder: Embedder) -> Iterator[tuple[FactStore, str]]:
-    from memory.connection import open_pool, resolve_database_url
+    from memory.connection import open_pool
+    from memory.embedded import resolve_database_url
     from memory.eval.ingest import database_name, ensure_database
     from memory.store import FactStore
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol
 
-from memory.errors import ModelUnavailableError
+from memory.errors import MissingExtraError, ModelUnavailableError
+from memory.extras import import_extra
 from memory.models.settings import ModelSettings
 from memory.models.weights import ensure_weights
 
@@ -115,7 +116,9 @@ def import_llama_cpp() -> ModuleType:
     # it must be set before llama_cpp is first imported; an explicit setting wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
-        import llama_cpp
+        llama_cpp = import_extra("llama_cpp", "local", "the offline chat model")
+    except MissingExtraError:
+        raise
     except ImportError as e:  # a broken build of the native extension
         raise ModelUnavailableError(f"llama-cpp-python cannot be imported: {e}") from e
     _register_null_files_cleanup()

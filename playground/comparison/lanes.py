@@ -19,9 +19,9 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from memory.assembler import InjectionMode
 from memory.middleware import BeadsMemoryMiddleware, CaptureMode
-from memory.stock import STOCK_NAMESPACE_ROOT
 from memory.store import FactStore
 from memory.subagents import make_subagent_tool
+from playground.comparison.stock import STOCK_NAMESPACE_ROOT
 
 CORE_SYSTEM_PROMPT = (
     "You are a capable assistant working with the user over many separate conversations. "

@@ -1,4 +1,4 @@
-"""How well the chat model calls the lanes' tools: ``python -m memory.models.smoke --tool-calls``.
+"""How well the chat model calls the lanes' tools: ``python -m playground.comparison.toolcall_bench``.
 
 Each prompt is sent once to each lane's model with that lane's real tools bound (the playground's
 set: memory tools, web search, the research sub-agent) under the lane's system prompt, one model call
@@ -11,8 +11,10 @@ memory helps the lane. No tool is run otherwise: nothing here touches the networ
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -62,14 +64,14 @@ class Reply:
 
 def lane_tools(lane: Lane, model: BaseChatModel) -> tuple[str, list[BaseTool]]:
     """The system prompt and the tools a lane's model is given, in the order it sees them."""
-    from memory.lanes import (
+    from playground.comparison.lanes import (
         BEADS_MEMORY_PROMPT,
         CORE_SYSTEM_PROMPT,
         RESEARCH_NAME,
         STOCK_MEMORY_PROMPT,
         stock_tools,
     )
-    from memory.websearch import web_search_tool
+    from playground.comparison.websearch import web_search_tool
 
     web = [web_search_tool()]
     if lane == "stock":
@@ -227,3 +229,28 @@ def _describe(reply: Reply) -> str:
             verdict += f", {'stored' if call['stored'] else 'nothing stored'} ({call['why']})"
         parts.append(f"{call['name']}({json.dumps(call['args'], ensure_ascii=False)[:120]}) {verdict}")
     return "; ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m playground.comparison.toolcall_bench",
+        description="The playground's prompts of both lanes, each lane's real tools bound, one model call "
+        "each: calls made, calls that name a bound tool with arguments it accepts, free-text replies, "
+        "seconds per call.",
+    )
+    parser.add_argument("--backend", choices=["auto", "ollama", "local"], default=None)
+    parser.add_argument(
+        "--grammar",
+        choices=["on", "off", "both"],
+        default="both",
+        help="offline model only: with the tool-call grammar, without it, or both taking turns",
+    )
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 is greedy")
+    parser.add_argument("--out", type=Path, default=None, help="write replies.jsonl here")
+    args = parser.parse_args(argv)
+    settings = ModelSettings() if args.backend is None else ModelSettings(model_backend=args.backend)
+    return run_tool_call_bench(settings, grammar=args.grammar, temperature=args.temperature, out=args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

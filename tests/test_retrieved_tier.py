@@ -156,16 +156,17 @@ def test_one_message_does_not_fill_the_block_with_its_claims() -> None:
     # message "long" was cut into four claims, all close to the query; two other messages follow
     rows = [claim(0.80, "a", "long"), claim(0.79, "b", "long"), claim(0.78, "c", "long"),
             claim(0.77, "d", "long"), claim(0.70, "e", "m2"), claim(0.60, "f", "m3")]  # fmt: skip
-    flat = SearchOptions(k=4, keyword=False)
+    flat = SearchOptions(k=4, keyword=False, per_message=None)
     assert [c["md5"] for c in rank(rows, flat).chosen] == ["a", "b", "c", "d"]
     spread = SearchOptions(k=4, keyword=False, per_message=2)
     assert [c["md5"] for c in rank(rows, spread).chosen] == ["a", "b", "e", "f"]
     # nothing is lost when the block has room: the message's other claims come after the rest
     roomy = SearchOptions(k=10, keyword=False, per_message=2)
     assert [c["md5"] for c in rank(rows, roomy).chosen] == ["a", "b", "e", "f", "c", "d"]
-    # a passage's keyword match lifts its best claim only
+    # with passage_credit_once, a passage's keyword match lifts its best claim only
     matched = [{**r, "passage_words_rank": 0.5} if r["head_message_id"] == "long" else r for r in rows]
-    lifted = rank(matched, SearchOptions(k=10, per_message=1, rrf_k=1.0, keyword_weight=1.0)).chosen
+    once = SearchOptions(k=10, per_message=1, passage_credit_once=True, rrf_k=1.0, keyword_weight=1.0)
+    lifted = rank(matched, once).chosen
     assert [c["md5"] for c in lifted][:3] == ["a", "e", "f"]
     with pytest.raises(ValueError):
         SearchOptions(per_message=0)

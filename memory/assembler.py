@@ -333,15 +333,17 @@ def fit_window(
 # -- the tiers ------------------------------------------------------------------------------------
 
 
-def _fit_prefix(
-    items: Sequence[Item], header: int, budget: int | None, tier: Tier, label: str
+def _fit(
+    items: Sequence[Item], header: int, budget: int | None, tier: Tier, label: str, *, skip: bool = False
 ) -> tuple[list[Item], list[Drop]]:
-    """The longest prefix of `items` (in priority order) whose tokens, header included, fit."""
+    """`items` in priority order, kept while they fit (header included). Without `skip`, the longest
+    prefix that fits; with it, a long item that does not fit is skipped and leaves its room to the
+    shorter ones ranked after it."""
     kept: list[Item] = []
     drops: list[Drop] = []
     used = header
     for rank, item in enumerate(items, 1):
-        if drops or (budget is not None and used + item.tokens > budget):
+        if (drops and not skip) or (budget is not None and used + item.tokens > budget):
             drops.append(
                 Drop(
                     tier,
@@ -354,30 +356,20 @@ def _fit_prefix(
         kept.append(item)
         used += item.tokens
     return kept, drops
+
+
+def _fit_prefix(
+    items: Sequence[Item], header: int, budget: int | None, tier: Tier, label: str
+) -> tuple[list[Item], list[Drop]]:
+    """The longest prefix of `items` (in priority order) whose tokens, header included, fit."""
+    return _fit(items, header, budget, tier, label)
 
 
 def _fit_ranked(
     items: Sequence[Item], header: int, budget: int | None, tier: Tier, label: str
 ) -> tuple[list[Item], list[Drop]]:
-    """`items` in rank order, each kept if it still fits (header included) and skipped if not: a
-    long line that does not fit leaves its room to the shorter ones ranked after it."""
-    kept: list[Item] = []
-    drops: list[Drop] = []
-    used = header
-    for rank, item in enumerate(items, 1):
-        if budget is not None and used + item.tokens > budget:
-            drops.append(
-                Drop(
-                    tier,
-                    label.format(rank=rank, key=item.key),
-                    item.tokens,
-                    f"over the {tier} budget of {budget} tokens",
-                )
-            )
-            continue
-        kept.append(item)
-        used += item.tokens
-    return kept, drops
+    """`items` in rank order, each kept if it still fits (header included) and skipped if not."""
+    return _fit(items, header, budget, tier, label, skip=True)
 
 
 def retrieved_fit(tokens: Sequence[int], header: int, budget: int | None) -> int:

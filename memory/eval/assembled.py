@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -207,17 +207,12 @@ class AssembledArm:
             if pin.fact.short_id in kept_pins and packer.add(section, pin.line, pin.tokens):
                 items.append(WindowItem(pin.turn.id, len(items), fact_id=pin.fact.short_id))
         kept_hits = set(assembly.retrieved)
-        section = packer.section(FACTS_TITLE)
-        for hit, (line, tokens) in zip(hits, lines, strict=True):
-            if hit.fact.short_id in kept_hits and packer.add(section, line, tokens):
-                items.append(
-                    WindowItem(
-                        hit.fact.message_id or "",
-                        len(items),
-                        fact_id=hit.fact.short_id,
-                        score=round(hit.score, 4),
-                    )
-                )
+        kept_lines = [
+            (hit, line, tokens)
+            for hit, (line, tokens) in zip(hits, lines, strict=True)
+            if hit.fact.short_id in kept_hits
+        ]
+        items += pack_hits(packer, FACTS_TITLE, kept_lines, first_priority=len(items))
         items.extend(pack_window(packer, view, assembly, first_priority=len(items)))
         probe = self.facts.memory_probe(view, question)
         return Window(
@@ -256,6 +251,25 @@ class AssembledArm:
         # clipped as the middleware's block clips a fact (memory.block.clip): what the assembler weighs
         line = fact_line(view, hit.fact, clip(hit.fact.body))
         return line, self._count(line)
+
+
+def pack_hits(
+    packer: Packer, title: str, lines: Iterable[tuple[Hit, str, int]], first_priority: int = 0
+) -> list[WindowItem]:
+    """The ranked facts' lines (hit, line, tokens) packed under `title` while they fit, as items."""
+    section = packer.section(title)
+    items: list[WindowItem] = []
+    for hit, line, tokens in lines:
+        if packer.add(section, line, tokens):
+            items.append(
+                WindowItem(
+                    hit.fact.message_id or "",
+                    first_priority + len(items),
+                    fact_id=hit.fact.short_id,
+                    score=round(hit.score, 4),
+                )
+            )
+    return items
 
 
 class BeadsArm:
@@ -320,17 +334,7 @@ class BeadsArm:
             title, line = NOTHING.split("\n", 1)
             packer.add(packer.section(title), line, count_cached([line])[0])
         else:
-            section = packer.section(HEADER)
-            for hit, line, tokens in call.retrieved_lines:
-                if packer.add(section, line, tokens):
-                    items.append(
-                        WindowItem(
-                            hit.fact.message_id or "",
-                            len(items),
-                            fact_id=hit.fact.short_id,
-                            score=round(hit.score, 4),
-                        )
-                    )
+            items += pack_hits(packer, HEADER, call.retrieved_lines, first_priority=len(items))
         section = packer.section(PINNED_HEADER)
         for pin, line, tokens in call.pinned_lines:
             if packer.add(section, line, tokens):

@@ -31,6 +31,11 @@ def clip(text: str, limit: int = MAX_FACT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def shown_as_outdated(hit: Hit) -> bool:
+    """Whether the model reads this fact as superseded by another one in the block."""
+    return hit.resolved_from is None and any(f.startswith("possibly outdated") for f in hit.flags)
+
+
 def hit_line(hit: Hit, passage: str | None = None) -> str:
     """One retrieved fact as the model reads it; `passage`: the excerpt of its message shown with it."""
     note = ""
@@ -38,7 +43,7 @@ def hit_line(hit: Hit, passage: str | None = None) -> str:
         note = " (updated: replaces an earlier value)"
     elif any(f.startswith("untrusted") for f in hit.flags):
         note = " (from a tool result or web page; the user's own value is listed above)"
-    elif any(f.startswith("possibly outdated") for f in hit.flags):
+    elif shown_as_outdated(hit):
         note = " (possibly outdated: a newer value is listed above)"
     elif hit.demoted:
         note = f" (from sub-agent {hit.fact.agent_id})"

@@ -18,7 +18,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 
 from memory.assembler import Budgets, MessageSlot
-from memory.block import HEADER, TierSettings, excerpt
+from memory.block import HEADER, TierSettings, excerpt, hit_line, shown_as_outdated
 from memory.embedders import FakeEmbedder
 from memory.eval.assembled import BeadsArm, history_slots
 from memory.eval.loaders import load_locomo
@@ -26,6 +26,7 @@ from memory.eval.runner import Stores, open_stores
 from memory.eval.tokens import count_tokens
 from memory.eval.window import TAIL_TITLE, ConversationView
 from memory.middleware import BeadsMemoryMiddleware, message_slots
+from memory.model import Hit
 from memory.models.scripted import ScriptedChatModel
 from memory.recall import plan_call
 from memory.retrieval import SearchOptions, rank
@@ -310,3 +311,18 @@ def test_the_beads_arm_never_retrieves_what_was_said_after_the_question(
     slots = history_slots(view)
     assert slots[-1] == MessageSlot("human", 0)  # the question: the newest message, free
     assert dataclasses.replace(slots[0]).tokens == view.tokens[conversation.turns[0].id]
+
+
+def test_the_beads_arm_counts_a_fact_flagged_outdated_as_marked(store: FactStore) -> None:
+    from memory.eval.assembled import pack_hits
+    from memory.eval.tokens import Packer
+
+    root = store.root("s")
+    old = store.capture_message(root, "The launch is on Friday.", message_id="m1").facts[0]
+    new = store.capture_message(root, "The launch is on Monday.", message_id="m2").facts[0]
+    older = Hit(old, 0.5, 0.5, 0.5, None, False, None, ("possibly outdated: x is newer",))
+    newer = Hit(new, 0.6, 0.4, 0.6, None, False, None)
+    assert shown_as_outdated(older) and not shown_as_outdated(newer)
+    lines = [(h, hit_line(h), 12) for h in (newer, older)]
+    items = pack_hits(Packer(200), HEADER, lines, first_priority=3)
+    assert [(i.turn_id, i.priority, i.marked_outdated) for i in items] == [("m2", 3, False), ("m1", 4, True)]

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memory.assembler import Assembly, Budgets, Item, MessageSlot, assemble, cleared_text, plan_window
-from memory.block import HEADER, NOTHING, PINNED_HEADER, clip
+from memory.block import HEADER, NOTHING, PINNED_HEADER, clip, shown_as_outdated
 from memory.eval.arms import FACT_LINE_TOKENS, FACTS_TITLE, MAX_K, WIDEN_BELOW, FactsArm
 from memory.eval.conversation import Question, Turn
 from memory.eval.tokens import Packer, count_cached
@@ -267,6 +267,8 @@ def pack_hits(
                     first_priority + len(items),
                     fact_id=hit.fact.short_id,
                     score=round(hit.score, 4),
+                    # the line says so: "(possibly outdated: a newer value is listed above)"
+                    marked_outdated=shown_as_outdated(hit),
                 )
             )
     return items

@@ -60,13 +60,15 @@ def retrieved_tier(event: dict[str, Any]) -> dict[str, Any]:
 def test_the_tier_fills_a_growing_budget_with_more_facts_and_never_exceeds_it(store: FactStore) -> None:
     budget_lines(store, 60)
     kept = []
+    # these lines cost about 20 tokens each: asked for as many, the budget is what stops the tier
+    settings = TierSettings(line_tokens=20)
     for budget in (60, 150, 400, 1200):
-        event = events_at(store, retrieved_tokens=budget)
+        event = events_at(store, retrieved_tokens=budget, tier=settings)
         tier = retrieved_tier(event)
         assert tier["budget"] == budget and 0 < tier["tokens"] <= budget
         assert len(event["facts"]) == tier["kept"]
         # the search asked for about what the budget holds (k derived from it, not a constant)
-        assert event["retrieved_tier"]["k"] >= budget // TierSettings().line_tokens
+        assert event["retrieved_tier"]["k"] >= budget // settings.line_tokens
         kept.append(len(event["facts"]))
         if budget < 1200:  # the budget, not k, is what stopped it: the next lines did not fit
             over = [d for d in event["assembly"]["dropped"] if d["tier"] == "retrieved"]

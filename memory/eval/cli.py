@@ -134,6 +134,11 @@ def parser() -> argparse.ArgumentParser:
         'e.g. "score_gap=0.1,keyword_weight=1.0"',
     )
     run.add_argument(
+        "--line-tokens",
+        type=int,
+        help="the beads arm: a budget of N tokens first asks for N // this many facts (TierSettings)",
+    )
+    run.add_argument(
         "--thin-tokens",
         type=int,
         help="the beads arm: claims under this many tokens are shown with their passage (0: never)",
@@ -236,6 +241,7 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         retrieved_share=args.retrieved_share,
         search=args.search,
         thin_tokens=args.thin_tokens,
+        line_tokens=args.line_tokens,
         passage_chars=args.passage_chars,
         split=split,
         only_split=args.only,

@@ -82,6 +82,7 @@ class RunConfig:
     # the beads arm's search options where they differ from the store's ("score_gap=0.1,rrf_k=10")
     search: str | None = None
     thin_tokens: int | None = None
+    line_tokens: int | None = None
     passage_chars: int | None = None
     # conversations tagged by split name ({"tune": [ids], "holdout": [ids]}; rows carry the tag) and,
     # with `only_split`, the one split evaluated
@@ -564,7 +565,11 @@ def beads_options(config: RunConfig) -> dict[str, Any]:
         options["retrieved_share"] = config.retrieved_share
     tier = {
         k: v
-        for k, v in (("thin_tokens", config.thin_tokens), ("passage_chars", config.passage_chars))
+        for k, v in (
+            ("thin_tokens", config.thin_tokens),
+            ("passage_chars", config.passage_chars),
+            ("line_tokens", config.line_tokens),
+        )
         if v is not None
     }
     if tier:

@@ -5,7 +5,7 @@
     pool = open_pool()  # DATABASE_URL; or open_pool(url), or open_pool(start_embedded())
     store = FactStore(pool, MiniLMEmbedder())
     store.setup()
-    middleware = BeadsMemoryMiddleware(store, store.root("my-session"))
+    middleware = BeadsMemoryMiddleware(store)  # each run names its session: configurable["session_id"]
 
 The vocabulary (kinds, statuses, sources, relations, the records searches return) and the exceptions
 are imported with the package; everything else on first use, so that `import memory.errors` (or any
@@ -30,6 +30,7 @@ from memory.errors import (
     ModelUnavailableError,
     NamespaceNotFoundError,
     NoDatabaseError,
+    SessionNotGivenError,
     SupersedeRefusedError,
     UntrustedWriteError,
 )
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from memory.middleware import BeadsMemoryMiddleware, CaptureMode
     from memory.reads import supersede_chains
     from memory.retrieval import SearchOptions
+    from memory.scope import SessionScope
     from memory.store import AsyncFactStore, FactStore
     from memory.subagents import make_subagent_tool
 
@@ -68,6 +70,7 @@ _LAZY = {
     "MiniLMEmbedder": "memory.embedders",
     "OllamaEmbedder": "memory.embedders",
     "SearchOptions": "memory.retrieval",
+    "SessionScope": "memory.scope",
     "make_subagent_tool": "memory.subagents",
     "open_async_pool": "memory.connection",
     "open_pool": "memory.connection",
@@ -104,6 +107,8 @@ __all__ = [
     "Relation",
     "SearchOptions",
     "SearchResult",
+    "SessionNotGivenError",
+    "SessionScope",
     "Source",
     "Status",
     "SupersedeRefusedError",

@@ -26,6 +26,15 @@ class NoDatabaseError(ConfigurationError):
         super().__init__(message or " ".join((self.__doc__ or "").split()))
 
 
+class SessionNotGivenError(ConfigurationError):
+    """This call does not say whose memory it uses: run the agent with context={"session_id": ...}
+    or config={"configurable": {"session_id": ...}}, or build the middleware with a namespace
+    (BeadsMemoryMiddleware(store, store.root("my-session")))."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or " ".join((self.__doc__ or "").split()))
+
+
 class MissingExtraError(BeadsMemoryError, ImportError):
     """An optional part of the library is not installed; the message names the extra that installs it."""
 

@@ -20,6 +20,11 @@ Per model call it
      and reports the whole assembly as a custom stream event.
 Steps 2 to 5 are `plan_call` (memory.recall.plan_call), which the evaluation's `beads` arm calls too.
 At the end of the turn the final answer is captured as a conclusion.
+
+Every hook resolves the session's namespace for the call it is in (memory.scope): from the run's
+`context` or `configurable` (`session_id`), the namespace given to the constructor being only the
+default. So one compiled agent serves every session, as a stock agent with LangMem's
+`("memories", "{session_id}")` namespace does.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ from memory.conclusions import is_conclusion
 from memory.model import Kind, Namespace, Source
 from memory.recall import CallPlan, plan_call
 from memory.retrieval import SearchOptions
+from memory.scope import SessionScope
 from memory.store import FactStore
 from memory.tokens import count_cached
 from memory.tools import MEMORY_TOOL_NAMES, memory_tools
@@ -175,6 +181,11 @@ def _thread_id() -> str | None:
         return None
 
 
+def _context(runtime: Any) -> Any:
+    """The run's context from a hook's runtime (None when the run has none)."""
+    return getattr(runtime, "context", None)
+
+
 def _emit(event: dict[str, Any]) -> None:
     with contextlib.suppress(RuntimeError):  # outside a graph there is no stream to write to
         get_stream_writer()(event)
@@ -197,6 +208,10 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
     the system prompt and the pins leave (None: `retrieved_tokens` whatever the context), and what
     the window or the tier cannot use goes to the other. `tier` says how the tier spends its budget
     (memory.block.TierSettings: how many facts to ask for, thin claims and their passages).
+
+    `namespace` is the default memory: a run that names its session (`context` or `configurable`
+    `session_id`, see memory.scope) works in that session's root instead; with no namespace every run
+    must name one. `agent_id` None acts as the resolved namespace's agent.
     """
 
     state_schema = BeadsState
@@ -204,7 +219,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
     def __init__(
         self,
         store: FactStore,
-        namespace: Namespace,
+        namespace: Namespace | None = None,
         *,
         agent_id: str | None = None,
         acting_on_behalf_of: str | None = "user",
@@ -232,7 +247,8 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             raise ValueError(f"capture must be eager or evict, not {capture!r}")
         self.store = store
         self.namespace = namespace
-        self.agent_id = agent_id or namespace.agent_id
+        self.scope = SessionScope(store, namespace)
+        self.agent_id = agent_id or (namespace.agent_id if namespace is not None else None)
         self.acting_on_behalf_of = acting_on_behalf_of
         self.role = role
         self.budgets = Budgets(
@@ -252,12 +268,19 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         self.capture_final = (role == "orchestrator") if capture_final is None else capture_final
         self.capture_tool_results = capture_tool_results
         self.skip_capture_tools = frozenset(MEMORY_TOOL_NAMES) | frozenset(skip_capture_tools)
-        self.tools = memory_tools(store, namespace, self.agent_id, role)
+        self.tools = memory_tools(store, self.scope, self.agent_id, role)
         self._name = name
 
     @property
     def name(self) -> str:
-        return self._name or f"BeadsMemory[{self.agent_id}]"
+        return self._name or (f"BeadsMemory[{self.agent_id}]" if self.agent_id else "BeadsMemory")
+
+    def resolve(self, context: Any = None) -> Namespace:
+        """The namespace the current call works in (memory.scope)."""
+        return self.scope.resolve(context)
+
+    def _agent(self, ns: Namespace) -> str:
+        return self.agent_id or ns.agent_id
 
     # -- capture -------------------------------------------------------------------------------
 
@@ -271,7 +294,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             and message.status != "error"
         )
 
-    def _capture(self, messages: Sequence[AnyMessage], seen: Collection[str]) -> list[str]:
+    def _capture(self, ns: Namespace, messages: Sequence[AnyMessage], seen: Collection[str]) -> list[str]:
         """Capture each capturable message not in `seen`; returns the ids handled. Writes are
         idempotent, so a replay that captures a message again writes no row."""
         new: list[str] = []
@@ -282,10 +305,10 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             said_by_user = isinstance(message, HumanMessage)
             text = message_text(message)
             self.store.capture_message(
-                self.namespace,
+                ns,
                 text if said_by_user else text[:MAX_TOOL_RESULT_CHARS],
                 source=Source.PASSIVE_CAPTURE if said_by_user else Source.TOOL_RESULT,
-                agent_id=self.agent_id,
+                agent_id=self._agent(ns),
                 # a tool result is nobody's instruction: it acts on no one's behalf
                 acting_on_behalf_of=self.acting_on_behalf_of if said_by_user else None,
                 thread_id=thread_id,
@@ -296,6 +319,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
 
     def _evicted(
         self,
+        ns: Namespace,
         messages: Sequence[AnyMessage],
         shown: Collection[int],
         state: dict[str, Any],
@@ -305,19 +329,21 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         if self.capture != "evict":
             return []
         gone = [m for i, m in enumerate(messages) if i not in shown]
-        return self._capture(gone, {*state.get("beads_captured", ()), *done})
+        return self._capture(ns, gone, {*state.get("beads_captured", ()), *done})
 
-    def capture_pending(self, state: dict[str, Any]) -> list[str]:
-        """Capture every message of `state` not captured yet (thread end, fork, merge); returns the ids."""
-        return self._capture(state.get("messages", []), set(state.get("beads_captured", ())))
+    def capture_pending(self, state: dict[str, Any], namespace: Namespace | None = None) -> list[str]:
+        """Capture every message of `state` not captured yet (thread end, fork, merge) into `namespace`
+        (None: the current call's); returns the ids."""
+        ns = namespace or self.resolve()
+        return self._capture(ns, state.get("messages", []), set(state.get("beads_captured", ())))
 
-    def _capture_new(self, state: dict[str, Any]) -> dict[str, Any] | None:
+    def _capture_new(self, state: dict[str, Any], context: Any) -> dict[str, Any] | None:
         if self.capture != "eager":
             return None
-        new = self.capture_pending(state)
+        new = self.capture_pending(state, self.resolve(context))
         return {"beads_captured": new} if new else None
 
-    def _capture_final(self, state: dict[str, Any]) -> None:
+    def _capture_final(self, ns: Namespace, state: dict[str, Any]) -> None:
         if not self.capture_final or not state["messages"]:
             return
         final = state["messages"][-1]
@@ -328,34 +354,35 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             # checkpoint replay regenerates the answer under a new id and must not store it twice
             asked = next((m.id for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
             self.store.remember(
-                self.namespace,
+                ns,
                 message_text(final),
                 kind=Kind.CONCLUSION,
                 source=Source.PASSIVE_CAPTURE,
-                agent_id=self.agent_id,
+                agent_id=self._agent(ns),
                 acting_on_behalf_of=self.acting_on_behalf_of,
                 thread_id=thread_id,
                 message_id=final.id,
                 source_key=f"final:{thread_id}:{asked}",
             )
 
-    def _end_thread(self, state: dict[str, Any]) -> dict[str, Any] | None:
+    def _end_thread(self, state: dict[str, Any], context: Any) -> dict[str, Any] | None:
         # the thread's messages are about to be out of every later call's reach: capture what is left
-        new = self.capture_pending(state) if self.capture == "evict" else []
-        self._capture_final(state)
+        ns = self.resolve(context)
+        new = self.capture_pending(state, ns) if self.capture == "evict" else []
+        self._capture_final(ns, state)
         return {"beads_captured": new} if new else None
 
     def before_model(self, state: BeadsState, runtime: Any) -> dict[str, Any] | None:
-        return self._capture_new(state)
+        return self._capture_new(state, _context(runtime))
 
     async def abefore_model(self, state: BeadsState, runtime: Any) -> dict[str, Any] | None:
-        return await self.store.aio.run(self._capture_new, state)
+        return await self.store.aio.run(self._capture_new, state, _context(runtime))
 
     def after_agent(self, state: BeadsState, runtime: Any) -> dict[str, Any] | None:
-        return self._end_thread(state)
+        return self._end_thread(state, _context(runtime))
 
     async def aafter_agent(self, state: BeadsState, runtime: Any) -> dict[str, Any] | None:
-        return await self.store.aio.run(self._end_thread, state)
+        return await self.store.aio.run(self._end_thread, state, _context(runtime))
 
     # -- fork: a sub-agent starts without the supervisor's context ------------------------------
 
@@ -378,7 +405,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
     ) -> ToolMessage | Command:
         if not self._is_fork(request):
             return handler(request)
-        captured = self.capture_pending(request.state)
+        captured = self.capture_pending(request.state, self.resolve(_context(request.runtime)))
         return self._with_captured(handler(request), captured)
 
     async def awrap_tool_call(
@@ -388,7 +415,8 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
     ) -> ToolMessage | Command:
         if not self._is_fork(request):
             return await handler(request)
-        captured = await self.store.aio.run(self.capture_pending, request.state)
+        ns = await self.store.aio.run(self.resolve, _context(request.runtime))
+        captured = await self.store.aio.run(self.capture_pending, request.state, ns)
         return self._with_captured(await handler(request), captured)
 
     # -- recall, assembly and injection ----------------------------------------------------------
@@ -402,10 +430,11 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         *,
         exclude_message_ids: frozenset[str] = frozenset(),
         before_search: Callable[[WindowFit], None] | None = None,
+        namespace: Namespace | None = None,
     ) -> CallPlan:
         """What this middleware decides for one model call over `history` (memory.recall.plan_call
-        with this middleware's budgets, gate, search options and tier settings). Reads only; the
-        evaluation's `beads` arm calls it as the middleware does."""
+        with this middleware's budgets, gate, search options and tier settings) in `namespace` (None:
+        the current call's). Reads only; the evaluation's `beads` arm calls it as the middleware does."""
         options = self.search_options
         if exclude_message_ids:
             options = dataclasses.replace(
@@ -413,7 +442,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             )
         return plan_call(
             self.store,
-            self.namespace,
+            namespace or self.resolve(),
             history=history,
             message_ids=message_ids,
             query=query,
@@ -426,6 +455,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         )
 
     def _prepare(self, request: ModelRequest) -> _Prepared:
+        ns = self.resolve(_context(request.runtime))
         full = list(request.state["messages"])
         slots = message_slots(full)
         base = request.system_message.text if request.system_message is not None else ""
@@ -435,10 +465,10 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         def evict(fit: WindowFit) -> None:
             # evict mode: what leaves the view in this call is stored before the search, so that it
             # can be recalled in this very call (captured after it, it would reach retrieval a call late)
-            captured.extend(self._evicted(full, set(fit.kept) - fit.cleared, request.state))
+            captured.extend(self._evicted(ns, full, set(fit.kept) - fit.cleared, request.state))
 
         query = query_from(full)
-        call = self.plan_call(slots, [m.id for m in full], query, fixed, before_search=evict)
+        call = self.plan_call(slots, [m.id for m in full], query, fixed, before_search=evict, namespace=ns)
         assembly, result = call.assembly, call.result
         system = "\n\n".join(part for part in (base, call.block) if part)
         view = [
@@ -449,14 +479,14 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             self.store.note_retrieved([hit.fact.id for hit in result.hits])
 
         # and what the context limit dropped after the search (a rare overflow): stored now
-        captured += self._evicted(full, set(assembly.window) - assembly.cleared, request.state, captured)
+        captured += self._evicted(ns, full, set(assembly.window) - assembly.cleared, request.state, captured)
 
         passages = call.tier.passages if call.tier is not None else {}
         described = describe_injection(result, call.block, passages)
         event = {
             "type": INJECTION_EVENT,
-            "agent_id": self.agent_id,
-            "namespace_id": str(self.namespace.id),
+            "agent_id": self._agent(ns),
+            "namespace_id": str(ns.id),
             "window_messages": len(view),
             "history_messages": len(full),
             **described,

@@ -19,11 +19,13 @@ from typing import Any
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 
 from memory.block import clip
 from memory.middleware import FORK_TOOL_METADATA, BeadsMemoryMiddleware, CaptureMode
 from memory.model import Fact, Kind, Namespace, Source
+from memory.scope import NAMESPACE_KEY, SessionScope
 from memory.store import FactStore
 
 _log = logging.getLogger(__name__)
@@ -64,7 +66,7 @@ def merge_capture(
     reached that hook, so its last state is captured here. Returns the messages captured."""
     if middleware.capture != "evict":
         return 0  # eager capture took everything before each model call
-    captured = middleware.capture_pending(state) if crashed and state else []
+    captured = middleware.capture_pending(state, child) if crashed and state else []
     if summary is None:
         summary = store.rollup_from(child)
     if summary is not None:
@@ -106,7 +108,10 @@ def run_subagent(
     try:
         for attempt in range(max_reprompts + 1):
             # streamed values, not invoke: on a crash the last state reached is still in hand
-            for values in agent.stream({"messages": messages}, stream_mode="values"):
+            # the fork's own namespace, named outright: the sub-agent inherits the supervisor's
+            # `configurable`, whose session_id alone would resolve to the supervisor's root
+            config: RunnableConfig = {"configurable": {NAMESPACE_KEY: str(child.id)}}
+            for values in agent.stream({"messages": messages}, config, stream_mode="values"):
                 state = values
             messages = (state or {}).get("messages", messages)
             final = messages[-1]
@@ -133,7 +138,7 @@ def run_subagent(
 
 def make_subagent_tool(
     store: FactStore,
-    parent: Namespace,
+    parent: Namespace | None,
     model: BaseChatModel,
     tools: Sequence[BaseTool],
     *,
@@ -144,11 +149,14 @@ def make_subagent_tool(
     ),
     **kwargs: Any,
 ) -> BaseTool:
-    """A tool the orchestrator calls to fork a sub-agent for one task."""
+    """A tool the orchestrator calls to fork a sub-agent for one task. The fork is made under the
+    calling run's namespace (memory.scope: its `session_id`), `parent` being only the default, so one
+    compiled orchestrator serves every session."""
+    scope = SessionScope(store, parent)
 
     def delegate(task: str, researcher: str = "researcher") -> str:
         safe = "".join(c if c.isalnum() or c in "_-" else "_" for c in researcher)[:40] or "researcher"
-        summary = run_subagent(store, parent, model, tools, task, safe, **kwargs)
+        summary = run_subagent(store, scope.resolve(), model, tools, task, safe, **kwargs)
         return f"[{summary.short_id}] {summary.body}"
 
     # the supervisor's middleware sees this mark and, in evict mode, captures its context at the fork

@@ -11,12 +11,19 @@ from langchain_core.tools import BaseTool, StructuredTool
 from memory.block import clip
 from memory.errors import BeadsMemoryError
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Relation, Source, Status
+from memory.scope import SessionScope, as_scope
 from memory.store import FactStore
 
 MEMORY_TOOL_NAMES = frozenset({"remember_fact", "conclude_task", "recall_from_subagents", "pin_fact"})
 
 
-def _remember_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
+def _where(scope: SessionScope, agent_id: str | None) -> tuple[Namespace, str]:
+    """The namespace of this call and the agent acting in it (the namespace's own agent by default)."""
+    ns = scope.resolve()
+    return ns, agent_id or ns.agent_id
+
+
+def _remember_tool(store: FactStore, scope: SessionScope, agent_id: str | None) -> BaseTool:
     def remember_fact(
         fact: str,
         supersedes: str | None = None,
@@ -27,8 +34,9 @@ def _remember_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
         (the 8-character id shown in brackets in the Memory section) as `supersedes`; use
         `contradicts` or `relates_to` to link it to another fact."""
         try:
+            ns, agent = _where(scope, agent_id)
             stored = store.remember(
-                ns, fact, kind=Kind.CONCLUSION, source=Source.REMEMBER_TOOL, agent_id=agent_id
+                ns, fact, kind=Kind.CONCLUSION, source=Source.REMEMBER_TOOL, agent_id=agent
             )
         except (BeadsMemoryError, ValueError) as exc:
             return f"Not stored: {exc}"
@@ -55,10 +63,14 @@ def _remember_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
     return StructuredTool.from_function(remember_fact)
 
 
-def _conclude_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
+def _conclude_tool(store: FactStore, scope: SessionScope, agent_id: str | None) -> BaseTool:
     def conclude_task(summary: str) -> str:
         """Finish your delegated task: write the summary of what you found for the agent that
         delegated it. Required before you give your final answer; call it once."""
+        try:
+            ns, agent = _where(scope, agent_id)
+        except BeadsMemoryError as exc:
+            return f"Not concluded: {exc}"
         if ns.parent_id is None:
             return "conclude_task is only for delegated sub-agents."
         if store.rollup_from(ns) is not None:
@@ -70,7 +82,7 @@ def _conclude_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
                 summary,
                 kind=Kind.SUMMARY,
                 source=Source.CONCLUDE_TASK,
-                agent_id=agent_id,
+                agent_id=agent,
                 source_key=f"conclude:{ns.id}",
                 metadata={"from_namespace": str(ns.id)},
             )
@@ -82,9 +94,13 @@ def _conclude_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
     return StructuredTool.from_function(conclude_task)
 
 
-def _recall_tool(store: FactStore, ns: Namespace) -> BaseTool:
+def _recall_tool(store: FactStore, scope: SessionScope) -> BaseTool:
     def recall_from_subagents(researcher: str, limit: int = 20) -> str:
         """Read what a named sub-agent you delegated to actually recorded (not just its summary)."""
+        try:
+            ns = scope.resolve()
+        except BeadsMemoryError as exc:
+            return f"Could not read: {exc}"
         facts = [f for f in store.subtree_facts(ns.id, agent_id=researcher) if f.status is Status.ACTIVE]
         if not facts:
             known = sorted({child.agent_id for child in store.children(ns.id)})
@@ -109,12 +125,13 @@ def pin_refusal(fact: Fact, ns: Namespace) -> str | None:
     return None
 
 
-def _pin_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
+def _pin_tool(store: FactStore, scope: SessionScope, agent_id: str | None) -> BaseTool:
     def pin_fact(fact_id: str, unpin: bool = False) -> str:
         """Pin a standing rule or profile fact the user stated, so it is in every prompt from now on
         (pass the 8-character id shown in brackets). Use it when the user asks you to always keep
         something in mind. With unpin=true, stop pinning it."""
         try:
+            ns, agent = _where(scope, agent_id)
             fact = store.get(fact_id, session_id=ns.session_id)
             if unpin:
                 removed = store.unpin(fact)
@@ -123,7 +140,7 @@ def _pin_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
             refusal = pin_refusal(current, ns)
             if refusal:
                 return f"Not pinned: {refusal}."
-            pinned = store.pin(current, pinned_by=agent_id)
+            pinned = store.pin(current, pinned_by=agent)
         except BeadsMemoryError as exc:
             return f"Not pinned: {exc}"
         return f"Pinned [{pinned.short_id}]: it is in every prompt from now on."
@@ -132,12 +149,18 @@ def _pin_tool(store: FactStore, ns: Namespace, agent_id: str) -> BaseTool:
 
 
 def memory_tools(
-    store: FactStore, ns: Namespace, agent_id: str, role: Literal["orchestrator", "subagent"]
+    store: FactStore,
+    where: SessionScope | Namespace | None,
+    agent_id: str | None,
+    role: Literal["orchestrator", "subagent"],
 ) -> list[BaseTool]:
-    tools = [_remember_tool(store, ns, agent_id)]
+    """The memory tools of one agent. `where` is resolved on every call (memory.scope): a namespace is
+    only the default, used when the run names no session; `agent_id` None acts as the namespace's agent."""
+    scope = as_scope(store, where)
+    tools = [_remember_tool(store, scope, agent_id)]
     if role == "subagent":
-        tools.append(_conclude_tool(store, ns, agent_id))
+        tools.append(_conclude_tool(store, scope, agent_id))
     else:
         # pinning changes every later prompt of the session: the supervisor's decision, not a fork's
-        tools.extend([_recall_tool(store, ns), _pin_tool(store, ns, agent_id)])
+        tools.extend([_recall_tool(store, scope), _pin_tool(store, scope, agent_id)])
     return tools

@@ -30,7 +30,6 @@ from langmem.errors import ConfigurationError as LangMemConfigurationError
 from memory.block import clip
 from memory.errors import BeadsMemoryError
 from memory.middleware import INJECTION_EVENT, message_text
-from playground.comparison.lanes import build_beads_agent
 from playground.events import LANES, EventWriter, LeaseLostError
 from playground.runtime import Runtime
 from playground.turns import ClaimedTurn
@@ -106,20 +105,7 @@ async def lane_agent(rt: Runtime, turn: ClaimedTurn, lane: LaneName) -> tuple[An
         "configurable": {"thread_id": turn.thread_id(lane), "session_id": turn.session_id},
         "recursion_limit": RECURSION_LIMIT,
     }
-    if lane == "stock":
-        return rt.stock_agent, config
-    agent, _ = await rt.facts.aio.run(
-        build_beads_agent,
-        rt.model.chat_model,
-        rt.facts,
-        turn.session_id,
-        tools=rt.tools,
-        checkpointer=rt.saver,
-        research=rt.settings.research,
-        injection=rt.settings.injection,
-        capture=rt.settings.capture,
-    )
-    return agent, config
+    return (rt.stock_agent if lane == "stock" else rt.beads_agent), config
 
 
 class LaneCounters:

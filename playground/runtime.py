@@ -22,6 +22,7 @@ from memory.consolidate import ConsolidationReport
 from memory.embedders import Embedder
 from memory.models.select import ActiveModel
 from memory.store import FactStore
+from playground.comparison.lanes import build_beads_agent, build_stock_agent
 from playground.events import Hub
 from playground.settings import PlaygroundSettings
 from playground.turns import TurnWorker
@@ -40,9 +41,31 @@ class Runtime:
     embedder: Embedder
     embedder_note: str
     tools: list[BaseTool]
-    stock_agent: Any
     hub: Hub
     worker: TurnWorker = field(init=False)
+    stock_agent: Any = field(init=False)
+    beads_agent: Any = field(init=False)
+
+    def compile_lanes(self) -> None:
+        """Both lanes' agents, compiled once for every chat: each run names its session in
+        `configurable` (LangMem's namespace template reads it there, our middleware too)."""
+        chat_model = self.model.chat_model
+        self.stock_agent = build_stock_agent(
+            chat_model,
+            self.stock_store,
+            tools=self.tools,
+            checkpointer=self.saver,
+            research=self.settings.research,
+        )
+        self.beads_agent, _ = build_beads_agent(
+            chat_model,
+            self.facts,
+            tools=self.tools,
+            checkpointer=self.saver,
+            research=self.settings.research,
+            injection=self.settings.injection,
+            capture=self.settings.capture,
+        )
 
     @property
     def status_lines(self) -> list[tuple[str, str]]:

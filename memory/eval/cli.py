@@ -18,13 +18,14 @@ import argparse
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
 from memory.errors import BeadsMemoryError
 from memory.eval.arms import ARM_NAMES, DEFAULT_ARMS
-from memory.eval.report import write_report
+from memory.eval.report import paired_table, write_report
 from memory.eval.runner import (
     ROWS_FILE,
     ROWS_SNAPSHOT,
@@ -169,6 +170,15 @@ def parser() -> argparse.ArgumentParser:
         "--split", type=Path, metavar="FILE", help="tag the rows by this split file instead of their own tags"
     )
     report.set_defaults(handler=_report)
+    compare = sub.add_parser(
+        "compare", help="evidence recall of two runs' rows, question by question (e.g. two embedders)"
+    )
+    compare.add_argument("left", type=Path, help="a run's rows file or folder")
+    compare.add_argument("right", type=Path, help="the other run's rows file or folder")
+    compare.add_argument(
+        "--names", nargs=2, metavar=("LEFT", "RIGHT"), help="column names (default: the folders')"
+    )
+    compare.set_defaults(handler=_compare)
     sup = sub.add_parser(
         "supersession",
         help="capture labeled message pairs and count what capture supersedes (memory.eval.supersession)",
@@ -287,6 +297,23 @@ def _run(args: argparse.Namespace, console: Console) -> int:
             f"in {record.seconds:.0f} s"
         )
     return _report(args, console)
+
+
+def _rows_at(path: Path) -> list[dict[str, Any]]:
+    if path.is_dir():
+        path = path / ROWS_FILE if (path / ROWS_FILE).exists() else path / ROWS_SNAPSHOT
+    rows = read_rows(path)
+    if not rows:
+        raise BeadsMemoryError(f"no rows in {path}")
+    return rows
+
+
+def _compare(args: argparse.Namespace, console: Console) -> int:
+    """Two runs side by side, question by question (memory.eval.report.paired_table)."""
+    names = tuple(args.names) if args.names else (args.left.name or "left", args.right.name or "right")
+    table = paired_table(_rows_at(args.left), _rows_at(args.right), (names[0], names[1]))
+    console.print("\n".join(table), markup=False, highlight=False, soft_wrap=True)
+    return 0
 
 
 def _report(args: argparse.Namespace, console: Console) -> int:

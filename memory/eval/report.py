@@ -53,6 +53,54 @@ def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
+def paired_table(
+    left: Sequence[dict[str, Any]], right: Sequence[dict[str, Any]], names: tuple[str, str]
+) -> list[str]:
+    """Evidence recall of two runs question by question: for each dataset, arm and budget both ran,
+    each run's recall over the questions both answered, the difference, and how many questions only
+    one of them found (a difference of a few questions each way is noise; one way only is not)."""
+
+    def keyed(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str, int | None, str], bool]:
+        return {
+            (r["dataset"], r["arm"], r.get("budget"), r["question_id"]): bool(r["hit_any"])
+            for r in rows
+            if r.get("hit_any") is not None
+        }
+
+    a, b = keyed(left), keyed(right)
+    groups: dict[Group, list[tuple[bool, bool]]] = defaultdict(list)
+    for key in a.keys() & b.keys():
+        groups[key[:3]].append((a[key], b[key]))
+    body = []
+    for (dataset, arm, budget), pairs in sorted(
+        groups.items(), key=lambda g: (g[0][0], _arm_order(g[0][1]), g[0][2] or 0)
+    ):
+        ra = sum(x for x, _ in pairs) / len(pairs)
+        rb = sum(y for _, y in pairs) / len(pairs)
+        only = f"{sum(x and not y for x, y in pairs)} / {sum(y and not x for x, y in pairs)}"
+        body.append(
+            [
+                f"{dataset} ({len(pairs)})",
+                arm,
+                _budget(budget),
+                _pct(ra),
+                _pct(rb),
+                f"{100 * (rb - ra):+.1f}",
+                only,
+            ]
+        )
+    header = [
+        "dataset (questions)",
+        "arm",
+        "budget",
+        names[0],
+        names[1],
+        "difference",
+        f"only {names[0]} / only {names[1]}",
+    ]
+    return _table(header, body)
+
+
 def _abstention_table(rows: Sequence[dict[str, Any]]) -> list[str]:
     """Per arm and budget with a signal: how well each abstention signal separates (0.5 = chance)."""
     body = []

@@ -211,7 +211,9 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
 
     `namespace` is the default memory: a run that names its session (`context` or `configurable`
     `session_id`, see memory.scope) works in that session's root instead; with no namespace every run
-    must name one. `agent_id` None acts as the resolved namespace's agent.
+    must name one. `agent_id` None acts as the resolved namespace's agent. `bind_tools=False` offers the
+    model no memory tools (remember_fact, pin_fact, recall_from_subagents, conclude_task): memory still
+    captures, corrects and recalls without them.
     """
 
     state_schema = BeadsState
@@ -238,6 +240,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         capture_final: bool | None = None,
         capture_tool_results: bool = True,
         skip_capture_tools: Collection[str] = (),
+        bind_tools: bool = True,
         name: str | None = None,
     ) -> None:
         super().__init__()
@@ -268,7 +271,9 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         self.capture_final = (role == "orchestrator") if capture_final is None else capture_final
         self.capture_tool_results = capture_tool_results
         self.skip_capture_tools = frozenset(MEMORY_TOOL_NAMES) | frozenset(skip_capture_tools)
-        self.tools = memory_tools(store, self.scope, self.agent_id, role)
+        # capture, automatic supersession and recall need no tool call; a model too small to choose
+        # tools well is better off without them (a 0.5B model called them instead of answering)
+        self.tools = memory_tools(store, self.scope, self.agent_id, role) if bind_tools else []
         self._name = name
 
     @property

@@ -65,7 +65,13 @@ class Runtime:
             research=self.settings.research,
             injection=self.settings.injection,
             capture=self.settings.capture,
+            memory_tools=self.memory_tools,
         )
+
+    @property
+    def memory_tools(self) -> bool:
+        """Whether our lane's model is offered the memory tools (settings.memory_tools)."""
+        return self.settings.offers_memory_tools(self.model.backend)
 
     @property
     def status_lines(self) -> list[tuple[str, str]]:
@@ -78,7 +84,19 @@ class Runtime:
             ("Model", f"{model}: {self.model.note}"),
             ("Embedder", f"{self.embedder.name}: {self.embedder_note}"),
             ("Web search", search),
+            ("Memory tools", self._memory_tools_line),
         ]
+
+    @property
+    def _memory_tools_line(self) -> str:
+        if self.memory_tools:
+            return "our lane's model may call remember_fact, pin_fact and recall_from_subagents"
+        why = (
+            " (the offline model calls tools instead of answering)"
+            if self.settings.memory_tools == "auto"
+            else ""
+        )
+        return f"off for our lane{why}: capture, corrections and recall need no tool call"
 
 
 # chats whose memory may be consolidated now: not being deleted, and no turn queued or running

@@ -65,6 +65,11 @@ class PlaygroundSettings(BaseSettings):
     #: the agent's remember_fact corrects.
     auto_supersede: bool = True
 
+    #: Offer our lane's model the memory tools (remember_fact, pin_fact, recall_from_subagents): auto
+    #: binds them for every model but the offline one, which called them instead of answering (our lane
+    #: captures, corrects and recalls without them; the stock lane cannot remember without its tools).
+    memory_tools: Literal["auto", "on", "off"] = "auto"
+
     #: Give both lanes the web-search tool and the research sub-agent.
     web_search: bool = True
     research: bool = True
@@ -90,6 +95,12 @@ class PlaygroundSettings(BaseSettings):
         if self.poll_seconds >= self.lease_seconds:
             raise ValueError("poll_seconds must be shorter than lease_seconds")
         return self
+
+    def offers_memory_tools(self, backend: str) -> bool:
+        """Whether our lane's model, from `backend` (memory.models.select), gets the memory tools."""
+        if self.memory_tools == "auto":
+            return backend != "local"
+        return self.memory_tools == "on"
 
     @property
     def max_body_bytes(self) -> int:

@@ -99,6 +99,21 @@ def test_state_correct_ask_in_our_lane_with_a_model_that_calls_no_tool(
     assert edge["dst"] == old.id and "$100k -> $120k" in edge["reason"]
 
 
+def test_without_the_memory_tools_the_model_is_offered_none_and_the_correction_still_wins(
+    store: FactStore, saver: PostgresSaver
+) -> None:
+    model = ScriptedChatModel(replies=["Noted.", "Mochi.", "Updated.", "Your budget is $120k per year."])
+    agent, middleware = build_beads_agent(
+        model, store, tools=[], checkpointer=saver, research=False, memory_tools=False
+    )
+    assert middleware.tools == []
+    run_turns(agent, "no-tools", [STATE, UNRELATED, CORRECT, ASK])
+    assert all(not bound for bound in model.tool_history)  # no memory tool was ever offered
+    block = memory_block(model.prompts[-1])
+    assert "$120k" in block and "$100k" not in block
+    assert "remember_fact" not in str(model.prompts[-1][0].content)
+
+
 def test_state_correct_ask_in_our_lane_through_remember_fact(
     pool: ConnectionPool, saver: PostgresSaver
 ) -> None:

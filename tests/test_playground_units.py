@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from pydantic import ValidationError
 from starlette.datastructures import Headers
 
-from playground.comparison.lanes import BEADS_MEMORY_PROMPT, CORE_SYSTEM_PROMPT, STOCK_MEMORY_PROMPT
+from playground.comparison.lanes import CORE_SYSTEM_PROMPT, STOCK_MEMORY_PROMPT, beads_prompt
 from playground.events import EventRow, parse_last_event_id
 from playground.lanes_runner import search_results
 from playground.render import dom_id
@@ -130,7 +130,7 @@ def test_scripted_lanes_use_their_memory_tools() -> None:
     assert answer == "From memory: Our budget is $100k per year."
 
     memory = "## Memory\nFacts recalled (current values; ids in brackets):\n- [0123abcd] Our budget is $100k per year."
-    ours = SystemMessage(f"{CORE_SYSTEM_PROMPT}\n\n{BEADS_MEMORY_PROMPT}\n\n{memory}")
+    ours = SystemMessage(f"{beads_prompt()}\n\n{memory}")
     assert (
         lane_rules([ours, HumanMessage("What is our budget?")])
         == "From memory: Our budget is $100k per year."
@@ -159,3 +159,13 @@ def test_scripted_lanes_use_their_memory_tools() -> None:
 def test_the_verdict_reads_the_values(reply: str, expected: str) -> None:
     assert verdict(reply) == expected
     assert len(STEPS) == 4
+
+
+def test_the_offline_model_is_not_offered_the_memory_tools_unless_asked() -> None:
+    auto = PlaygroundSettings()
+    assert not auto.offers_memory_tools("local")
+    assert auto.offers_memory_tools("ollama") and auto.offers_memory_tools("scripted")
+    assert PlaygroundSettings(memory_tools="on").offers_memory_tools("local")
+    assert not PlaygroundSettings(memory_tools="off").offers_memory_tools("ollama")
+    # without the tools the prompt asks for an answer only, and names no tool
+    assert "remember_fact" in beads_prompt(True) and "remember_fact" not in beads_prompt(False)

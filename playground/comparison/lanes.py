@@ -32,11 +32,24 @@ STOCK_MEMORY_PROMPT = (
     "You have a long-term memory: save durable facts the user states with manage_memory, and call "
     "search_memory before answering anything that may depend on what they said earlier."
 )
+# corrections are captured and applied without the model (memory.supersession): the prompt asks for
+# an answer, not for bookkeeping; a model with the memory tools may still correct what capture missed
 BEADS_MEMORY_PROMPT = (
-    "Relevant facts from earlier conversations appear below under Memory. When the user corrects a "
-    "fact, record the correction with remember_fact, passing the old fact's id as `supersedes`."
+    "Relevant facts from earlier conversations appear below under Memory, most relevant first; "
+    "a correction the user made has already replaced the old value there. Answer the user in plain "
+    "words, using those facts."
+)
+BEADS_TOOLS_PROMPT = (
+    "If the user corrects a fact that Memory still lists as current, record the correction with "
+    "remember_fact, passing the old fact's id as `supersedes`."
 )
 RESEARCH_NAME = "delegate_research"
+
+
+def beads_prompt(memory_tools: bool = True) -> str:
+    """Our lane's system prompt, with the memory tools' instruction when they are bound."""
+    memory = f"{BEADS_MEMORY_PROMPT} {BEADS_TOOLS_PROMPT}" if memory_tools else BEADS_MEMORY_PROMPT
+    return f"{CORE_SYSTEM_PROMPT}\n\n{memory}"
 # small models can call the same tool again and again; both lanes stop at the same bound
 MAX_MODEL_CALLS = 12
 
@@ -120,13 +133,15 @@ def build_beads_agent(
     max_model_calls: int | None = MAX_MODEL_CALLS,
     injection: InjectionMode = "always",
     capture: CaptureMode = "eager",
+    memory_tools: bool = True,
 ) -> tuple[Any, BeadsMemoryMiddleware]:
     """create_agent + BeadsMemoryMiddleware (`injection` and `capture` as the middleware takes them;
     its sub-agents capture the same way).
 
     Like the stock agent, it is compiled once and told the session per run, in
     {"configurable": {"session_id": ...}} (or the run's context); `session_id` here only sets a
-    default for runs that name none.
+    default for runs that name none. `memory_tools=False` binds none of the memory tools (the
+    middleware's `bind_tools`); memory works the same without them.
     """
     root = store.root(session_id) if session_id is not None else None
     all_tools = list(tools)
@@ -139,11 +154,12 @@ def build_beads_agent(
         skip_capture_tools={RESEARCH_NAME},
         injection=injection,
         capture=capture,
+        bind_tools=memory_tools,
     )
     agent = create_agent(
         model,
         tools=all_tools,
-        system_prompt=f"{CORE_SYSTEM_PROMPT}\n\n{BEADS_MEMORY_PROMPT}",
+        system_prompt=beads_prompt(memory_tools),
         middleware=[middleware, *_call_limit(max_model_calls)],
         checkpointer=checkpointer,
         name="beads",

@@ -65,10 +65,10 @@ class Reply:
 def lane_tools(lane: Lane, model: BaseChatModel) -> tuple[str, list[BaseTool]]:
     """The system prompt and the tools a lane's model is given, in the order it sees them."""
     from playground.comparison.lanes import (
-        BEADS_MEMORY_PROMPT,
         CORE_SYSTEM_PROMPT,
         RESEARCH_NAME,
         STOCK_MEMORY_PROMPT,
+        beads_prompt,
         stock_tools,
     )
     from playground.comparison.websearch import web_search_tool
@@ -88,7 +88,7 @@ def lane_tools(lane: Lane, model: BaseChatModel) -> tuple[str, list[BaseTool]]:
         *web,
         make_subagent_tool(store, root, model, web, name=RESEARCH_NAME),
     ]
-    return f"{CORE_SYSTEM_PROMPT}\n\n{BEADS_MEMORY_PROMPT}", tools
+    return beads_prompt(memory_tools=True), tools
 
 
 def check_call(call: dict[str, Any], tools: Sequence[BaseTool]) -> dict[str, Any]:

@@ -60,6 +60,22 @@ LOOKALIKES = [
     ("Thanks, Caroline!", "Thanks, Melanie!", "other things"),
     ("I'll never quit painting.", "I paint landscapes now.", "no aligned value"),
     ("When I joined, the team was 4 people.", "The team is 12 people.", "history"),
+    # two sentences on one topic, with no sign that the second replaces the first: a long chat about
+    # one project holds many of these, and each would retire something the user still means
+    (
+        "I'm nervous about the design review on May 12.",
+        "I'm nervous about my talk at the meetup on June 3 with the design team.",
+        "no sign of a correction",
+    ),
+    ("I met Anna at the café on May 7.", "I met Tom at the library on June 5.", "no sign of a correction"),
+    (
+        "I'm planning the team offsite for June 20 with the sales group.",
+        "I'm booking flights for the offsite on July 9, especially since I reduced the catering order.",
+        "no sign of a correction",
+    ),
+    # code pasted into a chat states nothing about the user
+    ("margin-right: 20px;", "margin-right: 10px;", "code"),
+    ("const retries = 3;", "const retries = 5;", "code"),
 ]
 
 

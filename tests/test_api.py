@@ -336,6 +336,10 @@ async def test_without_a_key_the_api_is_refused_off_loopback(
             body = response.json()
             assert body["error"] == "api_key_required" and "PLAYGROUND_API_KEY" in body["detail"]
         assert (await ipv6.get("/api/health")).status_code == 200
+        # a reverse proxy on this machine connects through loopback for anyone: it needs the key too
+        async with client(app, LOOPBACK, **{"x-forwarded-for": "203.0.113.7"}) as proxied:
+            refused = await proxied.get("/api/health")
+        assert refused.status_code == 403 and "through a proxy" in refused.json()["detail"]
     assert sum("PLAYGROUND_API_KEY" in r.getMessage() for r in caplog.records) == 1  # logged once
 
 

@@ -4,7 +4,9 @@ With `PLAYGROUND_API_KEY` set, every /api/ route asks for `Authorization: Bearer
 otherwise; the key is compared in constant time). Unset, the API answers only when the app is bound
 to a loopback address (the ASGI scope's `server`, the socket the request came in on): bound to any
 other address it answers 403, saying how to set a key, so that starting the playground with
-`--host 0.0.0.0` never publishes a memory that anyone on the network may read or forget.
+`--host 0.0.0.0` never publishes a memory that anyone on the network may read or forget. A request
+that names a proxy (`Forwarded`, `X-Forwarded-For`) counts as off loopback too: a reverse proxy on the
+same machine connects through loopback on behalf of anyone.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ bearer = HTTPBearer(
     description="The key set in PLAYGROUND_API_KEY, as `Authorization: Bearer <key>`.",
 )
 
+PROXY_HEADERS = ("forwarded", "x-forwarded-for", "x-real-ip")
 KEY_NEEDED = (
     "The API is served on a non-loopback address ({host}) without a key, so it is refused. Set "
     "PLAYGROUND_API_KEY (at least 16 characters, e.g. python -c 'import secrets; "
@@ -64,9 +67,12 @@ async def require_api_access(
     key = _settings(request).api_key
     if key is None:
         server = request.scope.get("server")
-        if is_loopback(server):
+        proxied = next((h for h in PROXY_HEADERS if h in request.headers), None)
+        if is_loopback(server) and proxied is None:
             return
         host = server[0] if server else "unknown"
+        if proxied is not None:
+            host = f"{host}, through a proxy ({proxied})"
         state = request.app.state
         if not getattr(state, "api_refusal_logged", False):
             state.api_refusal_logged = True

@@ -14,9 +14,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import psycopg
 import pytest
 from fastapi import FastAPI
 from playground_helpers import play_db, playground_template, settings_for
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from playground.app import create_app
 from playground.chats import create_chat
@@ -43,6 +46,25 @@ async def serving(db: str, **overrides: Any) -> AsyncIterator[FastAPI]:
 
 def client(app: FastAPI, base: str = LOOPBACK, **headers: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=base, headers=headers)
+
+
+@pytest.fixture(scope="module")
+async def shared(pg_server_url: str, playground_template: str) -> AsyncIterator[httpx.AsyncClient]:
+    """One app for the read-only bad-input cases, with session "s" stored in it."""
+    name = f"api_{uuid.uuid4().hex[:10]}"
+    create = sql.SQL("CREATE DATABASE {} TEMPLATE {}")
+    with psycopg.connect(pg_server_url, autocommit=True) as admin:
+        admin.execute(create.format(sql.Identifier(name), sql.Identifier(playground_template)))
+    try:
+        async with (
+            serving(make_conninfo(pg_server_url, dbname=name)) as application,
+            client(application) as c,
+        ):
+            await capture(c, "s", {"role": "user", "text": "Session s exists.", "message_id": "seed"})
+            yield c
+    finally:
+        with psycopg.connect(pg_server_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 @pytest.fixture
@@ -428,10 +450,9 @@ BAD: list[tuple[str, str, Any, int]] = [
     ("method", "path", "body", "status"), BAD, ids=[f"{m} {p[:60]} {b}"[:90] for m, p, b, _ in BAD]
 )
 async def test_bad_input_gets_a_clear_json_4xx(
-    api: httpx.AsyncClient, method: str, path: str, body: Any, status: int
+    shared: httpx.AsyncClient, method: str, path: str, body: Any, status: int
 ) -> None:
-    await capture(api, "s", {"role": "user", "text": "Session s exists.", "message_id": "seed"})
-    response = await api.request(method, path, json=body)
+    response = await shared.request(method, path, json=body)
     assert response.status_code == status, response.text
     error = response.json()
     assert set(error) >= {"error", "detail"} and error["detail"]
@@ -446,6 +467,7 @@ async def test_bodies_that_are_not_json_or_too_large(api: httpx.AsyncClient, app
         (b'{"messages": []}', {}, 415),
         (b'{"messages": [{"role": "user", "text": "\\ud800"}]}', {"content-type": "application/json"}, 422),
         (b"\xff\xfe", {"content-type": "application/json"}, 422),
+        (b'{"messages": ' + b"[" * 20_000 + b"]" * 20_000 + b"}", {"content-type": "application/json"}, 400),
         (
             json.dumps({"messages": [{"role": "user", "text": "x" * limit}]}).encode(),
             {"content-type": "application/json"},

@@ -112,8 +112,8 @@ async def fact_in_session(facts: AsyncFactStore, session_id: str, fact_id: str) 
     if len(fact_id) == 8:
         try:
             return await facts.get(fact_id.lower(), session_id=session_id)  # type: ignore[no-any-return]
-        except BeadsMemoryError:
-            raise missing from None
+        except BeadsMemoryError as exc:  # none, or several ("give more digits")
+            raise ApiError(404, f"{exc} (session {session_id!r}).") from None
     try:
         fact: Fact = await facts.get(uuid.UUID(fact_id))
     except BeadsMemoryError:

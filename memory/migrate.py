@@ -22,6 +22,7 @@ MIGRATION_LOCK_KEY = 0x6265616473
 
 _FILENAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 _IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]*$")
+_MIGRATIONS_TABLE = "SELECT to_regclass(%s) IS NOT NULL AS found"
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +84,26 @@ class MigrationSet:
         return sql.SQL("INSERT INTO {}.schema_migrations (version, name) VALUES (%s, %s)").format(
             sql.Identifier(self.schema)
         )
+
+    def pending(self, conn: psycopg.Connection[Any]) -> list[int]:
+        """The versions shipped but not applied in `conn`'s database (all of them before the first
+        setup); reads only, takes no lock."""
+        exists = conn.execute(_MIGRATIONS_TABLE, (f"{self.schema}.schema_migrations",))
+        row = exists.fetchone()
+        if row is None or not (row["found"] if isinstance(row, dict) else row[0]):
+            return [m.version for m in self.migrations()]
+        applied = {_version(r) for r in conn.execute(self._applied_query()).fetchall()}
+        return [m.version for m in self.migrations() if m.version not in applied]
+
+    async def apending(self, conn: psycopg.AsyncConnection[Any]) -> list[int]:
+        """`pending()` for an async connection."""
+        cur = await conn.execute(_MIGRATIONS_TABLE, (f"{self.schema}.schema_migrations",))
+        row = await cur.fetchone()
+        if row is None or not (row["found"] if isinstance(row, dict) else row[0]):
+            return [m.version for m in self.migrations()]
+        cur = await conn.execute(self._applied_query())
+        applied = {_version(r) for r in await cur.fetchall()}
+        return [m.version for m in self.migrations() if m.version not in applied]
 
     def setup(self, conn: psycopg.Connection[Any]) -> list[int]:
         """Apply every pending migration; returns the versions applied by this call.

@@ -117,6 +117,27 @@ def session_stats(conn: psycopg.Connection, session_id: str) -> list[dict[str, o
     ).fetchall()
 
 
+def edge_counts(conn: psycopg.Connection, session_id: str) -> dict[str, int]:
+    """The session's edges by relation; undone supersedes edges (kept as history) count apart, as
+    "supersedes (undone)"."""
+    rows = conn.execute(
+        """
+        SELECT relation || CASE WHEN undone_at IS NULL THEN '' ELSE ' (undone)' END AS relation,
+               count(*) AS edges
+          FROM beads.edges WHERE session_id = %s
+         GROUP BY 1 ORDER BY 1
+        """,
+        (session_id,),
+    ).fetchall()
+    return {r["relation"]: int(r["edges"]) for r in rows}
+
+
+def session_ids(conn: psycopg.Connection) -> list[str]:
+    """Every session that has a namespace (anything stored, or a root opened), in order."""
+    rows = conn.execute("SELECT DISTINCT session_id FROM beads.namespaces ORDER BY session_id").fetchall()
+    return [r["session_id"] for r in rows]
+
+
 def supersede_chains(facts: Sequence[Fact]) -> list[list[Fact]]:
     """Every claim with more than one version, oldest version first and the current one last."""
     chains: dict[uuid.UUID, list[Fact]] = defaultdict(list)

@@ -168,6 +168,37 @@ class FactStore:
         metadata: dict[str, Any] | None = None,
     ) -> Fact:
         """Store `text` as one fact, unsplit (an agent's deliberate note, a conclusion, a summary)."""
+        return self.remember_result(
+            ns,
+            text,
+            kind=kind,
+            source=source,
+            source_key=source_key,
+            agent_id=agent_id,
+            acting_on_behalf_of=acting_on_behalf_of,
+            thread_id=thread_id,
+            message_id=message_id,
+            valid_from=valid_from,
+            metadata=metadata,
+        ).facts[0]
+
+    def remember_result(
+        self,
+        ns: Namespace,
+        text: str,
+        *,
+        kind: Kind = Kind.CONCLUSION,
+        source: Source = Source.REMEMBER_TOOL,
+        source_key: str = "",
+        agent_id: str | None = None,
+        acting_on_behalf_of: str | None = None,
+        thread_id: str | None = None,
+        message_id: str | None = None,
+        valid_from: datetime | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> CaptureResult:
+        """`remember`, answered as a capture is: the fact, and whether this call wrote it (a replay
+        writes nothing) or superseded anything."""
         body = text.strip()
         if not body:
             raise ValueError("a fact needs some text")
@@ -180,8 +211,7 @@ class FactStore:
             claim_vector=vec,
             metadata=metadata,
         )
-        result = self._write(ns, [item], agent_id, acting_on_behalf_of, thread_id, message_id, valid_from)
-        return result.facts[0]
+        return self._write(ns, [item], agent_id, acting_on_behalf_of, thread_id, message_id, valid_from)
 
     def _write(
         self,
@@ -408,6 +438,16 @@ class FactStore:
         with self.pool.connection() as conn:
             return reads.session_stats(conn, session_id)
 
+    def edge_counts(self, session_id: str) -> dict[str, int]:
+        """The session's edges by relation (undone supersedes edges apart)."""
+        with self.pool.connection() as conn:
+            return reads.edge_counts(conn, session_id)
+
+    def sessions(self) -> list[str]:
+        """Every session id the store holds, in order."""
+        with self.pool.connection() as conn:
+            return reads.session_ids(conn)
+
     # -- helpers -----------------------------------------------------------------------------------
 
     @staticmethod
@@ -469,6 +509,7 @@ class AsyncFactStore:
     session_namespaces = _threaded(FactStore.session_namespaces)
     capture_message = _threaded(FactStore.capture_message)
     remember = _threaded(FactStore.remember)
+    remember_result = _threaded(FactStore.remember_result)
     supersede = _threaded(FactStore.supersede)
     undo_supersede = _threaded(FactStore.undo_supersede)
     automatic_edges = _threaded(FactStore.automatic_edges)
@@ -491,3 +532,5 @@ class AsyncFactStore:
     history = _threaded(FactStore.history)
     edges = _threaded(FactStore.edges)
     stats = _threaded(FactStore.stats)
+    edge_counts = _threaded(FactStore.edge_counts)
+    sessions = _threaded(FactStore.sessions)

@@ -10,6 +10,7 @@ turns an earlier process left unfinished) and puts the shared objects on `app.st
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 
 import psycopg
@@ -18,7 +19,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
 
+from memory.errors import BeadsMemoryError
+from playground.api.auth import log_api_state
+from playground.api.docs import add_docs
+from playground.api.errors import ApiError, api_error_response, error_response, is_api_path, library_error
+from playground.api.routes import api_router
 from playground.render import STATIC_DIR, make_templates
 from playground.routes.actions import actions_router
 from playground.routes.pages import pages_router
@@ -28,6 +35,8 @@ from playground.security import SecurityMiddleware
 from playground.settings import PlaygroundSettings
 from playground.startup import open_runtime
 
+_log = logging.getLogger(__name__)
+
 
 def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
     settings = settings or PlaygroundSettings()
@@ -36,31 +45,68 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with open_runtime(settings) as runtime:
             app.state.runtime = runtime
+            log_api_state(settings)
             yield
 
-    app = FastAPI(title="langgraph-beads-memory playground", lifespan=lifespan, docs_url=None, redoc_url=None)
+    # the schema and the Swagger page are the API's (playground.api.docs), not the HTML routes'
+    app = FastAPI(
+        title="langgraph-beads-memory playground",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
     app.state.settings = settings
     app.state.templates = make_templates()
     app.add_middleware(SecurityMiddleware, max_body_bytes=settings.max_body_bytes)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    for router in (pages_router(), partials_router(), actions_router(), streams_router()):
+    for router in (pages_router(), partials_router(), actions_router(), streams_router(), api_router()):
         app.include_router(router)
+    add_docs(app)
 
+    # /api/ answers every error as JSON (playground.api.errors); the pages keep plain text
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(request: Request, exc: StarletteHTTPException) -> PlainTextResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if is_api_path(request.url.path):
+            return error_response(exc.status_code, str(exc.detail), headers=exc.headers)
         # plain text, never a page: an htmx request swaps nothing on these codes (see base.html)
         return PlainTextResponse(str(exc.detail), status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid_request(request: Request, exc: RequestValidationError) -> PlainTextResponse:
+    async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        if is_api_path(request.url.path):
+            return error_response(422, f"Invalid request: {problems}")
         return PlainTextResponse(f"Invalid request: {problems}", status_code=422)
 
     @app.exception_handler(psycopg.OperationalError)
-    async def database_unreachable(request: Request, exc: psycopg.OperationalError) -> PlainTextResponse:
+    async def database_unreachable(request: Request, exc: psycopg.OperationalError) -> Response:
         # the database went away (or its pool is exhausted): say so, never a bare 500
+        headers = {"Retry-After": "2"}
+        if is_api_path(request.url.path):
+            return error_response(
+                503, "The database is unreachable right now; try again in a moment.", headers=headers
+            )
         message = "The database is unreachable right now; try again in a moment. Running turns resume."
-        return PlainTextResponse(message, status_code=503, headers={"Retry-After": "2"})
+        return PlainTextResponse(message, status_code=503, headers=headers)
+
+    @app.exception_handler(ApiError)
+    async def api_refusal(request: Request, exc: ApiError) -> Response:
+        return api_error_response(exc)
+
+    @app.exception_handler(BeadsMemoryError)
+    async def library_refusal(request: Request, exc: BeadsMemoryError) -> Response:
+        # the pages catch what they expect; only the API maps the rest to client errors
+        if not is_api_path(request.url.path):
+            raise exc
+        return api_error_response(library_error(exc))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> Response:
+        _log.exception("unhandled error on %s %s", request.method, request.url.path)
+        if is_api_path(request.url.path):
+            return error_response(500, "Something went wrong on the server; it is logged.")
+        return PlainTextResponse("Internal Server Error", status_code=500)
 
     return app
 

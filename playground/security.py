@@ -1,4 +1,10 @@
-"""Request safety for every route: same-origin writes, bounded bodies, and strict response headers."""
+"""Request safety for every route: same-origin writes, bounded bodies, and strict response headers.
+
+The JSON API under /api/ (playground.api) is called by programs, not by forms: a request without an
+Origin header (curl, a script) may write there, one a browser sends from another origin may not, and
+a body must be JSON. Its bodies are read here, up to the limit, before the app sees them, so a body
+sent without a Content-Length is bounded too; its refusals are JSON.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from fastapi import HTTPException, Request
 from starlette.datastructures import Headers, MutableHeaders
-from starlette.responses import PlainTextResponse
+from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from playground.api.errors import error_response, is_api_path
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -56,6 +64,9 @@ class SecurityMiddleware:
                     response_headers.setdefault(name, value)
             await send(message)
 
+        if is_api_path(scope["path"]):
+            await self._api(scope, receive, send_with_headers, headers)
+            return
         refusal: PlainTextResponse | None = None
         if scope["method"] in UNSAFE_METHODS and not same_origin(headers):
             refusal = PlainTextResponse("Cross-origin request refused: Origin must match Host.", 403)
@@ -65,6 +76,50 @@ class SecurityMiddleware:
             await refusal(scope, receive, send_with_headers)
             return
         await self.app(scope, receive, send_with_headers)
+
+    async def _api(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
+        refusal: Response | None = None
+        if scope["method"] in UNSAFE_METHODS and headers.get("origin") and not same_origin(headers):
+            refusal = error_response(
+                403, "Cross-origin request refused: a browser page of another origin may not call the API."
+            )
+        elif _declared_length(headers) > self.max_body_bytes:
+            refusal = _too_large(self.max_body_bytes)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        body = bytearray()
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_body_bytes:
+                await _too_large(self.max_body_bytes)(scope, receive, send)
+                return
+        content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+        if body and content_type != "application/json":
+            refusal = error_response(
+                415, "Send the request body as JSON, with the header Content-Type: application/json."
+            )
+            await refusal(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()  # after the body: wait for the disconnect
+
+        await self.app(scope, replay, send)
+
+
+def _too_large(limit: int) -> Response:
+    return error_response(413, f"Request body too large (limit {limit} bytes).")
 
 
 def _declared_length(headers: Headers) -> int:

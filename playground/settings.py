@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 #: A message longer than this is refused whatever the settings say: one message is not a document.
 MAX_MESSAGE_CHARS_CEILING = 100_000
+#: The shortest API key accepted: a guessable key is no key.
+MIN_API_KEY_CHARS = 16
 
 
 class PlaygroundSettings(BaseSettings):
@@ -70,6 +72,11 @@ class PlaygroundSettings(BaseSettings):
     #: captures, corrects and recalls without them; the stock lane cannot remember without its tools).
     memory_tools: Literal["auto", "on", "off"] = "auto"
 
+    #: The JSON API under /api/ (playground.api): with a key set, every route there asks for
+    #: `Authorization: Bearer <key>`; unset, the API answers only when the app is bound to a loopback
+    #: address, and refuses (403) on any other.
+    api_key: SecretStr | None = None
+
     #: Give both lanes the web-search tool and the research sub-agent.
     web_search: bool = True
     research: bool = True
@@ -79,6 +86,19 @@ class PlaygroundSettings(BaseSettings):
     def _bounded_message_size(cls, value: int) -> int:
         if not 1 <= value <= MAX_MESSAGE_CHARS_CEILING:
             raise ValueError(f"max_message_chars must be between 1 and {MAX_MESSAGE_CHARS_CEILING}")
+        return value
+
+    @field_validator("api_key")
+    @classmethod
+    def _strong_api_key(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is None or not value.get_secret_value().strip():
+            return None
+        key = value.get_secret_value()
+        if len(key) < MIN_API_KEY_CHARS or key != key.strip() or not key.isascii() or not key.isprintable():
+            raise ValueError(
+                f"api_key must be at least {MIN_API_KEY_CHARS} printable ASCII characters, without "
+                "surrounding spaces (for example: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+            )
         return value
 
     @field_validator("database_url")

@@ -70,6 +70,14 @@ def test_the_table_covers_every_kind_of_bad_input() -> None:
         "turn-of-other-chat",
         "method-get-messages",
         "tool-oversized-result",
+        "api-session-traversal",
+        "api-fact-unknown",
+        "api-json-broken",
+        "api-missing-text",
+        "api-1mb",
+        "api-lone-surrogate",
+        "api-cross-origin",
+        "api-script",
     ):
         assert kind in ids
 

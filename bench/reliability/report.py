@@ -100,7 +100,8 @@ def rows(results: dict[str, dict[str, Any]]) -> list[tuple[str, str, str, str]]:
                 "Bad input",
                 f"{r['cases']} cases (empty, 1 MB, NUL, invalid UTF-8, lone surrogates, RTL and zero-width text, "
                 "SQL and path traversal in names and ids, script and image payloads, unknown ids, wrong methods, "
-                "a 1 MB tool result)",
+                "a 1 MB tool result; on the JSON API: malformed JSON, wrong types and media types, missing and "
+                "extra fields, bad session and fact ids)",
                 f"{r['refused_4xx']} refused with a clear 4xx, {r['stored_verbatim']} stored verbatim and rendered "
                 f"escaped; {r['server_errors']} 5xx; CSP on every response",
                 _ok(r),
@@ -155,7 +156,8 @@ WHAT_EACH_ROW_PROVES = """\
   Last-Event-ID header or `?after=`) misses nothing and sees nothing twice.
 - **Bad input**: every hostile or malformed request gets a clear 4xx, or is stored exactly as sent
   and rendered as text (autoescaped, under a CSP with `script-src 'self'` and `img-src 'self'`); no
-  request gets a 5xx.
+  request gets a 5xx. The JSON API's (`api-*`) answer every refusal with a JSON body
+  `{"error": ..., "detail": ...}`, and what it stores is each claim verbatim, found again by search.
 - **Isolation**: from any namespace, search returns exactly its lineage and its demoted subtree,
   never a sibling's branch or another session's fact, whatever the names look like.
 - **Poisoning**: content from tools and web pages is stored as untrusted conclusions: it never

@@ -50,6 +50,8 @@ def beads_prompt(memory_tools: bool = True) -> str:
     """Our lane's system prompt, with the memory tools' instruction when they are bound."""
     memory = f"{BEADS_MEMORY_PROMPT} {BEADS_TOOLS_PROMPT}" if memory_tools else BEADS_MEMORY_PROMPT
     return f"{CORE_SYSTEM_PROMPT}\n\n{memory}"
+
+
 # small models can call the same tool again and again; both lanes stop at the same bound
 MAX_MODEL_CALLS = 12
 

@@ -1,0 +1,1 @@
+"""The memory over HTTP: a JSON API under /api/ (routes in `routes`, models in `models`)."""

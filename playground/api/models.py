@@ -1,0 +1,328 @@
+"""The API's request and response bodies (pydantic), as the OpenAPI schema at /openapi.json shows them.
+
+Text that Postgres cannot store is refused here with a 422, never passed on to fail as a 500: a NUL
+character (U+0000), and a lone surrogate (JSON may spell one, "\\ud800"; it is not valid UTF-8).
+Times must carry their offset: a naive time would be read in whatever zone the server runs in.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+
+from memory.model import Fact, Kind, Source, Status
+
+SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
+SESSION_ID_RULE = "1 to 128 letters, digits, '-' or '_', starting with a letter or digit"
+# a fact's full id (a UUID) or its 8-hex-digit short id, as the block shows it
+FACT_ID_PATTERN = (
+    r"^(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12})$"
+)
+MAX_MESSAGES = 50
+
+
+def storable(text: str) -> str:
+    if "\x00" in text:
+        raise ValueError("contains a NUL character (U+0000), which cannot be stored")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("contains a lone surrogate, which is not valid UTF-8") from None
+    return text
+
+
+def not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("is empty (or only whitespace)")
+    return text
+
+
+Text = Annotated[str, AfterValidator(storable), AfterValidator(not_blank)]
+Identifier = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$"),
+    AfterValidator(storable),
+]
+FactIdText = Annotated[str, StringConstraints(pattern=FACT_ID_PATTERN)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(BaseModel):
+    error: str = Field(description="a short code to branch on: not_found, invalid_request, unauthorized, ...")
+    detail: str = Field(description="what was wrong, and how to fix it")
+
+
+# -- capture -------------------------------------------------------------------------------------
+
+
+class MessageIn(_Strict):
+    role: Literal["user", "tool", "assistant"] = Field(
+        description="user: captured as the user's claims; tool: a tool result, stored as untrusted content "
+        "(never a directive, never pinnable, never above the user's own claim); assistant: a final answer, "
+        "kept as a conclusion when it is one (not a tool call written as text, an error or empty)"
+    )
+    text: Text
+    time: AwareDatetime | None = Field(
+        default=None, description="when it was said (with its offset); the claims are valid from then"
+    )
+    message_id: Identifier | None = Field(
+        default=None,
+        description="the message's id: sending it again writes nothing. Without one, the text itself is "
+        "the key, so the same text in the same role is stored once",
+    )
+    tool_name: Identifier | None = Field(
+        default=None, description="for a tool result: the tool's name (the memory's own tools are skipped)"
+    )
+    is_error: bool = Field(default=False, description="for a tool result: the tool failed (skipped)")
+
+
+class CaptureRequest(_Strict):
+    messages: list[MessageIn] = Field(min_length=1, max_length=MAX_MESSAGES)
+    thread_id: Identifier | None = Field(default=None, description="the conversation they belong to")
+
+
+class FactBrief(BaseModel):
+    id: uuid.UUID
+    short_id: str
+    text: str
+    kind: Kind
+    status: Status
+    source: Source
+
+    @classmethod
+    def of(cls, fact: Fact) -> FactBrief:
+        return cls(
+            id=fact.id,
+            short_id=fact.short_id,
+            text=fact.body,
+            kind=fact.kind,
+            status=fact.status,
+            source=fact.source,
+        )
+
+
+class Supersession(BaseModel):
+    new: FactBrief
+    old: FactBrief
+    reason: str
+
+
+class MessageOutcome(BaseModel):
+    index: int
+    role: str
+    message_id: str | None
+    captured: bool = Field(description="false: the message was not stored (see note)")
+    written: int = Field(description="facts this request wrote for it")
+    duplicate: bool = Field(description="true: already stored (a repeat), nothing written")
+    note: str | None = None
+    facts: list[FactBrief]
+    superseded: list[Supersession] = Field(
+        description="earlier claims the new ones corrected as they were captured"
+    )
+
+
+class CaptureResponse(BaseModel):
+    session_id: str
+    written: int
+    duplicates: int
+    messages: list[MessageOutcome]
+
+
+# -- facts ---------------------------------------------------------------------------------------
+
+
+class FactOut(FactBrief):
+    agent_id: str
+    current: bool = Field(description="this version is the head of its claim's chain")
+    head_id: uuid.UUID
+    valid_from: datetime
+    valid_to: datetime | None
+    recorded_at: datetime
+    message_id: str | None
+    thread_id: str | None
+
+    @classmethod
+    def of(cls, fact: Fact) -> FactOut:
+        return cls(
+            **FactBrief.of(fact).model_dump(),
+            agent_id=fact.agent_id,
+            current=fact.id == fact.head_id,
+            head_id=fact.head_id,
+            valid_from=fact.valid_from,
+            valid_to=fact.valid_to,
+            recorded_at=fact.recorded_at,
+            message_id=fact.message_id,
+            thread_id=fact.thread_id,
+        )
+
+
+class RememberRequest(_Strict):
+    text: Text
+    kind: Literal["conclusion", "user_input"] = "conclusion"
+    time: AwareDatetime | None = None
+    supersedes: FactIdText | None = Field(
+        default=None, description="the fact this one corrects (its current version is retired)"
+    )
+    contradicts: list[FactIdText] = Field(default_factory=list, max_length=20)
+    relates_to: list[FactIdText] = Field(default_factory=list, max_length=20)
+
+
+class Link(BaseModel):
+    relation: str
+    target: FactBrief
+    ok: bool
+    detail: str | None = None
+
+
+class RememberResponse(BaseModel):
+    session_id: str
+    written: bool = Field(description="false: this exact fact was already stored")
+    fact: FactOut
+    links: list[Link] = Field(
+        description="each link asked for; one the library refused is listed with ok=false and why"
+    )
+
+
+class HistoryResponse(BaseModel):
+    session_id: str
+    fact_id: uuid.UUID
+    current_id: uuid.UUID
+    versions: list[FactOut] = Field(description="every version of the claim, oldest first, current last")
+
+
+class PinResponse(BaseModel):
+    session_id: str
+    pinned: FactOut = Field(description="the pinned claim's current version")
+
+
+class UnpinResponse(BaseModel):
+    session_id: str
+    fact_id: uuid.UUID
+    unpinned: int = Field(description="pins removed (0: it was not pinned)")
+
+
+class ForgetResponse(BaseModel):
+    session_id: str
+    deleted_facts: int
+
+
+# -- search --------------------------------------------------------------------------------------
+
+
+class SearchRequest(_Strict):
+    query: Text
+    k: int = Field(default=8, ge=1, le=50, description="the most facts to return")
+    as_of: AwareDatetime | None = Field(
+        default=None,
+        description="answer as the memory stood then: only claims recorded by then, each in the version "
+        "that was current then (ranked by today's search; see the README)",
+    )
+
+
+class ResolvedFrom(BaseModel):
+    id: uuid.UUID
+    short_id: str
+    text: str
+    status: Status
+    recorded_at: datetime
+
+
+class Provenance(BaseModel):
+    source: Source
+    agent_id: str
+    acting_on_behalf_of: str | None
+    thread_id: str | None
+    message_id: str | None = Field(description="the message the claim was captured from")
+    valid_from: datetime
+    recorded_at: datetime
+    passage_id: uuid.UUID | None
+    span: tuple[int, int] | None = Field(description="where the claim sits in its message's text")
+    passage: str | None = Field(
+        description="the whole message the claim was cut from (null when the claim is the whole message)"
+    )
+
+
+class SearchHit(BaseModel):
+    id: uuid.UUID
+    short_id: str
+    text: str
+    kind: Kind
+    status: Status
+    distance: float = Field(description="1 - blended cosine similarity")
+    score: float = Field(description="what hits are ordered by, higher first")
+    claim_similarity: float
+    passage_similarity: float | None
+    demoted: bool = Field(description="a sub-agent's fact, ranked lower")
+    flags: list[str] = Field(description="the search's own words for why the hit is flagged")
+    outdated: bool = Field(description="a newer claim about the same thing ranks above it")
+    untrusted: bool = Field(description="from a tool result or web page")
+    resolved_from: ResolvedFrom | None = Field(
+        description="the superseded version the query matched: this hit is its current value"
+    )
+    line: str = Field(description="the hit as the block shows it to a model")
+    provenance: Provenance
+
+
+class Dropped(BaseModel):
+    short_id: str
+    reason: str
+
+
+class SearchResponse(BaseModel):
+    session_id: str
+    query: str
+    as_of: datetime | None
+    not_in_memory: bool = Field(description="nothing cleared the relevance floor")
+    best_score: float | None
+    block: str = Field(description="the ranked block as a model would read it")
+    hits: list[SearchHit]
+    dropped: list[Dropped]
+
+
+# -- stats and health ----------------------------------------------------------------------------
+
+
+class CountRow(BaseModel):
+    kind: Kind
+    source: Source
+    status: Status
+    facts: int
+
+
+class NamespaceOut(BaseModel):
+    id: uuid.UUID
+    parent_id: uuid.UUID | None
+    path: list[str]
+    agent_id: str
+
+
+class SessionStats(BaseModel):
+    session_id: str
+    facts: int
+    by_kind: dict[str, int]
+    by_source: dict[str, int]
+    by_status: dict[str, int]
+    rows: list[CountRow] = Field(description="facts by kind, source and status together")
+    namespaces: list[NamespaceOut]
+    edges: dict[str, int] = Field(description="edges by relation; undone supersessions apart")
+    pinned: int
+
+
+class StatsResponse(BaseModel):
+    sessions: list[SessionStats]
+
+
+class Check(BaseModel):
+    ok: bool
+    detail: str
+
+
+class HealthResponse(BaseModel):
+    ok: bool
+    checks: dict[str, Check] = Field(description="database, migrations, embedder")

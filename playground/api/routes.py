@@ -1,0 +1,529 @@
+"""The memory over HTTP: capture, search, history, remember, pin and forget, as JSON under /api/.
+
+A session here is one memory (`FactStore.root(session_id)`): everything one user told the agent, over
+as many conversations as they had (each conversation is a `thread_id`). Routes call the library's
+public store (`FactStore` through its async face) and nothing else writes the fact graph: messages are
+captured exactly as `BeadsMemoryMiddleware` captures them, and the search answers with the block the
+middleware would inject, hit by hit (memory.block).
+
+Reads of a session that holds nothing answer 404 (a read never creates a session); writes create it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import replace
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Query, Response
+
+from memory.block import hit_line, render_block, shown_as_outdated
+from memory.conclusions import is_conclusion
+from memory.errors import BeadsMemoryError
+from memory.middleware import MAX_TOOL_RESULT_CHARS
+from memory.migrate import LIBRARY_MIGRATIONS
+from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, Namespace, Relation, SearchResult, Source
+from memory.store import AsyncFactStore, FactStore
+from memory.tools import MEMORY_TOOL_NAMES
+from playground.api.auth import require_api_access
+from playground.api.errors import ApiError, library_error
+from playground.api.models import (
+    FACT_ID_PATTERN,
+    SESSION_ID_PATTERN,
+    SESSION_ID_RULE,
+    CaptureRequest,
+    CaptureResponse,
+    Check,
+    CountRow,
+    Dropped,
+    ErrorBody,
+    FactBrief,
+    FactOut,
+    ForgetResponse,
+    HealthResponse,
+    HistoryResponse,
+    Link,
+    MessageIn,
+    MessageOutcome,
+    NamespaceOut,
+    PinResponse,
+    Provenance,
+    RememberRequest,
+    RememberResponse,
+    ResolvedFrom,
+    SearchHit,
+    SearchRequest,
+    SearchResponse,
+    SessionStats,
+    StatsResponse,
+    Supersession,
+    UnpinResponse,
+)
+from playground.db import PLAYGROUND_MIGRATIONS, fetch_one
+from playground.deps import RuntimeDep
+from playground.runtime import Runtime
+
+SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN, description=f"one memory: {SESSION_ID_RULE}")]
+FactId = Annotated[str, Path(pattern=FACT_ID_PATTERN, description="a fact's id, or its 8-character short id")]
+HEALTH_TIMEOUT_S = 5.0
+# with as_of, the search asks for this many times k: some of today's hits did not exist then
+AS_OF_WIDEN = 4
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": what}
+    for status, what in (
+        (401, "no key, or the wrong one (when PLAYGROUND_API_KEY is set)"),
+        (403, "served off loopback without PLAYGROUND_API_KEY, or a browser's cross-origin request"),
+        (422, "a malformed request: the detail says which field and why"),
+        (503, "the database is unreachable"),
+    )
+}
+
+
+def _not_found(what: str) -> dict[int | str, dict[str, Any]]:
+    return {404: {"model": ErrorBody, "description": f"no such {what}"}}
+
+
+# -- shared steps --------------------------------------------------------------------------------
+
+
+async def _call(coroutine: Any) -> Any:
+    """Await a store call; the library's refusals become client errors (see playground.api.errors)."""
+    try:
+        return await coroutine
+    except BeadsMemoryError as exc:
+        raise library_error(exc) from None
+
+
+async def existing_root(facts: AsyncFactStore, session_id: str) -> Namespace:
+    """The session's root namespace, or 404: a read never creates a session."""
+    namespaces: list[Namespace] = await facts.session_namespaces(session_id)
+    root = next((ns for ns in namespaces if ns.parent_id is None), None)
+    if root is None:
+        raise ApiError(404, f"No session {session_id!r} in memory: nothing was stored under it.")
+    return root
+
+
+async def fact_in_session(facts: AsyncFactStore, session_id: str, fact_id: str) -> Fact:
+    """The fact `fact_id` (full or short id) of this session; another session's is as if absent."""
+    missing = ApiError(404, f"No fact {fact_id!r} in session {session_id!r}.")
+    if len(fact_id) == 8:
+        try:
+            return await facts.get(fact_id.lower(), session_id=session_id)  # type: ignore[no-any-return]
+        except BeadsMemoryError as exc:  # none, or several ("give more digits")
+            raise ApiError(404, f"{exc} (session {session_id!r}).") from None
+    try:
+        fact: Fact = await facts.get(uuid.UUID(fact_id))
+    except BeadsMemoryError:
+        raise missing from None
+    if fact.session_id != session_id:
+        raise missing
+    return fact
+
+
+def capture_one(
+    store: FactStore, ns: Namespace, index: int, message: MessageIn, thread_id: str | None, asked: str | None
+) -> MessageOutcome:
+    """One message, captured as the middleware captures it (memory.middleware `_capture` for user
+    messages and tool results, `_capture_final` for the final answer)."""
+
+    def outcome(
+        captured: bool, written: int, facts: tuple[Fact, ...] = (), note: str | None = None, **more: Any
+    ) -> MessageOutcome:
+        duplicate = captured and written == 0 and bool(facts)
+        if duplicate and note is None:
+            note = "already stored: nothing written"
+        return MessageOutcome(
+            index=index,
+            role=message.role,
+            message_id=message.message_id,
+            captured=captured,
+            written=written,
+            duplicate=duplicate,
+            note=note,
+            facts=[FactBrief.of(f) for f in facts],
+            superseded=more.get("superseded", []),
+        )
+
+    common: dict[str, Any] = {
+        "agent_id": ns.agent_id,
+        "thread_id": thread_id,
+        "message_id": message.message_id,
+        "valid_from": message.time,
+    }
+    if message.role == "assistant":
+        if not is_conclusion(message.text):
+            note = "not kept: a tool call written as text, or an error, is no conclusion (memory.conclusions)"
+            return outcome(False, 0, note=note)
+        # keyed by its own id when it has one; else as the middleware keys a final answer, by its
+        # turn (thread + the user message it answers)
+        key = f"final:{message.message_id}" if message.message_id else f"final:{thread_id}:{asked}"
+        result = store.remember_result(
+            ns,
+            message.text,
+            kind=Kind.CONCLUSION,
+            source=Source.PASSIVE_CAPTURE,
+            acting_on_behalf_of="user",
+            source_key=key,
+            **common,
+        )
+    elif message.role == "tool":
+        if message.is_error:
+            return outcome(False, 0, note="not kept: a failed tool call's output is not captured")
+        if message.tool_name in MEMORY_TOOL_NAMES:
+            return outcome(False, 0, note=f"not kept: {message.tool_name} is the memory's own tool")
+        # a tool result is nobody's instruction: it acts on no one's behalf, and is clipped as a page
+        result = store.capture_message(
+            ns,
+            message.text[:MAX_TOOL_RESULT_CHARS],
+            source=Source.TOOL_RESULT,
+            acting_on_behalf_of=None,
+            **common,
+        )
+    else:
+        result = store.capture_message(
+            ns, message.text, source=Source.PASSIVE_CAPTURE, acting_on_behalf_of="user", **common
+        )
+    if not result.facts:
+        return outcome(False, 0, note="nothing to store: no claim in it")
+    superseded = [
+        Supersession(new=FactBrief.of(s.new), old=FactBrief.of(s.old), reason=s.reason)
+        for s in result.superseded
+    ]
+    return outcome(True, result.written, result.facts, superseded=superseded)
+
+
+def capture_batch(store: FactStore, session_id: str, body: CaptureRequest) -> CaptureResponse:
+    ns = store.root(session_id)
+    outcomes = []
+    asked: str | None = None
+    for index, message in enumerate(body.messages):
+        outcomes.append(capture_one(store, ns, index, message, body.thread_id, asked))
+        if message.role == "user":
+            asked = message.message_id
+    return CaptureResponse(
+        session_id=session_id,
+        written=sum(o.written for o in outcomes),
+        duplicates=sum(o.duplicate for o in outcomes),
+        messages=outcomes,
+    )
+
+
+def as_of_view(store: FactStore, result: SearchResult, session_id: str, at: datetime, k: int) -> SearchResult:
+    """Today's hits as the memory stood at `at`: claims recorded by then, each in the version that was
+    current then (memory.reads.facts_as_of); the rest left out, and said so."""
+    then = {f.head_id: f for f in store.facts_as_of(session_id, at)}
+    hits: list[Hit] = []
+    dropped = list(result.dropped)
+    for hit in result.hits:
+        version = then.get(hit.fact.id)
+        if version is None:
+            dropped.append((hit.fact.short_id, "not in memory yet, or no longer valid, at as_of"))
+            continue
+        if version.id != hit.fact.id:
+            flags = [f for f in hit.flags if not f.startswith(("resolved from", "current; replaced"))]
+            flags.append(f"current at as_of; superseded since by {hit.fact.short_id}")
+            matched = hit.resolved_from if hit.resolved_from and hit.resolved_from.id != version.id else None
+            hit = replace(hit, fact=version, resolved_from=matched, flags=tuple(flags))
+        hits.append(hit)
+    kept = hits[:k]
+    dropped += [(h.fact.short_id, f"beyond k={k}") for h in hits[k:]]
+    return replace(result, hits=tuple(kept), not_in_memory=not kept, dropped=tuple(dropped))
+
+
+def search_session(store: FactStore, ns: Namespace, body: SearchRequest) -> SearchResponse:
+    k = body.k * AS_OF_WIDEN if body.as_of is not None else body.k
+    result = store.search(ns, body.query, replace(store.search_options, k=k))
+    if body.as_of is not None:
+        result = as_of_view(store, result, ns.session_id, body.as_of, body.k)
+    passage_ids = sorted({h.fact.passage_id for h in result.hits if h.fact.passage_id is not None})
+    passages = store.passages(passage_ids) if passage_ids else {}
+    return SearchResponse(
+        session_id=ns.session_id,
+        query=body.query,
+        as_of=body.as_of,
+        not_in_memory=result.not_in_memory,
+        best_score=result.best_score,
+        block=render_block(result),
+        hits=[_hit(h, passages) for h in result.hits],
+        dropped=[Dropped(short_id=s, reason=r) for s, r in result.dropped],
+    )
+
+
+def _hit(hit: Hit, passages: dict[uuid.UUID, str]) -> SearchHit:
+    fact = hit.fact
+    resolved = hit.resolved_from
+    return SearchHit(
+        id=fact.id,
+        short_id=fact.short_id,
+        text=fact.body,
+        kind=fact.kind,
+        status=fact.status,
+        distance=round(hit.distance, 4),
+        score=round(hit.score, 4),
+        claim_similarity=round(hit.claim_similarity, 4),
+        passage_similarity=None if hit.passage_similarity is None else round(hit.passage_similarity, 4),
+        demoted=hit.demoted,
+        flags=list(hit.flags),
+        outdated=shown_as_outdated(hit),
+        untrusted=fact.source in UNTRUSTED_SOURCES or any(f.startswith("untrusted") for f in hit.flags),
+        resolved_from=None
+        if resolved is None
+        else ResolvedFrom(
+            id=resolved.id,
+            short_id=resolved.short_id,
+            text=resolved.body,
+            status=resolved.status,
+            recorded_at=resolved.recorded_at,
+        ),
+        line=hit_line(hit),
+        provenance=Provenance(
+            source=fact.source,
+            agent_id=fact.agent_id,
+            acting_on_behalf_of=fact.acting_on_behalf_of,
+            thread_id=fact.thread_id,
+            message_id=fact.message_id,
+            valid_from=fact.valid_from,
+            recorded_at=fact.recorded_at,
+            passage_id=fact.passage_id,
+            span=fact.span,
+            passage=passages.get(fact.passage_id) if fact.passage_id is not None else None,
+        ),
+    )
+
+
+def session_stats(store: FactStore, session_id: str) -> SessionStats:
+    rows = [CountRow.model_validate(r) for r in store.stats(session_id)]
+    by: dict[str, dict[str, int]] = {"kind": {}, "source": {}, "status": {}}
+    for row in rows:
+        for field, counts in by.items():
+            value = str(getattr(row, field).value)
+            counts[value] = counts.get(value, 0) + row.facts
+    return SessionStats(
+        session_id=session_id,
+        facts=sum(r.facts for r in rows),
+        by_kind=by["kind"],
+        by_source=by["source"],
+        by_status=by["status"],
+        rows=rows,
+        namespaces=[
+            NamespaceOut(id=n.id, parent_id=n.parent_id, path=list(n.path), agent_id=n.agent_id)
+            for n in store.session_namespaces(session_id)
+        ],
+        edges=store.edge_counts(session_id),
+        pinned=len(store.pinned(session_id)),
+    )
+
+
+async def check_health(rt: Runtime) -> HealthResponse:
+    checks: dict[str, Check] = {}
+    try:
+        async with asyncio.timeout(HEALTH_TIMEOUT_S), rt.pool.connection(timeout=HEALTH_TIMEOUT_S) as conn:
+            await conn.execute("SELECT 1")
+            checks["database"] = Check(ok=True, detail="reachable")
+            pending = {
+                "library": await LIBRARY_MIGRATIONS.apending(conn),
+                "playground": await PLAYGROUND_MIGRATIONS.apending(conn),
+            }
+        late = {name: versions for name, versions in pending.items() if versions}
+        checks["migrations"] = Check(
+            ok=not late,
+            detail="current" if not late else "; ".join(f"{n}: {v} not applied" for n, v in late.items()),
+        )
+    except Exception as exc:  # whatever stops the check is the answer
+        checks.setdefault("database", Check(ok=False, detail=f"unreachable: {type(exc).__name__}: {exc}"))
+        checks.setdefault("migrations", Check(ok=False, detail="unknown: the database is unreachable"))
+    try:
+        embedder = rt.embedder
+        async with asyncio.timeout(HEALTH_TIMEOUT_S):
+            [vector] = await rt.facts.aio.run(embedder.embed, ["health check"])
+        ready = len(vector) == embedder.dims
+        detail = (
+            f"{embedder.name}: ready"
+            if ready
+            else f"{embedder.name}: {len(vector)} dimensions, not {embedder.dims}"
+        )
+        checks["embedder"] = Check(ok=ready, detail=detail)
+    except Exception as exc:
+        checks["embedder"] = Check(ok=False, detail=f"{rt.embedder.name}: {type(exc).__name__}: {exc}")
+    return HealthResponse(ok=all(c.ok for c in checks.values()), checks=checks)
+
+
+# -- the routes ----------------------------------------------------------------------------------
+
+
+def api_router() -> APIRouter:
+    router = APIRouter(
+        prefix="/api", tags=["memory"], dependencies=[Depends(require_api_access)], responses=_ERRORS
+    )
+
+    @router.get(
+        "/health",
+        response_model=HealthResponse,
+        responses={503: {"model": HealthResponse, "description": "a check failed"}},
+    )
+    async def health(rt: RuntimeDep, response: Response) -> HealthResponse:
+        """Whether the database answers, its migrations are current and the embedder embeds."""
+        result = await check_health(rt)
+        if not result.ok:
+            response.status_code = 503
+        return result
+
+    @router.get("/stats", response_model=StatsResponse, responses=_not_found("session"))
+    async def stats(
+        rt: RuntimeDep,
+        session_id: Annotated[str | None, Query(pattern=SESSION_ID_PATTERN)] = None,
+    ) -> StatsResponse:
+        """Per session: facts by kind, source and status; its namespaces; its edges; its pins."""
+        facts = rt.facts.aio
+        if session_id is not None:
+            await existing_root(facts, session_id)
+            sessions = [session_id]
+        else:
+            sessions = await facts.sessions()
+        return StatsResponse(sessions=[await facts.run(session_stats, rt.facts, s) for s in sessions])
+
+    @router.post("/sessions/{session_id}/messages", response_model=CaptureResponse)
+    async def capture(session_id: SessionId, body: CaptureRequest, rt: RuntimeDep) -> CaptureResponse:
+        """Capture messages as the middleware does: a user's message is split into claims verbatim
+        (questions kept as directives), a tool result is untrusted content, an assistant's final
+        answer is kept as a conclusion when it is one. Sending a message again writes nothing."""
+        limit = rt.settings.max_message_chars
+        for i, message in enumerate(body.messages):
+            if message.role != "tool" and len(message.text) > limit:
+                raise ApiError(
+                    422, f"messages.{i}.text: {len(message.text)} characters, and the limit is {limit}."
+                )
+            if message.role != "tool" and (message.tool_name is not None or message.is_error):
+                raise ApiError(422, f"messages.{i}: tool_name and is_error are for tool results only.")
+        return await _call(rt.facts.aio.run(capture_batch, rt.facts, session_id, body))  # type: ignore[no-any-return]
+
+    @router.post(
+        "/sessions/{session_id}/search", response_model=SearchResponse, responses=_not_found("session")
+    )
+    async def search(session_id: SessionId, body: SearchRequest, rt: RuntimeDep) -> SearchResponse:
+        """The ranked block for a query, hit by hit: distance, flags (outdated, untrusted), the
+        superseded version a hit resolved from, and where each claim came from."""
+        if len(body.query) > rt.settings.max_message_chars:
+            raise ApiError(422, f"query: longer than {rt.settings.max_message_chars} characters.")
+        facts = rt.facts.aio
+        ns = await existing_root(facts, session_id)
+        return await _call(facts.run(search_session, rt.facts, ns, body))  # type: ignore[no-any-return]
+
+    @router.get(
+        "/sessions/{session_id}/facts/{fact_id}/history",
+        response_model=HistoryResponse,
+        responses=_not_found("fact"),
+    )
+    async def history(session_id: SessionId, fact_id: FactId, rt: RuntimeDep) -> HistoryResponse:
+        """Every version of the claim, oldest first, the current one last."""
+        facts = rt.facts.aio
+        fact = await fact_in_session(facts, session_id, fact_id)
+        versions: list[Fact] = await _call(facts.history(fact))
+        return HistoryResponse(
+            session_id=session_id,
+            fact_id=fact.id,
+            current_id=versions[-1].id,
+            versions=[FactOut.of(v) for v in versions],
+        )
+
+    @router.post(
+        "/sessions/{session_id}/facts",
+        response_model=RememberResponse,
+        status_code=201,
+        responses={200: {"model": RememberResponse, "description": "already stored"}, **_not_found("fact")},
+    )
+    async def remember(
+        session_id: SessionId, body: RememberRequest, rt: RuntimeDep, response: Response
+    ) -> RememberResponse:
+        """Store one fact unsplit (as the remember_fact tool does), optionally correcting one
+        (supersedes) or linked to others (contradicts, relates_to)."""
+        if len(body.text) > rt.settings.max_message_chars:
+            raise ApiError(422, f"text: longer than {rt.settings.max_message_chars} characters.")
+        facts = rt.facts.aio
+        wanted = [(Relation.SUPERSEDES, t) for t in ([body.supersedes] if body.supersedes else [])]
+        wanted += [(Relation.CONTRADICTS, t) for t in body.contradicts]
+        wanted += [(Relation.RELATES_TO, t) for t in body.relates_to]
+        # every target must exist before anything is written
+        targets = [(relation, await fact_in_session(facts, session_id, t)) for relation, t in wanted]
+        ns = await _call(facts.root(session_id))
+        result = await _call(
+            facts.remember_result(
+                ns,
+                body.text,
+                kind=Kind(body.kind),
+                source=Source.REMEMBER_TOOL,
+                acting_on_behalf_of="user",
+                valid_from=body.time,
+            )
+        )
+        fact: Fact = result.facts[0]
+        links = []
+        for relation, target in targets:
+            try:
+                if relation is Relation.SUPERSEDES:
+                    await facts.supersede(fact, target)
+                else:
+                    await facts.relate(fact, relation, target)
+                links.append(Link(relation=relation.value, target=FactBrief.of(target), ok=True))
+            except BeadsMemoryError as exc:
+                links.append(
+                    Link(relation=relation.value, target=FactBrief.of(target), ok=False, detail=str(exc))
+                )
+        if not result.written:
+            response.status_code = 200
+        current: Fact = await facts.get(fact.id)
+        return RememberResponse(
+            session_id=session_id, written=bool(result.written), fact=FactOut.of(current), links=links
+        )
+
+    @router.post(
+        "/sessions/{session_id}/facts/{fact_id}/pin", response_model=PinResponse, responses=_not_found("fact")
+    )
+    async def pin(session_id: SessionId, fact_id: FactId, rt: RuntimeDep) -> PinResponse:
+        """Pin the claim into every prompt (its current version; a later correction stays pinned).
+        Tool results and web pages are never pinned (422)."""
+        facts = rt.facts.aio
+        fact = await fact_in_session(facts, session_id, fact_id)
+        pinned: Fact = await _call(facts.pin(fact, pinned_by="api"))
+        return PinResponse(session_id=session_id, pinned=FactOut.of(pinned))
+
+    @router.delete(
+        "/sessions/{session_id}/facts/{fact_id}/pin",
+        response_model=UnpinResponse,
+        responses=_not_found("fact"),
+    )
+    async def unpin(session_id: SessionId, fact_id: FactId, rt: RuntimeDep) -> UnpinResponse:
+        """Unpin the claim, whichever of its versions was pinned."""
+        facts = rt.facts.aio
+        fact = await fact_in_session(facts, session_id, fact_id)
+        removed: int = await _call(facts.unpin(fact))
+        return UnpinResponse(session_id=session_id, fact_id=fact.id, unpinned=removed)
+
+    @router.delete(
+        "/sessions/{session_id}",
+        response_model=ForgetResponse,
+        responses={
+            **_not_found("session"),
+            409: {"model": ErrorBody, "description": "the session is a playground chat's: delete the chat"},
+        },
+    )
+    async def forget(session_id: SessionId, rt: RuntimeDep) -> ForgetResponse:
+        """Forget the session: a real delete of every fact, edge, passage and namespace it holds."""
+        facts = rt.facts.aio
+        await existing_root(facts, session_id)
+        chat = await fetch_one(
+            rt.pool, "SELECT id FROM playground.chats WHERE session_id = %s", (session_id,)
+        )
+        if chat is not None:
+            raise ApiError(
+                409,
+                f"Session {session_id!r} is the memory of playground chat {chat['id']}: delete the chat "
+                "(it forgets both lanes and its threads too).",
+            )
+        deleted: int = await _call(facts.forget(session_id))
+        return ForgetResponse(session_id=session_id, deleted_facts=deleted)
+
+    return router

@@ -189,7 +189,16 @@ def test_the_command_runs_end_to_end(db_url: str, tmp_path: Path) -> None:
     beam = _write_beam(tmp_path)
     specs = pairs_lib.write_jsonl(tmp_path / "beam.jsonl", pairs_lib.build_beam_pair_specs(beam))
     out = tmp_path / "out"
-    argv = ["supersession", "--pairs", str(own), "--beam", str(beam), "--beam-pairs", str(specs)]
+    argv = [
+        "supersession",
+        "--pairs",
+        str(own),
+        "--beam",
+        str(beam),
+        "--beam-pairs",
+        str(specs),
+        "--beam-chats",
+    ]
     argv += ["--out", str(out), "--embedder", "fake-64", "--database-url", db_url, "--exact-database"]
     assert main(argv) == 0
     rows = pairs_lib.read_jsonl(out / measure.ROWS_FILE)
@@ -201,3 +210,7 @@ def test_the_command_runs_end_to_end(db_url: str, tmp_path: Path) -> None:
     summary = (out / measure.SUMMARY_FILE).read_text()
     assert "## Headline" in summary and "| ours (3) |" in summary
     assert "BEAM questions that make no pair: 2" in summary
+    # the BEAM chats counted whole, with no hand check yet; LoCoMo was not asked for
+    assert "## BEAM: automatic supersessions in whole conversations" in summary
+    assert "## LoCoMo" in summary and "Not run (no --locomo FILE given)." in summary
+    assert (out / measure.whole_file("beam")).exists()

@@ -189,6 +189,9 @@ def parser() -> argparse.ArgumentParser:
     sup.add_argument(
         "--locomo", type=Path, help="a LoCoMo JSON file: count supersessions in whole conversations"
     )
+    sup.add_argument(
+        "--beam-chats", action="store_true", help="also count supersessions in the whole chats of --beam"
+    )
     sup.add_argument("--out", type=Path, default=Path("results/supersession"))
     sup.add_argument(
         "--pairs", type=Path, help="our pair file (default: the one shipped in memory/eval/data)"
@@ -359,17 +362,23 @@ def _supersession(args: argparse.Namespace, console: Console) -> int:
         resolution = pairs_lib.resolve_beam_pairs(pairs_lib.load_beam_pair_specs(beam_pairs), args.beam)
         pairs += resolution.pairs
         unresolved = resolution.unresolved
-    locomo = None
+    whole = []
     if args.locomo is not None:
         from memory.eval.loaders import load_locomo
 
-        locomo = load_locomo(args.locomo)
+        whole.append(load_locomo(args.locomo))
+    if args.beam_chats:
+        if args.beam is None:
+            raise UsageError("--beam-chats counts the chats of --beam")
+        from memory.eval.loaders import load_beam
+
+        whole.append(load_beam(args.beam))
     config = SupersessionConfig(
         out_dir=args.out,
         pairs=pairs,
         beam_unresolved=unresolved,
         beam_dir=None if args.beam is None else args.beam.name,
-        locomo=locomo,
+        whole=whole,
         embedder=args.embedder,
         database_url=args.database_url,
         exact_database=args.exact_database,

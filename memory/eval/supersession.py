@@ -7,13 +7,15 @@ passive capture of a user message), then the new one(s) a day later. The pair is
 the new messages; otherwise `keep_both`. Nothing else is read: the figures are the store's
 behaviour, whatever rule (or none) it runs on capture.
 
-For LoCoMo, whole conversations are captured as the evaluation ingests them (both speakers are user
-turns) and every supersedes edge capture wrote is counted; a seeded sample of them is written out
-with its texts for a hand check (that file is never committed: LoCoMo's licence forbids copying its
-text), and the verdicts, kept by id in `locomo-verdicts.jsonl`, are counted in the summary.
+For LoCoMo (and with `--beam-chats` BEAM's chats), whole conversations are captured as the evaluation
+ingests them (LoCoMo's two speakers are both user turns) and every supersedes edge capture wrote is
+counted; a seeded sample of them is written out with its texts for a hand check (that file is never
+committed: the datasets' licences forbid copying their text), and the verdicts, kept by id in
+`<dataset>-verdicts.jsonl`, are counted in the summary. Pairs say how the rules do on what they were
+written for; whole conversations say how often they fire where nobody wrote them a test.
 
 Files written under the output folder: `pair-rows.jsonl` (one row per pair), `beam-unresolved.json`,
-`locomo.json` and `summary.md`, which hold ids only for BEAM and LoCoMo (a rule's reason string can
+`locomo.json` / `beam.json` and `summary.md`, which hold ids only for BEAM and LoCoMo (a rule's reason string can
 quote the text it compared, so only its leading words, up to the first quote or value, are kept
 there), and `private/` (BEAM links and the LoCoMo sample with their texts and full reasons: for
 reading, never committed).
@@ -43,11 +45,25 @@ if TYPE_CHECKING:
 
 ROWS_FILE = "pair-rows.jsonl"  # not rows.jsonl: results/.gitignore keeps those local
 UNRESOLVED_FILE = "beam-unresolved.json"
-LOCOMO_FILE = "locomo.json"
 PRIVATE_DIR = "private"  # data text: .gitignore'd, never committed
-LOCOMO_TEXTS = "locomo-sample-texts.md"
 BEAM_TEXTS = "beam-links.md"
-LOCOMO_VERDICTS = "locomo-verdicts.jsonl"  # the hand check, by id: {key, verdict: right|wrong, note}
+# per dataset counted whole: <name>.json, private/<name>-sample-texts.md and the hand check by id,
+# <name>-verdicts.jsonl ({key, verdict: right|wrong, note})
+WHOLE_DATASETS = ("locomo", "beam")
+
+
+def whole_file(name: str) -> str:
+    return f"{name}.json"
+
+
+def verdicts_file(name: str) -> str:
+    return f"{name}-verdicts.jsonl"
+
+
+def sample_texts_file(name: str) -> str:
+    return f"{name}-sample-texts.md"
+
+
 SUMMARY_FILE = "summary.md"
 VERDICTS = ("right", "wrong")
 
@@ -74,7 +90,7 @@ class SupersessionConfig:
     pairs: list[Pair]
     beam_unresolved: list[dict[str, Any]] = field(default_factory=list)
     beam_dir: str | None = None  # the data's label, for the summary
-    locomo: Dataset | None = None
+    whole: list[Dataset] = field(default_factory=list)  # counted whole: LoCoMo, BEAM's chats
     embedder: str = "minilm"
     database_url: str | None = None
     exact_database: bool = False
@@ -209,7 +225,7 @@ def measure_pair(store: FactStore, pair: Pair) -> dict[str, Any]:
 # -- LoCoMo: what capture supersedes in whole conversations ----------------------------------------------
 
 
-def locomo_supersessions(store: FactStore, dataset: Dataset) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def whole_supersessions(store: FactStore, dataset: Dataset) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Capture every conversation of `dataset` into its own session; every supersedes edge written."""
     from memory.eval.ingest import capture_conversation
 
@@ -283,10 +299,10 @@ def write_sample_texts(path: Path, dataset: Dataset, sample: Sequence[dict[str, 
     """The sampled pairs with their texts, to read for the hand check (never committed)."""
     turns = {(c.id, t.id): t for c in dataset.conversations for t in c.turns}
     lines = [
-        "# LoCoMo automatic supersessions: sample for the hand check (LoCoMo text: do not commit)",
+        f"# {dataset.name} automatic supersessions: sample for the hand check (data text: do not commit)",
         "",
         f"Judge each as right (the new claim replaces the old one) or wrong; record verdicts by key in "
-        f"{LOCOMO_VERDICTS}.",
+        f"{verdicts_file(dataset.name)}.",
         "",
     ]
     for n, item in enumerate(sample, 1):
@@ -361,12 +377,12 @@ def run(config: SupersessionConfig) -> Path:
             "unresolved": config.beam_unresolved,
         }
         (out / UNRESOLVED_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-        if config.locomo is not None:
-            found, per_conversation = locomo_supersessions(store, config.locomo)
+        for dataset in config.whole:
+            found, per_conversation = whole_supersessions(store, dataset)
             sample = draw_sample(found, config.sample_size, config.seed)
-            write_sample_texts(out / PRIVATE_DIR / LOCOMO_TEXTS, config.locomo, sample)
-            locomo = {
-                "settings": {**settings, "database": database, "source": _label(config.locomo.source)},
+            write_sample_texts(out / PRIVATE_DIR / sample_texts_file(dataset.name), dataset, sample)
+            counted = {
+                "settings": {**settings, "database": database, "source": _label(dataset.source)},
                 "conversations": per_conversation,
                 "supersessions": len(found),
                 "undone": sum(item["undone"] for item in found),
@@ -375,7 +391,9 @@ def run(config: SupersessionConfig) -> Path:
                 "sample_size": config.sample_size,
                 "sample": [{**item, "reason": reason_kind(item["reason"])} for item in sample],
             }
-            (out / LOCOMO_FILE).write_text(json.dumps(locomo, indent=2) + "\n", encoding="utf-8")
+            (out / whole_file(dataset.name)).write_text(
+                json.dumps(counted, indent=2) + "\n", encoding="utf-8"
+            )
     return write_summary(out)
 
 
@@ -432,9 +450,9 @@ def _groups(rows: Sequence[dict[str, Any]]) -> list[tuple[str, list[dict[str, An
 def summary_markdown(
     rows: Sequence[dict[str, Any]],
     unresolved: dict[str, Any] | None,
-    locomo: dict[str, Any] | None,
-    verdicts: Sequence[dict[str, Any]],
+    whole: dict[str, tuple[dict[str, Any] | None, Sequence[dict[str, Any]]]],
 ) -> str:
+    """The summary; `whole` holds, per dataset counted whole, its counts (None: not run) and verdicts."""
     lines = ["# Automatic supersession: labeled pairs", ""]
     settings = (unresolved or {}).get("settings", {})
     if settings:
@@ -514,7 +532,8 @@ def summary_markdown(
         lines += ["", f"## Superseded only through lines of code (fenced blocks): {len(code_rows)}", ""]
         lines += [f"- `{r['id']}` ({r['category']}, label {r['label']})" for r in code_rows]
     lines += _unresolved_section(unresolved)
-    lines += _locomo_section(locomo, verdicts)
+    for name, (counted, verdicts) in whole.items():
+        lines += _whole_section(name, counted, verdicts)
     return "\n".join(lines) + "\n"
 
 
@@ -534,9 +553,13 @@ def _unresolved_section(unresolved: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def _locomo_section(locomo: dict[str, Any] | None, verdicts: Sequence[dict[str, Any]]) -> list[str]:
+_TITLES = {"locomo": ("LoCoMo", "--locomo FILE"), "beam": ("BEAM", "--beam DIR --beam-chats")}
+
+
+def _whole_section(name: str, locomo: dict[str, Any] | None, verdicts: Sequence[dict[str, Any]]) -> list[str]:
+    title, flag = _TITLES.get(name, (name, name))
     if locomo is None:
-        return ["", "## LoCoMo", "", "Not run (no --locomo file given)."]
+        return ["", f"## {title}", "", f"Not run (no {flag} given)."]
     settings = locomo.get("settings", {})
     turns = sum(c["turns"] for c in locomo["conversations"].values())
     facts = sum(c["facts_written"] for c in locomo["conversations"].values())
@@ -546,7 +569,7 @@ def _locomo_section(locomo: dict[str, Any] | None, verdicts: Sequence[dict[str, 
     wrong = sum(v["verdict"] == "wrong" for v in judged)
     lines = [
         "",
-        "## LoCoMo: automatic supersessions in whole conversations",
+        f"## {title}: automatic supersessions in whole conversations",
         "",
         f"{settings.get('source')}, {len(locomo['conversations'])} conversations, {turns:,} turns, {facts:,} facts "
         f"written, automatic supersession {settings.get('auto_supersede')}, run {settings.get('run_at')}.",
@@ -568,11 +591,16 @@ def write_summary(out: Path) -> Path:
     """summary.md from the files of `out` (rows, unresolved BEAM questions, LoCoMo, verdicts)."""
     rows = read_jsonl(out / ROWS_FILE) if (out / ROWS_FILE).exists() else []
     unresolved = json.loads((out / UNRESOLVED_FILE).read_text()) if (out / UNRESOLVED_FILE).exists() else None
-    locomo = json.loads((out / LOCOMO_FILE).read_text()) if (out / LOCOMO_FILE).exists() else None
-    verdicts = read_jsonl(out / LOCOMO_VERDICTS) if (out / LOCOMO_VERDICTS).exists() else []
-    bad = [v for v in verdicts if v.get("verdict") not in VERDICTS]
-    if bad:
-        raise ValueError(f"{LOCOMO_VERDICTS}: verdicts must be one of {VERDICTS}: {bad[:3]}")
+    whole: dict[str, tuple[dict[str, Any] | None, Sequence[dict[str, Any]]]] = {}
+    for name in WHOLE_DATASETS:
+        counted = (
+            json.loads((out / whole_file(name)).read_text()) if (out / whole_file(name)).exists() else None
+        )
+        verdicts = read_jsonl(out / verdicts_file(name)) if (out / verdicts_file(name)).exists() else []
+        bad = [v for v in verdicts if v.get("verdict") not in VERDICTS]
+        if bad:
+            raise ValueError(f"{verdicts_file(name)}: verdicts must be one of {VERDICTS}: {bad[:3]}")
+        whole[name] = (counted, verdicts)
     path = out / SUMMARY_FILE
-    path.write_text(summary_markdown(rows, unresolved, locomo, verdicts), encoding="utf-8")
+    path.write_text(summary_markdown(rows, unresolved, whole), encoding="utf-8")
     return path

@@ -19,10 +19,16 @@ the old state ended. Each rule traces to a way people restate or correct a fact:
   ambiguity   a new claim that states the old value too, without marking it as the old one
               ("from", "not", "instead of"), lists values; it corrects none.
 
+  intent      a changed value in an aligned slot is a correction only with a sign that the speaker
+              means one: a strong cue just before the new value ("moved it to Friday", "correction:
+              ..."), the old value named as the old one ("from Friday to Monday"), a weak cue ("now")
+              with two slot words, or a restatement (the same words around another value). Long
+              chats about one project are full of dated plans and amounts of different things that
+              share a word; without this, each would retire something the user still means.
+  code        a line of code pasted into a chat ("margin: 20px;") states nothing about the user.
+
 Where the rules cannot decide, `judge` says no and both facts stay active: ranking then orders them
-(memory.slots). Cue words ("actually", "correction", "now", "changed to") make a verdict's reason
-clearer but are not required: a plain restatement with a new value, said later, is a correction.
-Everything here is a pure function of the two texts.
+(memory.slots). Everything here is a pure function of the two texts.
 """
 
 from __future__ import annotations

@@ -40,11 +40,13 @@ async def test_a_step_saved_without_its_checkpoint_resumes_the_nodes_after_it(pl
         # the model's reply is saved as the step's writes, its checkpoint is not: LangGraph then shows
         # no `next` at all, yet the final-answer capture has not run
         rt.saver = LosesOneCheckpoint(rt.pool)  # type: ignore[arg-type]
+        rt.compile_lanes()  # the lanes are compiled once, with the saver they were given
         chat = await create_chat(rt.pool)
         submitted = await submit_message(rt.pool, chat.id, STATEMENT, "k")
         assert submitted is not None
         await await_idle(play_db)
         rt.saver = AsyncPostgresSaver(rt.pool)  # type: ignore[arg-type]
+        rt.compile_lanes()
         control = await create_chat(rt.pool)
         await submit_message(rt.pool, control.id, STATEMENT, "k")
         await await_idle(play_db)

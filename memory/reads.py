@@ -121,7 +121,7 @@ def session_stats(conn: psycopg.Connection[DictRow], session_id: str) -> list[di
     ).fetchall()
 
 
-def edge_counts(conn: psycopg.Connection, session_id: str) -> dict[str, int]:
+def edge_counts(conn: psycopg.Connection[DictRow], session_id: str) -> dict[str, int]:
     """The session's edges by relation; undone supersedes edges (kept as history) count apart, as
     "supersedes (undone)"."""
     rows = conn.execute(
@@ -136,7 +136,7 @@ def edge_counts(conn: psycopg.Connection, session_id: str) -> dict[str, int]:
     return {r["relation"]: int(r["edges"]) for r in rows}
 
 
-def session_ids(conn: psycopg.Connection) -> list[str]:
+def session_ids(conn: psycopg.Connection[DictRow]) -> list[str]:
     """Every session that has a namespace (anything stored, or a root opened), in order."""
     rows = conn.execute("SELECT DISTINCT session_id FROM beads.namespaces ORDER BY session_id").fetchall()
     return [r["session_id"] for r in rows]

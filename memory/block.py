@@ -203,9 +203,9 @@ def _lines(
             dropped.append((fact.short_id, "its words are in the passage shown with a better-ranked fact"))
             continue
         text = texts.get(pid) if pid is not None and thin.get(fact.id) else None
-        if text is not None and span is not None:
+        if pid is not None and text is not None and span is not None:
             shown_text, shown_range = excerpt(text, span, settings.passage_chars)
-            shown.setdefault(pid, []).append(shown_range)  # type: ignore[arg-type]
+            shown.setdefault(pid, []).append(shown_range)
             excerpts[fact.id] = shown_text
             lines.append(hit_line(hit, shown_text))
         else:

@@ -44,7 +44,7 @@ def mask_url(url: str) -> str:
     """`url` with any password replaced by ***, for URLs and key=value conninfo strings alike."""
     if "://" not in url:
         params = conninfo_to_dict(url)  # the caller has checked that it parses
-        return make_conninfo(**{k: "***" if k == "password" else v for k, v in params.items()})
+        return make_conninfo("", **{k: "***" if k == "password" else v for k, v in params.items()})
     parts = urlsplit(url)
     netloc = parts.netloc
     if "@" in netloc:

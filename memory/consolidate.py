@@ -37,6 +37,7 @@ from typing import Any, Protocol
 
 import numpy as np
 import psycopg
+from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 from psycopg_pool import ConnectionPool
 
@@ -180,7 +181,7 @@ def find_merges(rows: Sequence[dict[str, Any]], threshold: float) -> tuple[list[
     return merges, no_vector
 
 
-def _apply_merge(conn: psycopg.Connection, merge: Merge, now: datetime) -> Merge | None:
+def _apply_merge(conn: psycopg.Connection[DictRow], merge: Merge, now: datetime) -> Merge | None:
     """Archive the duplicates behind the survivor, if all of them are still mergeable; one transaction."""
     ids = [merge.survivor, *merge.duplicates]
     with conn.transaction():
@@ -212,7 +213,7 @@ def _apply_merge(conn: psycopg.Connection, merge: Merge, now: datetime) -> Merge
 
 
 def _expire(
-    conn: psycopg.Connection,
+    conn: psycopg.Connection[DictRow],
     session_id: str,
     cutoff: datetime,
     now: datetime,
@@ -265,14 +266,14 @@ class PooledSpace(Protocol):
     naming the two here keeps this module from importing the store that calls it)."""
 
     @property
-    def pool(self) -> ConnectionPool: ...
+    def pool(self) -> ConnectionPool[psycopg.Connection[DictRow]]: ...
 
     @property
     def embedder_id(self) -> int: ...
 
 
 def consolidate(
-    target: PooledSpace | psycopg.Connection,
+    target: PooledSpace | psycopg.Connection[DictRow],
     session_id: str,
     *,
     embedder_id: int | None = None,
@@ -305,7 +306,7 @@ def consolidate(
 
 
 def _run(
-    conn: psycopg.Connection,
+    conn: psycopg.Connection[DictRow],
     report: ConsolidationReport,
     embedder_id: int | None,
     merge: bool,
@@ -331,7 +332,9 @@ def _run(
         report.expired = _expire(conn, report.session_id, cutoff, report.now, report.horizon, report.dry_run)
 
 
-def note_retrieved(conn: psycopg.Connection, ids: Iterable[uuid.UUID], now: datetime | None = None) -> int:
+def note_retrieved(
+    conn: psycopg.Connection[DictRow], ids: Iterable[uuid.UUID], now: datetime | None = None
+) -> int:
     """Record that these facts reached a model; returns how many rows were written.
 
     One statement, rows upserted in id order (two turns noting overlapping facts cannot deadlock);
@@ -353,7 +356,9 @@ def note_retrieved(conn: psycopg.Connection, ids: Iterable[uuid.UUID], now: date
     ).rowcount
 
 
-def retrieval_stats(conn: psycopg.Connection, session_id: str) -> dict[uuid.UUID, tuple[datetime, int]]:
+def retrieval_stats(
+    conn: psycopg.Connection[DictRow], session_id: str
+) -> dict[uuid.UUID, tuple[datetime, int]]:
     """When each of the session's facts was last retrieved, and how often (facts never retrieved absent)."""
     rows = conn.execute(
         "SELECT r.fact_id, r.last_retrieved_at, r.times FROM beads.retrievals r "

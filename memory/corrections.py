@@ -295,7 +295,8 @@ def values(text: str) -> list[Value]:
         elif kind == "time":
             norm = _time_norm(raw)
         elif kind in ("number", "percent"):
-            n = _norm_number(re.match(_NUMBER, raw).group(0)) if re.match(_NUMBER, raw) else None
+            leading = re.match(_NUMBER, raw)
+            n = _norm_number(leading.group(0)) if leading else None
             norm = raw.lower() if n is None else f"{n:g}"
         else:
             norm = raw.lower().rstrip(".")
@@ -483,7 +484,7 @@ def _subjects_differ(old: _Claim, new: _Claim) -> str | None:
         old.person
         and new.person
         and old.person != new.person
-        and not ("self" in persons and any(p.startswith("name:") for p in persons))
+        and not ("self" in persons and any(p is not None and p.startswith("name:") for p in persons))
         and not _same_possession(old, new)
     ):
         return (

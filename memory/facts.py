@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from memory import vectors
@@ -54,7 +55,7 @@ class NewFact:
     passage: str | None = None
     passage_vector: Sequence[float] | None = None
     span: tuple[int, int] | None = None
-    metadata: dict | None = None
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +142,7 @@ def fact_params(ns: Namespace, item: NewFact, provenance: Provenance, fid: uuid.
 
 
 def insert_facts(
-    conn: psycopg.Connection,
+    conn: psycopg.Connection[DictRow],
     ns: Namespace,
     items: Sequence[NewFact],
     provenance: Provenance,
@@ -156,7 +157,7 @@ def insert_facts(
     for item in items:
         check_trust(item.source, item.kind)
     ids: list[uuid.UUID] = []
-    inserted: list[psycopg.Cursor[Any]] = []
+    inserted: list[psycopg.Cursor[DictRow]] = []
     fact_vectors: list[tuple[uuid.UUID, Sequence[float]]] = []
     # Pipelined: no statement below needs an earlier one's answer, so the whole write travels to the
     # server at once and waits for one reply instead of one per statement.
@@ -184,21 +185,21 @@ def insert_facts(
     return ids, new
 
 
-def get_facts(conn: psycopg.Connection, ids: Iterable[uuid.UUID]) -> list[Fact]:
+def get_facts(conn: psycopg.Connection[DictRow], ids: Iterable[uuid.UUID]) -> list[Fact]:
     ids = list(ids)
     rows = conn.execute(f"SELECT {FACT_COLUMNS} FROM beads.facts WHERE id = ANY(%s)", (ids,)).fetchall()
     by_id = {r["id"]: Fact.from_row(r) for r in rows}
     return [by_id[i] for i in ids if i in by_id]
 
 
-def get_fact(conn: psycopg.Connection, fid: uuid.UUID) -> Fact:
+def get_fact(conn: psycopg.Connection[DictRow], fid: uuid.UUID) -> Fact:
     facts = get_facts(conn, [fid])
     if not facts:
         raise FactNotFoundError(f"no fact {fid}")
     return facts[0]
 
 
-def resolve_short_id(conn: psycopg.Connection, session_id: str, short_id: str) -> Fact:
+def resolve_short_id(conn: psycopg.Connection[DictRow], session_id: str, short_id: str) -> Fact:
     """The fact of this session whose id starts with `short_id` (what tools hand to agents)."""
     cleaned = short_id.strip().lower().replace("-", "")
     if len(cleaned) < 6 or any(c not in "0123456789abcdef" for c in cleaned):
@@ -215,7 +216,7 @@ def resolve_short_id(conn: psycopg.Connection, session_id: str, short_id: str) -
     return Fact.from_row(rows[0])
 
 
-def _lock(conn: psycopg.Connection, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Fact]:
+def _lock(conn: psycopg.Connection[DictRow], ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Fact]:
     # lock in id order so two concurrent supersedes of overlapping facts cannot deadlock
     rows = conn.execute(
         f"SELECT {FACT_COLUMNS} FROM beads.facts WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
@@ -224,7 +225,9 @@ def _lock(conn: psycopg.Connection, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID,
     return {r["id"]: Fact.from_row(r) for r in rows}
 
 
-def claim_similarity(conn: psycopg.Connection, a: uuid.UUID, b: uuid.UUID, embedder_id: int) -> float | None:
+def claim_similarity(
+    conn: psycopg.Connection[DictRow], a: uuid.UUID, b: uuid.UUID, embedder_id: int
+) -> float | None:
     row = conn.execute(
         """
         SELECT 1 - (va.embedding <=> vb.embedding) AS similarity
@@ -237,7 +240,7 @@ def claim_similarity(conn: psycopg.Connection, a: uuid.UUID, b: uuid.UUID, embed
 
 
 def supersede(
-    conn: psycopg.Connection,
+    conn: psycopg.Connection[DictRow],
     new_id: uuid.UUID,
     old_id: uuid.UUID,
     embedder_id: int,
@@ -305,7 +308,7 @@ def supersede(
     return get_fact(conn, target.id)
 
 
-def undo_supersede(conn: psycopg.Connection, new_id: uuid.UUID, old_id: uuid.UUID) -> Fact:
+def undo_supersede(conn: psycopg.Connection[DictRow], new_id: uuid.UUID, old_id: uuid.UUID) -> Fact:
     """Take back `new_id` superseding `old_id`: the old fact is current again, with every version
     it had replaced; the edge is kept, marked undone, as history. Returns the restored fact."""
     with conn.transaction():
@@ -343,7 +346,7 @@ def undo_supersede(conn: psycopg.Connection, new_id: uuid.UUID, old_id: uuid.UUI
     return get_fact(conn, old_id)
 
 
-def relate(conn: psycopg.Connection, src: uuid.UUID, relation: Relation, dst: uuid.UUID) -> None:
+def relate(conn: psycopg.Connection[DictRow], src: uuid.UUID, relation: Relation, dst: uuid.UUID) -> None:
     """Add a non-supersedes edge (supersedes has its own guarded path)."""
     if relation is Relation.SUPERSEDES:
         raise ValueError("use supersede() for supersedes edges: it is guarded")
@@ -369,7 +372,7 @@ def relate(conn: psycopg.Connection, src: uuid.UUID, relation: Relation, dst: uu
 
 
 def relate_many(
-    conn: psycopg.Connection, src: uuid.UUID, relation: Relation, dsts: Sequence[uuid.UUID]
+    conn: psycopg.Connection[DictRow], src: uuid.UUID, relation: Relation, dsts: Sequence[uuid.UUID]
 ) -> None:
     """`relate` for one source and many targets, all or nothing."""
     with conn.transaction():
@@ -377,7 +380,7 @@ def relate_many(
             relate(conn, src, relation, dst)
 
 
-def edges_of(conn: psycopg.Connection, fid: uuid.UUID) -> list[tuple[uuid.UUID, str, uuid.UUID]]:
+def edges_of(conn: psycopg.Connection[DictRow], fid: uuid.UUID) -> list[tuple[uuid.UUID, str, uuid.UUID]]:
     rows = conn.execute(
         "SELECT src, relation, dst FROM beads.edges WHERE src = %s OR dst = %s ORDER BY created_at, relation",
         (fid, fid),
@@ -386,7 +389,7 @@ def edges_of(conn: psycopg.Connection, fid: uuid.UUID) -> list[tuple[uuid.UUID, 
 
 
 def replacement_reasons(
-    conn: psycopg.Connection, heads: Sequence[uuid.UUID]
+    conn: psycopg.Connection[DictRow], heads: Sequence[uuid.UUID]
 ) -> dict[uuid.UUID, tuple[bool, str | None]]:
     """For each of `heads`, whether the edge by which it replaced its predecessor was written
     automatically by capture (memory.supersession), and the reason recorded with it."""
@@ -400,7 +403,7 @@ def replacement_reasons(
     return {r["src"]: (bool(r["automatic"]), r["reason"]) for r in rows}
 
 
-def archive(conn: psycopg.Connection, ids: Sequence[uuid.UUID], summary_id: uuid.UUID) -> None:
+def archive(conn: psycopg.Connection[DictRow], ids: Sequence[uuid.UUID], summary_id: uuid.UUID) -> None:
     """Compaction: archive `ids` behind `summary_id` (derived_from edges), all or nothing."""
     with conn.transaction():
         found = _lock(conn, [summary_id, *ids])
@@ -421,7 +424,7 @@ def archive(conn: psycopg.Connection, ids: Sequence[uuid.UUID], summary_id: uuid
         )
 
 
-def forget_session(conn: psycopg.Connection, session_id: str) -> int:
+def forget_session(conn: psycopg.Connection[DictRow], session_id: str) -> int:
     """Delete everything the session stored, in one transaction; returns the number of facts removed."""
     with conn.transaction():
         conn.execute("DELETE FROM beads.edges WHERE session_id = %s", (session_id,))

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
 
 import psycopg
+from psycopg.rows import DictRow
 from psycopg_pool import ConnectionPool, PoolClosed
 
 from memory import vectors
@@ -25,7 +25,7 @@ IDLE_EXIT_SECONDS = 10.0
 
 
 class BackgroundIndexer:
-    def __init__(self, pool: ConnectionPool, batch: int = 128) -> None:
+    def __init__(self, pool: ConnectionPool[psycopg.Connection[DictRow]], batch: int = 128) -> None:
         self._pool = pool
         self._batch = batch
         self._wake = threading.Event()
@@ -64,7 +64,7 @@ class BackgroundIndexer:
                 _log.warning("background indexing failed; will retry on the next write", exc_info=True)
 
 
-def _drain(conn: psycopg.Connection[Any], batch: int) -> int:
+def _drain(conn: psycopg.Connection[DictRow], batch: int) -> int:
     total = 0
     while moved := vectors.index_pending(conn, batch):
         total += moved

@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain.agents import AgentState
@@ -41,6 +41,7 @@ from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStat
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.config import get_config, get_stream_writer
 from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from memory.assembler import (
@@ -181,8 +182,9 @@ def _thread_id() -> str | None:
         return None
 
 
-def _context(runtime: Any) -> Any:
-    """The run's context from a hook's runtime (None when the run has none)."""
+def _context(runtime: object) -> Any:
+    """The run's context from a hook's runtime (None when the run has none); whatever the caller
+    passed as `context`, which memory.scope reads."""
     return getattr(runtime, "context", None)
 
 
@@ -327,7 +329,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         ns: Namespace,
         messages: Sequence[AnyMessage],
         shown: Collection[int],
-        state: dict[str, Any],
+        state: Mapping[str, Any],
         done: Collection[str] = (),
     ) -> list[str]:
         """Evict mode: capture what is not shown verbatim (dropped, or cleared to a placeholder)."""
@@ -336,19 +338,19 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         gone = [m for i, m in enumerate(messages) if i not in shown]
         return self._capture(ns, gone, {*state.get("beads_captured", ()), *done})
 
-    def capture_pending(self, state: dict[str, Any], namespace: Namespace | None = None) -> list[str]:
+    def capture_pending(self, state: Mapping[str, Any], namespace: Namespace | None = None) -> list[str]:
         """Capture every message of `state` not captured yet (thread end, fork, merge) into `namespace`
         (None: the current call's); returns the ids."""
         ns = namespace or self.resolve()
         return self._capture(ns, state.get("messages", []), set(state.get("beads_captured", ())))
 
-    def _capture_new(self, state: dict[str, Any], context: Any) -> dict[str, Any] | None:
+    def _capture_new(self, state: Mapping[str, Any], context: Any) -> dict[str, Any] | None:
         if self.capture != "eager":
             return None
         new = self.capture_pending(state, self.resolve(context))
         return {"beads_captured": new} if new else None
 
-    def _capture_final(self, ns: Namespace, state: dict[str, Any]) -> None:
+    def _capture_final(self, ns: Namespace, state: Mapping[str, Any]) -> None:
         if not self.capture_final or not state["messages"]:
             return
         final = state["messages"][-1]
@@ -370,23 +372,23 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
                 source_key=f"final:{thread_id}:{asked}",
             )
 
-    def _end_thread(self, state: dict[str, Any], context: Any) -> dict[str, Any] | None:
+    def _end_thread(self, state: Mapping[str, Any], context: Any) -> dict[str, Any] | None:
         # the thread's messages are about to be out of every later call's reach: capture what is left
         ns = self.resolve(context)
         new = self.capture_pending(state, ns) if self.capture == "evict" else []
         self._capture_final(ns, state)
         return {"beads_captured": new} if new else None
 
-    def before_model(self, state: BeadsState, runtime: Any) -> dict[str, Any] | None:
+    def before_model(self, state: BeadsState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return self._capture_new(state, _context(runtime))
 
-    async def abefore_model(self, state: BeadsState, runtime: Any) -> dict[str, Any] | None:
+    async def abefore_model(self, state: BeadsState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return await self.store.aio.run(self._capture_new, state, _context(runtime))
 
-    def after_agent(self, state: BeadsState, runtime: Any) -> dict[str, Any] | None:
+    def after_agent(self, state: BeadsState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return self._end_thread(state, _context(runtime))
 
-    async def aafter_agent(self, state: BeadsState, runtime: Any) -> dict[str, Any] | None:
+    async def aafter_agent(self, state: BeadsState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return await self.store.aio.run(self._end_thread, state, _context(runtime))
 
     # -- fork: a sub-agent starts without the supervisor's context ------------------------------
@@ -400,14 +402,14 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         )
 
     @staticmethod
-    def _with_captured(result: ToolMessage | Command, captured: list[str]) -> ToolMessage | Command:
+    def _with_captured(result: ToolMessage | Command[Any], captured: list[str]) -> ToolMessage | Command[Any]:
         if captured and isinstance(result, ToolMessage):
             return Command(update={"messages": [result], "beads_captured": captured})
         return result
 
     def wrap_tool_call(
-        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command]
-    ) -> ToolMessage | Command:
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]]
+    ) -> ToolMessage | Command[Any]:
         if not self._is_fork(request):
             return handler(request)
         captured = self.capture_pending(request.state, self.resolve(_context(request.runtime)))
@@ -416,8 +418,8 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
     async def awrap_tool_call(
         self,
         request: ToolCallRequest,
-        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command]],
-    ) -> ToolMessage | Command:
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
         if not self._is_fork(request):
             return await handler(request)
         ns = await self.store.aio.run(self.resolve, _context(request.runtime))
@@ -476,10 +478,12 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         call = self.plan_call(slots, [m.id for m in full], query, fixed, before_search=evict, namespace=ns)
         assembly, result = call.assembly, call.result
         system = "\n\n".join(part for part in (base, call.block) if part)
-        view = [
-            cleared_tool_message(full[i], slots[i].tokens) if i in assembly.cleared else full[i]
-            for i in assembly.window
-        ]
+        view: list[AnyMessage] = []
+        for i in assembly.window:
+            message = full[i]
+            if i in assembly.cleared and isinstance(message, ToolMessage):  # only tool results are cleared
+                message = cleared_tool_message(message, slots[i].tokens)
+            view.append(message)
         if result is not None and result.hits:  # what expiry reads; search itself stays a pure read
             self.store.note_retrieved([hit.fact.id for hit in result.hits])
 
@@ -506,7 +510,9 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         return _Prepared(overridden, event, captured)
 
     @staticmethod
-    def _respond(prepared: _Prepared, response: ModelResponse) -> Any:
+    def _respond(
+        prepared: _Prepared, response: ModelResponse[Any]
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         # the handler returns a plain ModelResponse (create_agent collects inner middlewares'
         # commands separately), so the ids captured at eviction ride along as our own command
         if not prepared.captured:
@@ -516,15 +522,17 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         )
 
     def wrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
-    ) -> ModelResponse:
+        self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         prepared = self._prepare(request)
         _emit(prepared.event)
         return self._respond(prepared, handler(prepared.request))
 
     async def awrap_model_call(
-        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
-    ) -> ModelResponse:
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         prepared = await self.store.aio.run(self._prepare, request)
         _emit(prepared.event)
         return self._respond(prepared, await handler(prepared.request))

@@ -64,8 +64,8 @@ class MigrationSet:
     def migrations(self) -> tuple[Migration, ...]:
         return _load(self.package)
 
-    def _prologue(self) -> list[sql.Composable]:
-        statements: list[sql.Composable] = [
+    def _prologue(self) -> list[sql.Composed]:
+        statements: list[sql.Composed] = [
             sql.SQL("CREATE EXTENSION IF NOT EXISTS {}").format(sql.Identifier(e)) for e in self.extensions
         ]
         statements.append(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
@@ -120,7 +120,7 @@ class MigrationSet:
             for migration in self.migrations():
                 if migration.version not in applied:
                     with conn.transaction():
-                        conn.execute(sql.SQL(migration.sql))  # type: ignore[arg-type]  # a file shipped with us
+                        conn.execute(sql.SQL(migration.sql))  # not a literal, but a file shipped with us
                         conn.execute(self._record(), (migration.version, migration.name))
                     done.append(migration.version)
             return done
@@ -139,7 +139,7 @@ class MigrationSet:
             for migration in self.migrations():
                 if migration.version not in applied:
                     async with conn.transaction():
-                        await conn.execute(sql.SQL(migration.sql))  # type: ignore[arg-type]
+                        await conn.execute(sql.SQL(migration.sql))  # a file shipped with us
                         await conn.execute(self._record(), (migration.version, migration.name))
                     done.append(migration.version)
             return done

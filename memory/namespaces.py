@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 
 import psycopg
+from psycopg.rows import DictRow
 
 from memory.errors import NamespaceNotFoundError
 from memory.ids import child_segment, namespace_id
@@ -18,7 +19,7 @@ from memory.model import Namespace
 _COLUMNS = "id, session_id, parent_id, lineage, path, agent_id"
 
 
-def root_namespace(conn: psycopg.Connection, session_id: str, agent_id: str = "root") -> Namespace:
+def root_namespace(conn: psycopg.Connection[DictRow], session_id: str, agent_id: str = "root") -> Namespace:
     """The session's root namespace, created on first use with a derived (replayable) id."""
     if not session_id:
         raise ValueError("session_id must be a non-empty string")
@@ -31,7 +32,9 @@ def root_namespace(conn: psycopg.Connection, session_id: str, agent_id: str = "r
     return get_namespace(conn, ns_id)
 
 
-def fork_namespace(conn: psycopg.Connection, parent: Namespace, label: str, agent_id: str) -> Namespace:
+def fork_namespace(
+    conn: psycopg.Connection[DictRow], parent: Namespace, label: str, agent_id: str
+) -> Namespace:
     """A new child namespace of `parent` for a sub-agent; its path segment ends in a random suffix."""
     if not label:
         raise ValueError("a forked namespace needs a label")
@@ -46,21 +49,21 @@ def fork_namespace(conn: psycopg.Connection, parent: Namespace, label: str, agen
     return Namespace.from_row(row)
 
 
-def get_namespace(conn: psycopg.Connection, ns_id: uuid.UUID) -> Namespace:
+def get_namespace(conn: psycopg.Connection[DictRow], ns_id: uuid.UUID) -> Namespace:
     row = conn.execute(f"SELECT {_COLUMNS} FROM beads.namespaces WHERE id = %s", (ns_id,)).fetchone()
     if row is None:
         raise NamespaceNotFoundError(f"no namespace {ns_id}")
     return Namespace.from_row(row)
 
 
-def children(conn: psycopg.Connection, ns_id: uuid.UUID) -> list[Namespace]:
+def children(conn: psycopg.Connection[DictRow], ns_id: uuid.UUID) -> list[Namespace]:
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM beads.namespaces WHERE parent_id = %s ORDER BY created_at, id", (ns_id,)
     ).fetchall()
     return [Namespace.from_row(r) for r in rows]
 
 
-def subtree(conn: psycopg.Connection, ns_id: uuid.UUID) -> list[Namespace]:
+def subtree(conn: psycopg.Connection[DictRow], ns_id: uuid.UUID) -> list[Namespace]:
     """`ns_id` and every namespace below it, parents before children."""
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM beads.namespaces WHERE lineage @> ARRAY[%s]::uuid[] "
@@ -70,7 +73,7 @@ def subtree(conn: psycopg.Connection, ns_id: uuid.UUID) -> list[Namespace]:
     return [Namespace.from_row(r) for r in rows]
 
 
-def session_namespaces(conn: psycopg.Connection, session_id: str) -> list[Namespace]:
+def session_namespaces(conn: psycopg.Connection[DictRow], session_id: str) -> list[Namespace]:
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM beads.namespaces WHERE session_id = %s "
         "ORDER BY array_length(lineage, 1), created_at, id",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import psycopg
+from psycopg.rows import DictRow
 
 from memory.errors import BeadsMemoryError, FactNotFoundError, UntrustedWriteError
 from memory.facts import fact_columns, get_fact
@@ -68,7 +69,7 @@ SELECT DISTINCT ON (h.id) {_H}, p.fact_id AS pinned_id, p.pinned_by, p.pinned_at
 
 
 def pinned_facts(
-    conn: psycopg.Connection, session_id: str, lineage: tuple[uuid.UUID, ...] | None = None
+    conn: psycopg.Connection[DictRow], session_id: str, lineage: tuple[uuid.UUID, ...] | None = None
 ) -> list[PinnedFact]:
     """The session's pinned claims, oldest pin first; with `lineage`, only those a namespace with that
     lineage may read (its own and its ancestors': a sub-agent inherits its supervisor's standing rules)."""
@@ -79,7 +80,7 @@ def pinned_facts(
     return sorted(pins, key=lambda p: (p.pinned_at, p.pinned_id))
 
 
-def _chain_pins(conn: psycopg.Connection, head_id: uuid.UUID) -> list[uuid.UUID]:
+def _chain_pins(conn: psycopg.Connection[DictRow], head_id: uuid.UUID) -> list[uuid.UUID]:
     rows = conn.execute(
         "SELECT p.fact_id FROM beads.pins p JOIN beads.facts f ON f.id = p.fact_id WHERE f.head_id = %s",
         (head_id,),
@@ -87,7 +88,7 @@ def _chain_pins(conn: psycopg.Connection, head_id: uuid.UUID) -> list[uuid.UUID]
     return [r["fact_id"] for r in rows]
 
 
-def pin(conn: psycopg.Connection, fact_id: uuid.UUID, pinned_by: str) -> Fact:
+def pin(conn: psycopg.Connection[DictRow], fact_id: uuid.UUID, pinned_by: str) -> Fact:
     """Pin the claim `fact_id` belongs to (its current version); returns that version.
 
     Pinning an already pinned claim is a no-op, so a replayed tool call pins once.
@@ -107,7 +108,7 @@ def pin(conn: psycopg.Connection, fact_id: uuid.UUID, pinned_by: str) -> Fact:
     return head
 
 
-def unpin(conn: psycopg.Connection, fact_id: uuid.UUID) -> int:
+def unpin(conn: psycopg.Connection[DictRow], fact_id: uuid.UUID) -> int:
     """Unpin the claim `fact_id` belongs to, whichever version the pin was placed on; returns the
     number of pins removed (0 when it was not pinned)."""
     with conn.transaction():

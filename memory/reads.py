@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import psycopg
+from psycopg.rows import DictRow
 
 from memory.facts import fact_columns
 from memory.model import Fact
@@ -15,7 +16,7 @@ from memory.model import Fact
 _F = fact_columns("f")
 
 
-def facts_in_namespace(conn: psycopg.Connection, ns_id: uuid.UUID) -> list[Fact]:
+def facts_in_namespace(conn: psycopg.Connection[DictRow], ns_id: uuid.UUID) -> list[Fact]:
     """Everything stored in one namespace, retired facts included, oldest first (the audit view)."""
     rows = conn.execute(
         f"SELECT {_F} FROM beads.facts f WHERE f.namespace_id = %s ORDER BY f.recorded_at, f.id", (ns_id,)
@@ -23,7 +24,7 @@ def facts_in_namespace(conn: psycopg.Connection, ns_id: uuid.UUID) -> list[Fact]
     return [Fact.from_row(r) for r in rows]
 
 
-def rollup_from(conn: psycopg.Connection, child: uuid.UUID, parent: uuid.UUID) -> Fact | None:
+def rollup_from(conn: psycopg.Connection[DictRow], child: uuid.UUID, parent: uuid.UUID) -> Fact | None:
     """The summary a forked namespace wrote into its parent (conclude_task or the fallback), if any."""
     row = conn.execute(
         f"""
@@ -38,7 +39,10 @@ def rollup_from(conn: psycopg.Connection, child: uuid.UUID, parent: uuid.UUID) -
 
 
 def subtree_facts(
-    conn: psycopg.Connection, ns_id: uuid.UUID, agent_id: str | None = None, include_retired: bool = False
+    conn: psycopg.Connection[DictRow],
+    ns_id: uuid.UUID,
+    agent_id: str | None = None,
+    include_retired: bool = False,
 ) -> list[Fact]:
     """Active facts in the namespaces below `ns_id` (not its own), optionally of one sub-agent."""
     rows = conn.execute(
@@ -55,7 +59,7 @@ def subtree_facts(
     return [Fact.from_row(r) for r in rows]
 
 
-def session_facts(conn: psycopg.Connection, session_id: str) -> list[Fact]:
+def session_facts(conn: psycopg.Connection[DictRow], session_id: str) -> list[Fact]:
     rows = conn.execute(
         f"SELECT {_F} FROM beads.facts f WHERE f.session_id = %s ORDER BY f.recorded_at, f.id", (session_id,)
     ).fetchall()
@@ -63,7 +67,7 @@ def session_facts(conn: psycopg.Connection, session_id: str) -> list[Fact]:
 
 
 def facts_as_of(
-    conn: psycopg.Connection, session_id: str, at: datetime, include_directives: bool = False
+    conn: psycopg.Connection[DictRow], session_id: str, at: datetime, include_directives: bool = False
 ) -> list[Fact]:
     """The facts that were true at `at`, as the system knew them then.
 
@@ -83,7 +87,7 @@ def facts_as_of(
     return [Fact.from_row(r) for r in rows]
 
 
-def supersede_history(conn: psycopg.Connection, fid: uuid.UUID) -> list[Fact]:
+def supersede_history(conn: psycopg.Connection[DictRow], fid: uuid.UUID) -> list[Fact]:
     """Every version of the claim `fid` belongs to, oldest first; the last one is current."""
     rows = conn.execute(
         f"""
@@ -98,7 +102,7 @@ def supersede_history(conn: psycopg.Connection, fid: uuid.UUID) -> list[Fact]:
     return sorted(facts, key=lambda f: f.id == f.head_id)
 
 
-def passage_texts(conn: psycopg.Connection, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+def passage_texts(conn: psycopg.Connection[DictRow], ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
     """The text of each passage (the message claims were cut from) among `ids` that still exists."""
     if not ids:
         return {}
@@ -106,7 +110,7 @@ def passage_texts(conn: psycopg.Connection, ids: Sequence[uuid.UUID]) -> dict[uu
     return {r["id"]: r["body"] for r in rows}
 
 
-def session_stats(conn: psycopg.Connection, session_id: str) -> list[dict[str, object]]:
+def session_stats(conn: psycopg.Connection[DictRow], session_id: str) -> list[dict[str, object]]:
     """Counts by kind, source and status: what a session stored, at a glance."""
     return conn.execute(
         """
@@ -117,7 +121,7 @@ def session_stats(conn: psycopg.Connection, session_id: str) -> list[dict[str, o
     ).fetchall()
 
 
-def edge_counts(conn: psycopg.Connection, session_id: str) -> dict[str, int]:
+def edge_counts(conn: psycopg.Connection[DictRow], session_id: str) -> dict[str, int]:
     """The session's edges by relation; undone supersedes edges (kept as history) count apart, as
     "supersedes (undone)"."""
     rows = conn.execute(
@@ -132,7 +136,7 @@ def edge_counts(conn: psycopg.Connection, session_id: str) -> dict[str, int]:
     return {r["relation"]: int(r["edges"]) for r in rows}
 
 
-def session_ids(conn: psycopg.Connection) -> list[str]:
+def session_ids(conn: psycopg.Connection[DictRow]) -> list[str]:
     """Every session that has a namespace (anything stored, or a root opened), in order."""
     rows = conn.execute("SELECT DISTINCT session_id FROM beads.namespaces ORDER BY session_id").fetchall()
     return [r["session_id"] for r in rows]

@@ -24,6 +24,7 @@ The pipeline, in order (every step traces to a failure the seed system measured)
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 import weakref
@@ -36,6 +37,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 from psycopg.pq import TransactionStatus
+from psycopg.rows import DictRow
 
 from memory.facts import get_facts, replacement_reasons
 from memory.model import Hit, Kind, Namespace, SearchResult, Status
@@ -287,10 +289,10 @@ HNSW_EF_SEARCH_MAX = 1000
 # must keep walking until enough rows pass the session/scope filter (pgvector 0.8's iterative scan).
 # Set once per pooled connection instead of per search: a search is then a single statement, with no
 # BEGIN, SET LOCAL or COMMIT round trips (a third of its time at 100k facts, bench/search_latency.py).
-_CONFIGURED: weakref.WeakKeyDictionary[psycopg.Connection[Any], int] = weakref.WeakKeyDictionary()
+_CONFIGURED: weakref.WeakKeyDictionary[psycopg.Connection[DictRow], int] = weakref.WeakKeyDictionary()
 
 
-def _session_settings_hold(conn: psycopg.Connection[Any], ef_search: int) -> bool:
+def _session_settings_hold(conn: psycopg.Connection[DictRow], ef_search: int) -> bool:
     """Make sure the session carries the settings; False when it cannot (a transaction is open, whose
     rollback would undo a SET: then the caller scopes them to its transaction instead)."""
     if not conn.autocommit or conn.info.transaction_status != TransactionStatus.IDLE:
@@ -363,13 +365,15 @@ _COMMON_WORDS_MAX = 100_000
 _common_words: dict[tuple[Any, ...], float] = {}
 
 
-def _common_key(conn: psycopg.Connection[Any], session_id: str, options: SearchOptions) -> tuple[Any, ...]:
+def _common_key(
+    conn: psycopg.Connection[DictRow], session_id: str, options: SearchOptions
+) -> tuple[Any, ...]:
     info = conn.info
     return (info.host, info.port, info.dbname, session_id, options.keyword_common)
 
 
 def known_common_words(
-    conn: psycopg.Connection[Any], session_id: str, query: str, options: SearchOptions
+    conn: psycopg.Connection[DictRow], session_id: str, query: str, options: SearchOptions
 ) -> frozenset[str]:
     """The query's words that a recent search of this session found common."""
     if not options.keyword:
@@ -379,7 +383,7 @@ def known_common_words(
 
 
 def remember_common_words(
-    conn: psycopg.Connection[Any],
+    conn: psycopg.Connection[DictRow],
     session_id: str,
     options: SearchOptions,
     params: dict[str, Any],
@@ -410,7 +414,7 @@ def ef_search_for(options: SearchOptions) -> int:
     return min(HNSW_EF_SEARCH_MAX, max(40, candidate_count(options)))
 
 
-def set_hnsw(conn: psycopg.Connection[Any], ef_search: int, *, local: bool) -> None:
+def set_hnsw(conn: psycopg.Connection[DictRow], ef_search: int, *, local: bool) -> None:
     """The HNSW settings a search needs: for the current transaction only (`local`), or the session."""
     conn.execute(
         "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', %s), set_config('hnsw.ef_search', %s, %s)",
@@ -418,13 +422,13 @@ def set_hnsw(conn: psycopg.Connection[Any], ef_search: int, *, local: bool) -> N
     )
 
 
-def set_hnsw_local(conn: psycopg.Connection[Any], ef_search: int) -> None:
+def set_hnsw_local(conn: psycopg.Connection[DictRow], ef_search: int) -> None:
     """The HNSW settings for the current transaction only."""
     set_hnsw(conn, ef_search, local=True)
 
 
 def search(
-    conn: psycopg.Connection,
+    conn: psycopg.Connection[DictRow],
     ns: Namespace,
     query: str,
     query_vector: Sequence[float],
@@ -504,7 +508,7 @@ def recency_bonus(valid_from: datetime | None, options: SearchOptions, now: date
     if not options.recency_weight or valid_from is None:
         return 0.0
     age = max((now - valid_from) / options.recency_half_life, 0.0)
-    return options.recency_weight * 2.0 ** (-age)
+    return options.recency_weight * math.pow(2.0, -age)
 
 
 def fuse(

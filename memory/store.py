@@ -10,12 +10,14 @@ import asyncio
 import contextvars
 import functools
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
+import psycopg
+from psycopg.rows import DictRow
 from psycopg_pool import ConnectionPool
 
 from memory import consolidate as consolidation
@@ -24,6 +26,7 @@ from memory import namespaces as ns_sql
 from memory import pins as pin_sql
 from memory import reads, retrieval, supersession, vectors
 from memory.embedders.base import Embedder, embed_query
+from memory.errors import FactNotFoundError
 from memory.facts import NewFact, Provenance
 from memory.indexer import BackgroundIndexer
 from memory.migrate import setup as migrate
@@ -53,7 +56,7 @@ class FactStore:
 
     def __init__(
         self,
-        pool: ConnectionPool,
+        pool: ConnectionPool[psycopg.Connection[DictRow]],
         embedder: Embedder,
         *,
         search_options: SearchOptions | None = None,
@@ -366,7 +369,12 @@ class FactStore:
     # -- reads -------------------------------------------------------------------------------------
 
     def search(
-        self, ns: Namespace, query: str, options: SearchOptions | None = None, **overrides: Any
+        self,
+        /,  # `overrides` takes any keyword: self positional-only lets the async face copy this signature
+        ns: Namespace,
+        query: str,
+        options: SearchOptions | None = None,
+        **overrides: Any,
     ) -> SearchResult:
         """Ranked facts for `query` as `ns` may see them (see memory.retrieval for the pipeline)."""
         options = (
@@ -455,7 +463,7 @@ class FactStore:
         return ref.id if isinstance(ref, Fact) else ref
 
     @staticmethod
-    def _id(conn: Any, ref: FactRef) -> uuid.UUID:
+    def _id(conn: psycopg.Connection[DictRow], ref: FactRef) -> uuid.UUID:
         if isinstance(ref, Fact):
             return ref.id
         if isinstance(ref, uuid.UUID):
@@ -463,7 +471,7 @@ class FactStore:
         try:
             return uuid.UUID(ref)
         except ValueError:
-            raise fact_sql.FactNotFoundError(
+            raise FactNotFoundError(
                 f"{ref!r} is not a fact id; use store.get(short_id, session_id)"
             ) from None
 
@@ -472,12 +480,17 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _threaded(method: Callable[..., R]) -> Callable[..., Any]:
+def _threaded(
+    method: Callable[Concatenate[FactStore, P], R],
+) -> Callable[Concatenate[AsyncFactStore, P], Awaitable[R]]:
+    """The async face of a FactStore method: same parameters, same result, awaited."""
     name = method.__name__
 
     @functools.wraps(method)
-    async def run(self: AsyncFactStore, *args: Any, **kwargs: Any) -> R:
-        return await self.run(getattr(self.sync, name), *args, **kwargs)
+    async def run(self: AsyncFactStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        # looked up on the instance, so a subclass's override is the one that runs
+        bound: Callable[P, R] = getattr(self.sync, name)
+        return await self.run(bound, *args, **kwargs)
 
     return run
 
@@ -494,7 +507,7 @@ class AsyncFactStore:
     def close(self) -> None:
         self._executor.shutdown(wait=True)
 
-    async def run(self, fn: Callable[..., R], *args: Any, **kwargs: Any) -> R:
+    async def run(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R:
         """Run any blocking function that uses this store on the store's threads."""
         loop = asyncio.get_running_loop()
         # carry the caller's context (LangGraph's config and stream writer live in context variables)

@@ -14,11 +14,11 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from langchain.agents import create_agent
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 
@@ -35,6 +35,15 @@ SUBAGENT_PROMPT = (
     "When you are done, call conclude_task with a short summary of what you found, then answer."
 )
 REPROMPT = "You have not called conclude_task. Call it now with a summary of what you found."
+
+
+class SubagentOptions(TypedDict, total=False):
+    """How `make_subagent_tool` runs each sub-agent: `run_subagent`'s keyword arguments."""
+
+    system_prompt: str
+    max_reprompts: int
+    window: int
+    capture: CaptureMode
 
 
 def _fallback(store: FactStore, child: Namespace, researcher: str, reason: str) -> Fact:
@@ -102,7 +111,7 @@ def run_subagent(
         capture=capture,
     )
     agent = create_agent(model, tools=list(tools), system_prompt=system_prompt, middleware=[middleware])
-    messages: list[Any] = [HumanMessage(task)]
+    messages: list[AnyMessage | dict[str, Any]] = [HumanMessage(task)]  # what the agent's input takes
     last_answer = ""
     state: dict[str, Any] | None = None
     try:
@@ -147,7 +156,7 @@ def make_subagent_tool(
         "Delegate a research task to a sub-agent named `researcher` (e.g. researcher_qdrant). It works in its "
         "own memory and returns its summary; read its raw findings later with recall_from_subagents."
     ),
-    **kwargs: Any,
+    **kwargs: Unpack[SubagentOptions],
 ) -> BaseTool:
     """A tool the orchestrator calls to fork a sub-agent for one task. The fork is made under the
     calling run's namespace (memory.scope: its `session_id`), `parent` being only the default, so one

@@ -22,6 +22,7 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.rows import DictRow
 
 from memory import corrections
 from memory import facts as fact_sql
@@ -74,7 +75,7 @@ def may_correct(fact: Fact) -> bool:
 
 
 def apply(
-    conn: psycopg.Connection[Any],
+    conn: psycopg.Connection[DictRow],
     ns: Namespace,
     new_facts: Sequence[Fact],
     claim_vectors: Mapping[uuid.UUID, Sequence[float]],
@@ -134,7 +135,7 @@ def apply(
     return done
 
 
-def automatic_edges(conn: psycopg.Connection[Any], session_id: str) -> list[dict[str, Any]]:
+def automatic_edges(conn: psycopg.Connection[DictRow], session_id: str) -> list[dict[str, Any]]:
     """The session's automatic supersedes edges, newest first, undone ones included (as history)."""
     return conn.execute(
         """

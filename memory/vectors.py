@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import psycopg
 from pgvector import Vector
 from psycopg import sql
+from psycopg.rows import DictRow
 
 from memory.embedders.base import Embedder
 from memory.errors import ConfigurationError
@@ -21,7 +22,7 @@ from memory.errors import ConfigurationError
 _INDEX_LOCK_KEY = 0x6265616474  # serialises index creation between processes
 
 
-def register_embedder(conn: psycopg.Connection, name: str, dims: int) -> int:
+def register_embedder(conn: psycopg.Connection[DictRow], name: str, dims: int) -> int:
     """The id of the embedding space `name`, creating it and its indexes on first use."""
     if not 1 <= int(dims) <= 2000:
         # pgvector's HNSW index stops at 2,000 dimensions for `vector`
@@ -41,6 +42,8 @@ def register_embedder(conn: psycopg.Connection, name: str, dims: int) -> int:
         ).fetchone()
         if row is None:
             row = conn.execute("SELECT id FROM beads.embedders WHERE name = %s", (name,)).fetchone()
+            # it conflicted, so it is there: embedders are never deleted
+            assert row is not None
         embedder_id = int(row["id"])
         for table in ("fact_vectors", "passage_vectors"):
             # ids and dims are integers we produced: safe to place in DDL as literals
@@ -74,7 +77,7 @@ MARK_WRITTEN = "DELETE FROM beads.vector_coverage WHERE session_id = %s AND embe
 
 
 def write_fact_vectors(
-    conn: psycopg.Connection, embedder_id: int, rows: Sequence[tuple[uuid.UUID, Sequence[float]]]
+    conn: psycopg.Connection[DictRow], embedder_id: int, rows: Sequence[tuple[uuid.UUID, Sequence[float]]]
 ) -> None:
     if rows:
         with conn.cursor() as cur:
@@ -82,14 +85,14 @@ def write_fact_vectors(
 
 
 def write_passage_vectors(
-    conn: psycopg.Connection, embedder_id: int, rows: Sequence[tuple[uuid.UUID, Sequence[float]]]
+    conn: psycopg.Connection[DictRow], embedder_id: int, rows: Sequence[tuple[uuid.UUID, Sequence[float]]]
 ) -> None:
     if rows:
         with conn.cursor() as cur:
             cur.executemany(INSERT_PASSAGE_VECTOR, [(embedder_id, pid, as_vector(vec)) for pid, vec in rows])
 
 
-def mark_written(conn: psycopg.Connection, session_id: str, embedder_id: int) -> None:
+def mark_written(conn: psycopg.Connection[DictRow], session_id: str, embedder_id: int) -> None:
     """After a write embedded with `embedder_id`, other spaces no longer cover the session."""
     conn.execute(MARK_WRITTEN, (session_id, embedder_id))
 
@@ -109,7 +112,7 @@ SELECT p.id, p.body FROM beads.passages p
 
 
 def ensure_coverage(
-    conn: psycopg.Connection, session_id: str, embedder: Embedder, embedder_id: int, batch: int = 256
+    conn: psycopg.Connection[DictRow], session_id: str, embedder: Embedder, embedder_id: int, batch: int = 256
 ) -> int:
     """Embed every fact and passage of the session that lacks a vector in this space; returns how many."""
     covered = conn.execute(
@@ -140,7 +143,7 @@ UPDATE beads.{table} v SET indexed = true
 """
 
 
-def index_pending(conn: psycopg.Connection, batch: int = 128) -> int:
+def index_pending(conn: psycopg.Connection[DictRow], batch: int = 128) -> int:
     """Move up to `batch` vectors per table written since the last call into the HNSW indexes (the
     UPDATE makes the row match the indexes' predicate); returns how many. Short transactions, and
     SKIP LOCKED, so two indexers, or an indexer and a forget, never wait on each other."""
@@ -152,9 +155,10 @@ def index_pending(conn: psycopg.Connection, batch: int = 128) -> int:
     return moved
 
 
-def pending_count(conn: psycopg.Connection) -> int:
+def pending_count(conn: psycopg.Connection[DictRow]) -> int:
     row = conn.execute(
         "SELECT (SELECT count(*) FROM beads.fact_vectors WHERE NOT indexed) "
         "+ (SELECT count(*) FROM beads.passage_vectors WHERE NOT indexed) AS n"
     ).fetchone()
-    return int(row["n"] if isinstance(row, dict) else row[0])
+    assert row is not None  # a query of aggregates always returns its one row
+    return int(row["n"])

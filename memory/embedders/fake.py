@@ -16,7 +16,7 @@ import hashlib
 import math
 import random
 import re
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -60,9 +60,9 @@ class FakeEmbedder:
         return [x / norm for x in total]
 
 
-def _features(text: str) -> Counter[str]:
+def _features(text: str) -> dict[str, float]:
     """The weighted features of ``text``: its words and the trigrams of each word."""
-    features: Counter[str] = Counter()
+    features: defaultdict[str, float] = defaultdict(float)
     for word in _WORD.findall(text.lower()):
         features["w:" + word] += _WORD_WEIGHT
         # Pad so that a word's start and end are features of their own ("<bu", "et>").

@@ -178,6 +178,8 @@ class MiniLMEmbedder:
         if "token_type_ids" in runtime.input_names:
             # One segment per text, so every type id is 0.
             feed["token_type_ids"] = np.zeros_like(ids)
+        # onnxruntime ships no types: run() returns one array per model output, the hidden states first
+        hidden: np.ndarray
         (hidden, *_) = runtime.session.run(None, feed)
         if hidden.ndim != 3 or hidden.shape[-1] != self.dims:
             raise EmbedderUnavailableError(
@@ -189,7 +191,8 @@ class MiniLMEmbedder:
         summed = (hidden * weights).sum(axis=1)
         pooled = summed / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return pooled / np.clip(norms, 1e-12, None)
+        unit: np.ndarray = pooled / np.clip(norms, 1e-12, None)  # numpy's stubs make reductions Any
+        return unit
 
 
 def _verify_sha256(path: Path, expected: str) -> None:

@@ -135,4 +135,5 @@ def _unit_rows(vectors: np.ndarray, expected: int, dims: int) -> list[list[float
             f"{PACKAGE} returned shape {vectors.shape}, expected ({expected}, {dims})"
         )
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return (vectors / np.clip(norms, 1e-12, None)).tolist()
+    rows: list[list[float]] = (vectors / np.clip(norms, 1e-12, None)).tolist()  # numpy types tolist() Any
+    return rows

@@ -37,6 +37,7 @@ from memory.model import Hit, Namespace, SearchResult, Status
 from memory.retrieval import SearchOptions
 
 if TYPE_CHECKING:
+    import bm25s  # ships no types: BM25 is Any to the checker, named here for the reader
     from langgraph.store.postgres import PostgresStore
 
     from memory.store import FactStore
@@ -206,9 +207,9 @@ class BM25Arm(RankedTurnsArm):
 
     def __init__(self) -> None:
         super().__init__()
-        self._indexes: dict[str, tuple[object, list[str]]] = {}
+        self._indexes: dict[str, tuple[bm25s.BM25, list[str]]] = {}
 
-    def _index(self, view: ConversationView) -> tuple[object, list[str]]:
+    def _index(self, view: ConversationView) -> tuple[bm25s.BM25, list[str]]:
         import bm25s
 
         cid = f"{view.conversation.id}@{len(view.conversation.turns)}"  # a view may stop early
@@ -228,11 +229,11 @@ class BM25Arm(RankedTurnsArm):
 
         retriever, ids = self._index(view)
         [terms] = bm25s.tokenize([question.question], stopwords="en", show_progress=False, return_ids=False)
-        vocab = retriever.vocab_dict  # type: ignore[attr-defined]
+        vocab = retriever.vocab_dict
         known = [t for t in terms if t in vocab]
         if not known:
             return [], True
-        scores = retriever.get_scores(known)  # type: ignore[attr-defined]
+        scores = retriever.get_scores(known)
         order = sorted(range(len(ids)), key=lambda i: (-float(scores[i]), i))
         return [(ids[i], float(scores[i])) for i in order if scores[i] > 0], True
 

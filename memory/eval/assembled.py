@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memory.assembler import Assembly, Budgets, Item, MessageSlot, assemble, cleared_text, plan_window
+from memory.assembler import Role as SlotRole
 from memory.block import HEADER, NOTHING, PINNED_HEADER, clip, shown_as_outdated
 from memory.eval.arms import FACT_LINE_TOKENS, FACTS_TITLE, MAX_K, WIDEN_BELOW, FactsArm
 from memory.eval.conversation import Question, Turn
@@ -57,7 +58,7 @@ def standing_rules(fact: Fact, turn: Turn) -> bool:
     return bool(_RULE.search(fact.body) or _PREFERENCE.search(fact.body))
 
 
-_ROLES = {"user": "human", "assistant": "ai", "tool": "tool"}
+_ROLES: dict[str, SlotRole] = {"user": "human", "assistant": "ai", "tool": "tool"}
 
 
 def cleared_line(turn: Turn, tokens: int) -> str:

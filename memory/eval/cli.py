@@ -351,13 +351,13 @@ def _supersession(args: argparse.Namespace, console: Console) -> int:
         previous = pairs_lib.read_jsonl(beam_pairs) if beam_pairs.exists() else []
         specs = pairs_lib.build_beam_pair_specs(args.beam, previous)
         pairs_lib.write_jsonl(beam_pairs, specs)
-        unresolved = sum(bool(s["unresolved"]) for s in specs)
-        console.print(f"wrote {beam_pairs}: {len(specs)} questions, {unresolved} make no pair")
+        no_pair = sum(bool(s["unresolved"]) for s in specs)
+        console.print(f"wrote {beam_pairs}: {len(specs)} questions, {no_pair} make no pair")
         return 0
     pairs = pairs_lib.load_own_pairs(args.pairs or pairs_lib.OWN_PAIRS)
     if args.pairs is None:
         pairs += pairs_lib.load_own_pairs(pairs_lib.BLIND_PAIRS, source="ours-blind")
-    unresolved: list[dict] = []
+    unresolved: list[dict[str, Any]] = []
     if args.beam is not None:
         resolution = pairs_lib.resolve_beam_pairs(pairs_lib.load_beam_pair_specs(beam_pairs), args.beam)
         pairs += resolution.pairs

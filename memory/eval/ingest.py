@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
+from psycopg.rows import DictRow
 
 from memory.embedders.cache import CachedEmbedder
 from memory.eval.arms import docstore_namespace
@@ -157,7 +158,7 @@ class Ingestor:
     """Ingests conversations into `facts` and `docs` (both on the database `conn` points at)."""
 
     def __init__(
-        self, facts: FactStore, docs: PostgresStore, conn: psycopg.Connection, embedder: Embedder
+        self, facts: FactStore, docs: PostgresStore, conn: psycopg.Connection[DictRow], embedder: Embedder
     ) -> None:
         self.facts = facts
         self.docs = docs

@@ -15,7 +15,16 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory.eval.conversation import Conversation, Dataset, JudgePrompt, LoadIssues, Question, Session, Turn
+from memory.eval.conversation import (
+    Conversation,
+    Dataset,
+    JudgePrompt,
+    LoadIssues,
+    Question,
+    Role,
+    Session,
+    Turn,
+)
 
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
@@ -240,7 +249,7 @@ def _load_beam_chat(folder: Path, conv_id: str, issues: LoadIssues) -> Conversat
                 turn_id = f"{turn_id}#{ordinal}"
             seen.add(turn_id)
             text = _BEAM_INDEX_MARKER.sub("", str(message.get("content") or "")).strip()
-            role = "assistant" if message.get("role") == "assistant" else "user"
+            role: Role = "assistant" if message.get("role") == "assistant" else "user"
             ordinal += 1
             if not text:
                 issues.note("empty turns skipped", f"{conv_id}: {turn_id}")
@@ -359,7 +368,7 @@ def load_longmemeval(path: str | Path) -> Dataset:
                 if not text:
                     issues.note("empty turns skipped", f"{qid}: {turn_id}")
                     continue
-                role = "assistant" if raw.get("role") == "assistant" else "user"
+                role: Role = "assistant" if raw.get("role") == "assistant" else "user"
                 stamp = started + timedelta(seconds=k) if started else None
                 turns.append(Turn(turn_id, session_id, role, role, text, stamp))
                 if raw.get("has_answer") and session_id in answer_sessions:

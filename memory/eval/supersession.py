@@ -183,7 +183,8 @@ def measure_pair(store: FactStore, pair: Pair) -> dict[str, Any]:
             continue
         edge = edges.get(fact.id, {})
         # the direct successor when it is one of the new facts, else the head of the chain
-        successor = now.get(edge.get("src")) if edge.get("src") in new_ids else now[fact.head_id]
+        src = edge.get("src")
+        successor = now.get(src) if src is not None and src in new_ids else now[fact.head_id]
         assert successor is not None
         links.append((fact, successor, edge))
     expected_linked = None

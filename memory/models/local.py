@@ -206,7 +206,7 @@ class LocalChatModel(BaseChatModel):
         tool_choice: Any,
         known_ids: list[str],
         sampling: dict[str, Any],
-    ) -> Iterator[tuple[str, str | None]]:
+    ) -> Generator[tuple[str, str | None], None, None]:
         """The reply so far after each piece the model writes, and the piece's finish reason.
 
         Free text is generated unconstrained. Once the reply opens a tool call (see

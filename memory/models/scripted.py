@@ -75,10 +75,8 @@ class ScriptedChatModel(BaseChatModel):
         with self._lock:
             self._queue.extend(replies)
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
-        names = []
-        for t in tools:
-            names.append(t.get("name") if isinstance(t, dict) else getattr(t, "name", str(t)))
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
+        names = [_tool_name(t) for t in tools]
         self._bound_tools = names
         with self._lock:
             self._tool_history.append(names)
@@ -155,3 +153,9 @@ def _usage(messages: Sequence[BaseMessage], reply: AIMessage) -> dict[str, int]:
     words_in = sum(len(str(m.content).split()) for m in messages)
     words_out = len(str(reply.content).split())
     return {"input_tokens": words_in, "output_tokens": words_out, "total_tokens": words_in + words_out}
+
+
+def _tool_name(tool: Any) -> str:
+    """A bound tool's name: a tool's `name`, a schema dict's "name"; else the tool as text."""
+    name = tool.get("name") if isinstance(tool, dict) else getattr(tool, "name", None)
+    return name if isinstance(name, str) else str(tool)

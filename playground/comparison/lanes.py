@@ -11,11 +11,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain.agents import create_agent
-from langchain.agents.middleware import ModelCallLimitMiddleware
+from langchain.agents import AgentState, create_agent
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    InputAgentState,
+    ModelCallLimitMiddleware,
+    OutputAgentState,
+)
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+from langgraph.types import Checkpointer
 
 from memory.assembler import InjectionMode
 from memory.middleware import BeadsMemoryMiddleware, CaptureMode
@@ -55,8 +63,11 @@ def beads_prompt(memory_tools: bool = True) -> str:
 # small models can call the same tool again and again; both lanes stop at the same bound
 MAX_MODEL_CALLS = 12
 
+# what create_agent compiles with no structured output; a run's context is the caller's to choose
+Agent = CompiledStateGraph[AgentState[Any], Any, InputAgentState, OutputAgentState[Any]]
 
-def _call_limit(max_model_calls: int | None) -> list[Any]:
+
+def _call_limit(max_model_calls: int | None) -> list[AgentMiddleware[Any, Any]]:
     return (
         []
         if max_model_calls is None
@@ -100,13 +111,13 @@ def stock_tools(
 
 def build_stock_agent(
     model: BaseChatModel,
-    store: Any,
+    store: BaseStore,
     *,
     tools: Sequence[BaseTool] = (),
-    checkpointer: Any = None,
+    checkpointer: Checkpointer = None,
     research: bool = True,
     max_model_calls: int | None = MAX_MODEL_CALLS,
-) -> Any:
+) -> Agent:
     """create_agent + LangMem tools on `store` (PostgresStore or AsyncPostgresStore).
 
     Run it with config {"configurable": {"thread_id": ..., "session_id": ...}}: LangMem fills its
@@ -129,14 +140,14 @@ def build_beads_agent(
     session_id: str | None = None,
     *,
     tools: Sequence[BaseTool] = (),
-    checkpointer: Any = None,
+    checkpointer: Checkpointer = None,
     research: bool = True,
     window: int = 10,
     max_model_calls: int | None = MAX_MODEL_CALLS,
     injection: InjectionMode = "always",
     capture: CaptureMode = "eager",
     memory_tools: bool = True,
-) -> tuple[Any, BeadsMemoryMiddleware]:
+) -> tuple[Agent, BeadsMemoryMiddleware]:
     """create_agent + BeadsMemoryMiddleware (`injection` and `capture` as the middleware takes them;
     its sub-agents capture the same way).
 

@@ -55,8 +55,8 @@ from memory.assembler import (
     fit_window,
 )
 from memory.block import TierSettings, describe_injection, describe_pinned
-from memory.conclusions import is_conclusion
-from memory.model import Kind, Namespace, Source
+from memory.capture import answer_key, capture_answer, capture_said
+from memory.model import Namespace
 from memory.recall import CallPlan, plan_call
 from memory.retrieval import SearchOptions
 from memory.scope import SessionScope
@@ -65,9 +65,6 @@ from memory.tokens import count_cached
 from memory.tools import MEMORY_TOOL_NAMES, memory_tools
 
 INJECTION_EVENT = "beads_injection"
-# a tool result is captured verbatim up to this many characters: a whole web page would flood the
-# namespace with claims nobody asked for
-MAX_TOOL_RESULT_CHARS = 8_000
 # role markers and separators a chat template adds around each message; counted so that no message,
 # not even an empty tool-calling one, is free
 MESSAGE_OVERHEAD_TOKENS = 4
@@ -309,15 +306,13 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         for message in messages:
             if message.id is None or message.id in seen or message.id in new or not self._capturable(message):
                 continue
-            said_by_user = isinstance(message, HumanMessage)
-            text = message_text(message)
-            self.store.capture_message(
+            capture_said(
+                self.store,
                 ns,
-                text if said_by_user else text[:MAX_TOOL_RESULT_CHARS],
-                source=Source.PASSIVE_CAPTURE if said_by_user else Source.TOOL_RESULT,
+                message_text(message),
+                by="user" if isinstance(message, HumanMessage) else "tool",
                 agent_id=self._agent(ns),
-                # a tool result is nobody's instruction: it acts on no one's behalf
-                acting_on_behalf_of=self.acting_on_behalf_of if said_by_user else None,
+                acting_on_behalf_of=self.acting_on_behalf_of,
                 thread_id=thread_id,
                 message_id=message.id,
             )
@@ -354,22 +349,18 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         if not self.capture_final or not state["messages"]:
             return
         final = state["messages"][-1]
-        # a tool call written as text, an empty reply or an error is no conclusion (memory.conclusions)
-        if isinstance(final, AIMessage) and not final.tool_calls and is_conclusion(message_text(final)):
+        if isinstance(final, AIMessage) and not final.tool_calls:
             thread_id = _thread_id()
-            # keyed by the turn (thread + the user message it answers), not by the AI message id: a
-            # checkpoint replay regenerates the answer under a new id and must not store it twice
             asked = next((m.id for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
-            self.store.remember(
+            capture_answer(
+                self.store,
                 ns,
                 message_text(final),
-                kind=Kind.CONCLUSION,
-                source=Source.PASSIVE_CAPTURE,
+                key=answer_key(thread_id, asked),
                 agent_id=self._agent(ns),
                 acting_on_behalf_of=self.acting_on_behalf_of,
                 thread_id=thread_id,
                 message_id=final.id,
-                source_key=f"final:{thread_id}:{asked}",
             )
 
     def _end_thread(self, state: Mapping[str, Any], context: Any) -> dict[str, Any] | None:

@@ -20,11 +20,20 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query, Response
 
 from memory.block import hit_line, render_block, shown_as_outdated
-from memory.conclusions import is_conclusion
+from memory.capture import answer_key, capture_answer, capture_said
 from memory.errors import BeadsMemoryError
-from memory.middleware import MAX_TOOL_RESULT_CHARS
 from memory.migrate import LIBRARY_MIGRATIONS
-from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, Namespace, Relation, SearchResult, Source
+from memory.model import (
+    UNTRUSTED_SOURCES,
+    CaptureResult,
+    Fact,
+    Hit,
+    Kind,
+    Namespace,
+    Relation,
+    SearchResult,
+    Source,
+)
 from memory.store import AsyncFactStore, FactStore
 from memory.tools import MEMORY_TOOL_NAMES
 from playground.api.auth import require_api_access
@@ -126,8 +135,7 @@ async def fact_in_session(facts: AsyncFactStore, session_id: str, fact_id: str) 
 def capture_one(
     store: FactStore, ns: Namespace, index: int, message: MessageIn, thread_id: str | None, asked: str | None
 ) -> MessageOutcome:
-    """One message, captured as the middleware captures it (memory.middleware `_capture` for user
-    messages and tool results, `_capture_final` for the final answer)."""
+    """One message, captured as the middleware captures it (memory.capture's policy)."""
 
     def outcome(
         captured: bool, written: int, facts: tuple[Fact, ...] = (), note: str | None = None, **more: Any
@@ -147,45 +155,30 @@ def capture_one(
             superseded=more.get("superseded", []),
         )
 
-    common: dict[str, Any] = {
+    where: dict[str, Any] = {
         "agent_id": ns.agent_id,
+        "acting_on_behalf_of": "user",
         "thread_id": thread_id,
         "message_id": message.message_id,
         "valid_from": message.time,
     }
+    result: CaptureResult | None
     if message.role == "assistant":
-        if not is_conclusion(message.text):
+        # keyed by its own id when it has one (an API client's ids are stable); else as the
+        # middleware keys a final answer, by its turn
+        key = f"final:{message.message_id}" if message.message_id else answer_key(thread_id, asked)
+        result = capture_answer(store, ns, message.text, key=key, **where)
+        if result is None:
             note = "not kept: a tool call written as text, or an error, is no conclusion (memory.conclusions)"
             return outcome(False, 0, note=note)
-        # keyed by its own id when it has one; else as the middleware keys a final answer, by its
-        # turn (thread + the user message it answers)
-        key = f"final:{message.message_id}" if message.message_id else f"final:{thread_id}:{asked}"
-        result = store.remember_result(
-            ns,
-            message.text,
-            kind=Kind.CONCLUSION,
-            source=Source.PASSIVE_CAPTURE,
-            acting_on_behalf_of="user",
-            source_key=key,
-            **common,
-        )
     elif message.role == "tool":
         if message.is_error:
             return outcome(False, 0, note="not kept: a failed tool call's output is not captured")
         if message.tool_name in MEMORY_TOOL_NAMES:
             return outcome(False, 0, note=f"not kept: {message.tool_name} is the memory's own tool")
-        # a tool result is nobody's instruction: it acts on no one's behalf, and is clipped as a page
-        result = store.capture_message(
-            ns,
-            message.text[:MAX_TOOL_RESULT_CHARS],
-            source=Source.TOOL_RESULT,
-            acting_on_behalf_of=None,
-            **common,
-        )
+        result = capture_said(store, ns, message.text, by="tool", **where)
     else:
-        result = store.capture_message(
-            ns, message.text, source=Source.PASSIVE_CAPTURE, acting_on_behalf_of="user", **common
-        )
+        result = capture_said(store, ns, message.text, by="user", **where)
     if not result.facts:
         return outcome(False, 0, note="nothing to store: no claim in it")
     superseded = [

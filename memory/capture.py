@@ -1,0 +1,98 @@
+"""What capture stores for each kind of message: one policy for the middleware and for anything that
+captures messages itself (the playground's HTTP API).
+
+- a user's message: verbatim, split into claims, acting on the user's behalf;
+- a tool's result: untrusted (source tool_result, so it never supersedes a user's fact nor plants a
+  directive), clipped to a page's worth, acting on no one's behalf;
+- a final answer: one conclusion, unless it is a tool call written as text, empty or an error
+  (memory.conclusions), keyed by its turn so that a replay stores it once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from memory.conclusions import is_conclusion
+from memory.model import CaptureResult, Kind, Namespace, Source
+from memory.store import FactStore
+
+# a tool result is captured verbatim up to this many characters: a whole web page would flood the
+# namespace with claims nobody asked for
+MAX_TOOL_RESULT_CHARS = 8_000
+
+Said = Literal["user", "tool"]
+
+
+def capture_said(
+    store: FactStore,
+    ns: Namespace,
+    text: str,
+    *,
+    by: Said,
+    agent_id: str | None = None,
+    acting_on_behalf_of: str | None = "user",
+    thread_id: str | None = None,
+    message_id: str | None = None,
+    valid_from: datetime | None = None,
+) -> CaptureResult:
+    """Capture what the user said (`by="user"`) or what a tool returned (`by="tool"`)."""
+    if by == "tool":
+        return store.capture_message(
+            ns,
+            text[:MAX_TOOL_RESULT_CHARS],
+            source=Source.TOOL_RESULT,
+            agent_id=agent_id,
+            acting_on_behalf_of=None,  # a tool result is nobody's instruction
+            thread_id=thread_id,
+            message_id=message_id,
+            valid_from=valid_from,
+        )
+    return store.capture_message(
+        ns,
+        text,
+        source=Source.PASSIVE_CAPTURE,
+        agent_id=agent_id,
+        acting_on_behalf_of=acting_on_behalf_of,
+        thread_id=thread_id,
+        message_id=message_id,
+        valid_from=valid_from,
+    )
+
+
+def answer_key(thread_id: str | None, asked: str | None) -> str:
+    """A final answer's key: its turn (the thread and the user message it answers), not its own id,
+    since a checkpoint replay regenerates the answer under a new id and must not store it twice."""
+    return f"final:{thread_id}:{asked}"
+
+
+def capture_answer(
+    store: FactStore,
+    ns: Namespace,
+    text: str,
+    *,
+    key: str,
+    agent_id: str | None = None,
+    acting_on_behalf_of: str | None = "user",
+    thread_id: str | None = None,
+    message_id: str | None = None,
+    valid_from: datetime | None = None,
+) -> CaptureResult | None:
+    """Capture a final answer as a conclusion under `key`; None when it is no conclusion."""
+    if not is_conclusion(text):
+        return None
+    return store.remember_result(
+        ns,
+        text,
+        kind=Kind.CONCLUSION,
+        source=Source.PASSIVE_CAPTURE,
+        source_key=key,
+        agent_id=agent_id,
+        acting_on_behalf_of=acting_on_behalf_of,
+        thread_id=thread_id,
+        message_id=message_id,
+        valid_from=valid_from,
+    )
+
+
+__all__ = ["MAX_TOOL_RESULT_CHARS", "Said", "answer_key", "capture_answer", "capture_said"]

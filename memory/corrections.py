@@ -99,12 +99,11 @@ _CUES = _words(
 # about one project (many dated plans, amounts and versions of different things that share a word)
 # retired most of what the user had said: 298 edges in 12 BEAM chats, about 1 in 25 right by hand.
 _STRONG_CUES = _words(
-    "actually correction corrected update updated changed change moved switched swapped replaced raised "
-    "increased decreased lowered reduced bumped upgraded downgraded migrated revised amended rescheduled "
-    "postponed instead rather anymore longer"
+    "actually correction corrected update updated changed change moved moving switched swapped replaced "
+    "raised increased decreased lowered reduced bumped upgraded downgraded migrated revised amended "
+    "rescheduled rebooked postponed extended relocated scaled shuffled slipped delayed meant typo instead "
+    "rather anymore longer"
 )
-# "since" and "new" start stories ("especially since ...", "my new apartment") far more often than
-# they mark a changed value: they stay out of slots but signal nothing
 _WEAK_CUES = _CUES - _STRONG_CUES - _words("since new")
 # a line of code (pasted into a chat) is not a claim about the world: "margin: 20px;" / "margin: 10px;"
 _CODE = re.compile(
@@ -701,20 +700,36 @@ def _words_before(claim: _Claim, value: Value, window: int = CUE_WINDOW) -> froz
 
 
 def _intent(old: _Claim, new: _Claim, was: Value, value: Value, slot: frozenset[str]) -> str | None:
-    """Why `new` means to replace `old`'s value with `value`, or None: a strong cue just before the new
-    value, a weak cue there with two slot words, or a restatement. A cue elsewhere in a long
-    sentence ("..., especially since I reduced filler words") is about something else."""
-    words = _words_before(new, value)
-    if cue := words & _STRONG_CUES:
-        return f"cue: {sorted(cue)[0]}"
+    """Why `new` means to replace `old`'s value `was` with `value`, or None. A short message is about
+    the one thing it mentions, so any cue in it counts ("Sold the Civic; I drive a Tesla now"); in a
+    long one a cue must stand just before the new value, a weak one with two slot words, since a cue
+    elsewhere in a run-on sentence ("..., especially since I reduced filler words") is about something
+    else. The old value named as the old one ("from Friday to Monday") or a restatement (the same words
+    around another value) needs no cue."""
     # "from Friday to Monday", "Monday, not Friday": this slot's old value named as the old one
     if any(_marked_as_old(new.body, v) and _same_value(v, was) for v in new.values):
         return "old value named"
+    short = _is_short(new)
+    words = (
+        frozenset(w.group(0).lower() for w in _WORD.finditer(new.text))
+        if short
+        else _words_before(new, value)
+    )
+    if cue := words & _STRONG_CUES:
+        return f"cue: {sorted(cue)[0]}"
     if _restatement(old, new):
         return "restated"
-    if (cue := words & _WEAK_CUES) and len(slot) >= 2:
+    weak = _WEAK_CUES | _words("new") if short else _WEAK_CUES
+    if (cue := words & weak) and (short or len(slot) >= 2):
         return f"cue: {sorted(cue)[0]}"
     return None
+
+
+SHORT_CLAIM_WORDS = 20  # a message this short is about one thing
+
+
+def _is_short(claim: _Claim) -> bool:
+    return sum(1 for _ in _WORD.finditer(claim.text)) <= SHORT_CLAIM_WORDS
 
 
 def judge(old: str, new: str) -> Verdict:
@@ -728,8 +743,9 @@ def judge(old: str, new: str) -> Verdict:
         return Verdict(False, different)
     if n.ended and not o.ended:
         shared = _content(o.body) & _content(n.body)
-        # two words of what ended: "I no longer work at SAP"; one ("3 aces left") is a coincidence
-        if len(shared) >= 2:
+        # what ended, named: one word in a short message ("I'm no longer vegetarian"), two in a long
+        # one, where one ("... 51 cards left ...") is a coincidence
+        if len(shared) >= (1 if _is_short(n) else 2):
             return Verdict(True, f"state ended: no longer {' '.join(sorted(shared))}")
     if n.addition:
         return Verdict(False, "adds a value")

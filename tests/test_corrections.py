@@ -70,7 +70,8 @@ LOOKALIKES = [
     ("I met Anna at the café on May 7.", "I met Tom at the library on June 5.", "no sign of a correction"),
     (
         "I'm planning the team offsite for June 20 with the sales group.",
-        "I'm booking flights for the offsite on July 9, especially since I reduced the catering order.",
+        "I'm booking flights and a hotel for the offsite on July 9 with the whole team, especially since "
+        "I reduced the catering order and the venue wants a final headcount.",
         "no sign of a correction",
     ),
     # code pasted into a chat states nothing about the user

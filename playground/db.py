@@ -18,6 +18,16 @@ MIGRATION_LOCK_KEY = 0x706C61796772
 
 PLAYGROUND_MIGRATIONS = MigrationSet("playground.migrations", "playground", MIGRATION_LOCK_KEY)
 
+#: NOTIFY channels: a chat's new events (the payload is its id), and a turn ready to be claimed
+EVENTS_CHANNEL = "playground_events"
+TURNS_CHANNEL = "playground_turns"
+
+#: one row of the event log (playground.events)
+INSERT_EVENT = """
+INSERT INTO playground.events (chat_id, event_no, turn_id, seq, lane, kind, payload)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
+"""
+
 
 def migrations() -> tuple[Migration, ...]:
     """Every migration shipped with the playground, in order."""

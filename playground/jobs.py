@@ -196,6 +196,7 @@ async def release(pool: AsyncConnectionPool, owner: uuid.UUID) -> None:
     """Queue every turn `owner` is running again, at once (a worker stopping on purpose)."""
     async with pool.connection() as conn:
         await conn.execute(_RELEASE, (owner,))
+        await conn.execute("SELECT pg_notify(%s, '')", (TURNS_CHANNEL,))  # another process takes them
 
 
 # -- inside a turn's write transactions ----------------------------------------------------------

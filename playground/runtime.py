@@ -25,6 +25,7 @@ from memory.store import FactStore
 from playground import jobs
 from playground.comparison.lanes import build_beads_agent, build_stock_agent
 from playground.events import Hub
+from playground.leader import Leadership
 from playground.settings import PlaygroundSettings
 from playground.turns import TurnWorker
 
@@ -116,10 +117,13 @@ async def consolidate_idle_chats(rt: Runtime) -> list[ConsolidationReport]:
     return reports
 
 
-async def consolidation_loop(rt: Runtime) -> None:
-    """Consolidate idle chats every `consolidate_every` minutes until cancelled."""
+async def consolidation_loop(rt: Runtime, leader: Leadership) -> None:
+    """Consolidate idle chats every `consolidate_every` minutes until cancelled; of all the app
+    processes on the database, only the one that holds the leader lock does."""
     while True:
         await asyncio.sleep(rt.settings.consolidate_every * 60)
+        if not await leader.lead():
+            continue
         try:
             reports = await consolidate_idle_chats(rt)
         except Exception:  # a failed pass must not end the loop: the next one tries again

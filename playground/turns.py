@@ -27,10 +27,13 @@ import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from playground import jobs
-from playground.events import Hub
+from playground.events import EventWriter, Hub, LeaseLostError
 from playground.jobs import ClaimedTurn
 
 _log = logging.getLogger(__name__)
+
+#: the `interrupted` event of a turn cut off by its process stopping (SIGTERM, Ctrl+C)
+STOPPED_MESSAGE = "The server process running this turn stopped; the turn goes on from its last checkpoint."
 
 TurnRunner = Callable[[ClaimedTurn, uuid.UUID], Awaitable[None]]
 
@@ -93,10 +96,17 @@ class TurnWorker:
             self._loop_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop_task
-        tasks = [task for _, task in self._running.values()]
-        for task in tasks:
+        running = [(turn_id, chat_id, task) for turn_id, (chat_id, task) in self._running.items()]
+        for _, _, task in running:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(task for _, _, task in running), return_exceptions=True)
+        # each turn cut off goes back to the queue at once, with an event saying why (another process,
+        # or the next start, resumes it from its checkpoints); what could not be handed back so, is
+        # released below, and a turn neither reaches is reclaimed when this worker's lock is gone
+        for turn_id, chat_id, _ in running:
+            with contextlib.suppress(psycopg.Error, LeaseLostError):
+                async with EventWriter(self.pool, turn_id, chat_id, self.owner) as writer:
+                    await writer.hand_back(STOPPED_MESSAGE)
         with contextlib.suppress(psycopg.Error):
             await jobs.release(self.pool, self.owner)
         if self._liveness is not None:

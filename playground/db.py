@@ -22,6 +22,8 @@ PLAYGROUND_MIGRATIONS = MigrationSet("playground.migrations", "playground", MIGR
 #: NOTIFY channels: a chat's new events (the payload is its id), and a turn ready to be claimed
 EVENTS_CHANNEL = "playground_events"
 TURNS_CHANNEL = "playground_turns"
+#: a chat being deleted (the payload is its id): every process stops its turns
+STOPS_CHANNEL = "playground_stops"
 
 #: one row of the event log (playground.events)
 INSERT_EVENT = """

@@ -30,7 +30,7 @@ from psycopg_pool import AsyncConnectionPool
 from sse_starlette import ServerSentEvent
 
 from playground import jobs
-from playground.db import EVENTS_CHANNEL, INSERT_EVENT, TURNS_CHANNEL
+from playground.db import EVENTS_CHANNEL, INSERT_EVENT, STOPS_CHANNEL, TURNS_CHANNEL
 
 _log = logging.getLogger(__name__)
 
@@ -200,7 +200,11 @@ class EventWriter:
 
 
 class Hub:
-    """One LISTEN connection per process: wakes SSE subscribers per chat, and the turn worker."""
+    """One LISTEN connection per process: wakes SSE subscribers per chat and the turn worker, and
+    passes on a chat's stop (it is being deleted, maybe through another process) to `on_chat_stop`.
+
+    NOTIFY reaches every process listening on the database, so a subscriber in one process wakes
+    for events another process wrote."""
 
     def __init__(self, conninfo: str, poll_seconds: float = 1.0) -> None:
         self.conninfo = conninfo
@@ -209,6 +213,8 @@ class Hub:
         self._subscribers: dict[str, set[asyncio.Queue[None]]] = defaultdict(set)
         self._task: asyncio.Task[None] | None = None
         self.listening = asyncio.Event()
+        self.on_chat_stop: Callable[[uuid.UUID], Awaitable[None]] | None = None
+        self._stopping: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._listen_forever())
@@ -239,16 +245,27 @@ class Hub:
             with contextlib.suppress(asyncio.QueueFull):  # it already has a wake-up pending: enough
                 queue.put_nowait(None)
 
+    def _chat_stopped(self, chat_id: str) -> None:
+        if self.on_chat_stop is None:
+            return
+        with contextlib.suppress(ValueError):
+            task = asyncio.create_task(self.on_chat_stop(uuid.UUID(chat_id)))
+            self._stopping.add(task)  # held until done: the loop keeps only weak references
+            task.add_done_callback(self._stopping.discard)
+
     async def _listen_forever(self) -> None:
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
                     await conn.execute(f"LISTEN {TURNS_CHANNEL}")
+                    await conn.execute(f"LISTEN {STOPS_CHANNEL}")
                     self.listening.set()
                     async for note in conn.notifies():
                         if note.channel == TURNS_CHANNEL:
                             self.turns_ready.set()
+                        elif note.channel == STOPS_CHANNEL:
+                            self._chat_stopped(note.payload)
                         else:
                             self.wake(note.payload)
             except psycopg.OperationalError as exc:

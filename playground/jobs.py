@@ -16,7 +16,9 @@ The turn row is the job. Its life, and the function for each step:
   worker owns the turn;
 - `lane_done` / `finish` / `hand_back`: statements the event writer runs in the transaction of the
   lane's or turn's final event (a lane's status and reply; the turn done; the turn queued again);
-- `release`: a worker that stops on purpose hands its turns back at once, not after the lease.
+- `release`: a worker that stops on purpose hands its turns back at once, not after the lease;
+- `stop_everywhere` / `held_turns`: a chat being deleted asks every process to stop its turns, and
+  waits until no live worker holds one.
 
 The turn worker (`playground.turns`) and the event writer (`playground.events`) call these; nothing
 else writes a turn's status or lease.
@@ -32,7 +34,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from playground.db import EVENTS_CHANNEL, INSERT_EVENT, TURNS_CHANNEL
+from playground.db import EVENTS_CHANNEL, INSERT_EVENT, STOPS_CHANNEL, TURNS_CHANNEL
 
 #: the first key of every worker's liveness lock (pg_advisory_lock(int, int)); "play" in ASCII
 LIVENESS_LOCK_CLASS = 0x706C6179
@@ -197,6 +199,42 @@ async def release(pool: AsyncConnectionPool, owner: uuid.UUID) -> None:
     async with pool.connection() as conn:
         await conn.execute(_RELEASE, (owner,))
         await conn.execute("SELECT pg_notify(%s, '')", (TURNS_CHANNEL,))  # another process takes them
+
+
+_RELEASE_TURNS = """
+UPDATE playground.turns SET status = 'queued', lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
+ WHERE lease_owner = %s AND status = 'running' AND id = ANY(%s::uuid[])
+"""
+# running turns of a chat whose lease holds and whose worker is alive (the claim's test, inverted)
+_HELD = """
+SELECT count(*) AS held FROM playground.turns t
+ WHERE t.chat_id = %(chat)s AND t.status = 'running' AND t.lease_expires_at >= now()
+   AND EXISTS (
+        SELECT 1 FROM pg_locks l
+         WHERE l.locktype = 'advisory' AND l.granted
+           AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+           AND l.classid = %(lock_class)s::oid AND l.objid = t.lease_key::oid AND l.objsubid = 2)
+"""
+
+
+async def release_turns(pool: AsyncConnectionPool, owner: uuid.UUID, turn_ids: list[uuid.UUID]) -> None:
+    """Queue these turns of `owner` again (their chat is being deleted: nobody claims them)."""
+    async with pool.connection() as conn:
+        await conn.execute(_RELEASE_TURNS, (owner, turn_ids))
+
+
+async def stop_everywhere(pool: AsyncConnectionPool, chat_id: uuid.UUID) -> None:
+    """Ask every app process on the database to stop the chat's running turns."""
+    async with pool.connection() as conn:
+        await conn.execute("SELECT pg_notify(%s, %s)", (STOPS_CHANNEL, str(chat_id)))
+
+
+async def held_turns(pool: AsyncConnectionPool, chat_id: uuid.UUID) -> int:
+    """How many of the chat's turns a live worker (in any process) is running now."""
+    async with pool.connection() as conn:
+        cur = await conn.execute(_HELD, {"chat": chat_id, "lock_class": LIVENESS_LOCK_CLASS})
+        row = await cur.fetchone()
+    return int(row["held"]) if row else 0  # type: ignore[call-overload]
 
 
 # -- inside a turn's write transactions ----------------------------------------------------------

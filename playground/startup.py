@@ -135,6 +135,7 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
             poll_seconds=settings.poll_seconds,
             on_reconnect=database_back,
         )
+        hub.on_chat_stop = rt.worker.stop_chat  # a chat deleted through another process
         await rt.worker.start()  # unfinished turns of an earlier process are claimed from here on
         stack.push_async_callback(rt.worker.stop)
         if settings.consolidate_every > 0:

@@ -115,10 +115,22 @@ class TurnWorker:
     async def stop_chat(self, chat_id: uuid.UUID) -> None:
         """Cancel this chat's running turns here, and never start another of its turns."""
         self._stopped_chats.add(chat_id)
-        tasks = [task for chat, task in self._running.values() if chat == chat_id]
-        for task in tasks:
+        mine = [(turn_id, task) for turn_id, (chat, task) in self._running.items() if chat == chat_id]
+        for _, task in mine:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(task for _, task in mine), return_exceptions=True)
+        if mine:  # let go of them, so a process waiting to delete the chat sees them stopped
+            with contextlib.suppress(psycopg.Error):
+                await jobs.release_turns(self.pool, self.owner, [turn_id for turn_id, _ in mine])
+
+    async def stop_chat_everywhere(self, chat_id: uuid.UUID) -> None:
+        """Stop the chat's turns here and in every other process on the database, and wait until no
+        live worker runs one (at most a lease: by then a silent holder's lease has lapsed)."""
+        await self.stop_chat(chat_id)
+        await jobs.stop_everywhere(self.pool, chat_id)
+        deadline = time.monotonic() + self.lease_seconds
+        while await jobs.held_turns(self.pool, chat_id) and time.monotonic() < deadline:
+            await asyncio.sleep(min(self.poll_seconds, 0.1))
 
     @property
     def busy(self) -> int:

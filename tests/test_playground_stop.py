@@ -143,3 +143,17 @@ def test_a_stopping_process_hands_its_turn_back_and_leaves_the_server_to_the_oth
 
         last.signal(signal.SIGINT)  # the last one out stops the server
         wait_for(lambda: not running_pid(pid), "the embedded server to stop")
+
+
+def test_uvicorn_workers_share_one_embedded_server_and_stop_it_together(data_dir: Path) -> None:
+    with apps(data_dir, 1, uvicorn_args=("--workers", "2")) as (app,):
+        app.start()
+        found = postmaster(data_dir / "pgdata")
+        assert found is not None
+        pid, uri = found
+        processes = "SELECT count(DISTINCT application_name) FROM pg_stat_activity WHERE application_name LIKE 'playground %%'"
+        wait_for(lambda: checks.query(uri, processes)[0][0] == 2, "both workers to start on the one server")
+        app.signal(
+            signal.SIGTERM
+        )  # the supervisor passes it to each worker; the last one out stops the server
+        wait_for(lambda: not running_pid(pid), "the embedded server to stop")

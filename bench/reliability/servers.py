@@ -123,9 +123,11 @@ class AppProcess:
         *,
         start_timeout: float = 90.0,
         data_dir: Path | None = None,
+        uvicorn_args: tuple[str, ...] = (),
         **settings: Any,
     ) -> None:
         self.env = app_env(db_url, data_dir=data_dir, **settings)
+        self.uvicorn_args = uvicorn_args  # e.g. ("--workers", "2")
         self.start_timeout = start_timeout
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -137,7 +139,7 @@ class AppProcess:
         """Start the process and wait until it answers; returns the seconds that took."""
         started = time.monotonic()
         command = [sys.executable, "-m", "uvicorn", "playground.app:app", "--host", "127.0.0.1"]
-        command += ["--port", str(self.port), "--log-level", "warning"]
+        command += ["--port", str(self.port), "--log-level", "warning", *self.uvicorn_args]
         self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=self.log, stderr=self.log)
         self.starts += 1
         deadline = started + self.start_timeout

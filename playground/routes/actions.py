@@ -67,7 +67,7 @@ def actions_router() -> APIRouter:
             facts=rt.facts.aio,
             stock=rt.stock_store,
             checkpointer=rt.saver,
-            stop_turns=rt.worker.stop_chat,
+            stop_turns=rt.worker.stop_chat_everywhere,
         )
         return go_to(request, "/")
 

@@ -207,10 +207,11 @@ def _sum_counts(counts: list[dict[str, int]]) -> dict[str, int]:
 
 
 def run_throughput(
-    db_url: str, *, n_processes: int, chats: int = 50, turns: int = 10, workers: int = 4
+    db_url: str, *, n_processes: int, chats: int = 50, turns: int = 10, workers: int = 4, **settings: Any
 ) -> dict[str, Any]:
     """The load scenario against `n_processes` processes on one database (`workers` each)."""
-    with processes(db_url, n_processes, workers=workers) as apps, Sampler(db_url, interval=0.5) as sampler:
+    apps_running = processes(db_url, n_processes, workers=workers, **settings)
+    with apps_running as apps, Sampler(db_url, interval=0.5) as sampler:
         result = asyncio.run(run_load([a.base for a in apps], db_url, chats=chats, turns=turns))
     connections = sampler.connections or [0]
     return {

@@ -32,6 +32,20 @@ VALUES (%s, %s, %s, %s, %s, %s, %s)
 """
 
 
+#: held by a starting process while it sets up every schema it uses (the library's, ours, LangGraph's
+#: checkpointer and store): LangGraph's setup takes no lock, and processes starting together on a
+#: fresh database (uvicorn --workers N) failed on its migrations table's primary key
+SETUP_LOCK_KEY = 0x706C61797365  # "playse"
+
+
+async def hold_setup_lock(conninfo: str) -> psycopg.AsyncConnection[Any]:
+    """A connection holding the setup lock (waiting for it if another process holds it); close it
+    to let go."""
+    conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
+    await conn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK_KEY,))
+    return conn
+
+
 def migrations() -> tuple[Migration, ...]:
     """Every migration shipped with the playground, in order."""
     return PLAYGROUND_MIGRATIONS.migrations()

@@ -103,6 +103,8 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
         )
         stack.callback(sync_pool.close)
         facts = FactStore(sync_pool, embedder, auto_supersede=settings.auto_supersede)
+        setting_up = await db.hold_setup_lock(url)  # one starting process at a time, to the stock store
+        stack.push_async_callback(setting_up.close)
         await asyncio.to_thread(facts.setup)  # the library's migrations
         stack.callback(facts.aio.close)
         async with pool.connection() as conn:
@@ -111,6 +113,7 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
         await saver.setup()
         stock_store, stock_pool = await open_async_stock_store(url, embedder, settings.stock_pool_size)
         stack.push_async_callback(stock_pool.close)
+        await setting_up.close()
 
         tools = [web_search_tool()] if settings.web_search else []
         hub = Hub(pool.conninfo, poll_seconds=settings.poll_seconds)

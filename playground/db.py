@@ -6,6 +6,7 @@ migration runner (`memory.migrate.MigrationSet`) into the `playground` schema un
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import psycopg
@@ -38,12 +39,25 @@ VALUES (%s, %s, %s, %s, %s, %s, %s)
 SETUP_LOCK_KEY = 0x706C61797365  # "playse"
 
 
-async def hold_setup_lock(conninfo: str) -> psycopg.AsyncConnection[Any]:
+async def hold_setup_lock(conninfo: str, retry_seconds: float = 0.2) -> psycopg.AsyncConnection[Any]:
     """A connection holding the setup lock (waiting for it if another process holds it); close it
-    to let go."""
+    to let go.
+
+    It waits by trying again, never inside `pg_advisory_lock`: a statement waiting there holds a
+    snapshot, which the holder's CREATE INDEX CONCURRENTLY (LangGraph's setup runs some) waits out,
+    while the holder waits for its index before letting go: a deadlock Postgres cannot see, since the
+    lock is held by another of the holder's connections."""
     conn = await psycopg.AsyncConnection.connect(conninfo, autocommit=True)
-    await conn.execute("SELECT pg_advisory_lock(%s)", (SETUP_LOCK_KEY,))
-    return conn
+    try:
+        while True:
+            cur = await conn.execute("SELECT pg_try_advisory_lock(%s)", (SETUP_LOCK_KEY,))
+            row = await cur.fetchone()
+            if row and row[0]:
+                return conn
+            await asyncio.sleep(retry_seconds)
+    except BaseException:
+        await conn.close()
+        raise
 
 
 def migrations() -> tuple[Migration, ...]:

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 from playground_helpers import play_db, playground_template, rows, running
 
-from bench.reliability.multiprocess import run_multiprocess
+from bench.reliability.multiprocess import processes, run_multiprocess
+from bench.reliability.servers import create_database, drop_database
 from playground.chats import create_chat, delete_chat
 from playground.jobs import submit_message
 from playground.leader import Leadership
@@ -61,3 +63,14 @@ async def test_a_chat_deleted_through_one_process_stops_its_turn_in_another(play
     assert rows(play_db, "SELECT count(*) FROM playground.turns") == [(0,)]
     session = chat.session_id
     assert rows(play_db, "SELECT count(*) FROM beads.facts WHERE session_id = %s", (session,)) == [(0,)]
+
+
+def test_processes_started_together_on_an_empty_database_all_start(pg_server_url: str) -> None:
+    """LangGraph's schema setup takes no lock: without the app's own, one of three processes started
+    side by side on a fresh database failed on its migrations table's primary key."""
+    db = create_database(pg_server_url, prefix="fresh")
+    try:
+        with processes(db, 3) as apps:
+            assert all(httpx.get(f"{app.base}/healthz").status_code == 200 for app in apps)
+    finally:
+        drop_database(pg_server_url, db)

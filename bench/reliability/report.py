@@ -230,7 +230,17 @@ WHAT_EACH_ROW_PROVES = """\
 
 
 #: what the throughput table shows, and why it flattens where it does (see docs/scaling.md)
-THROUGHPUT_NOTES = ""
+THROUGHPUT_NOTES = """\
+The curve flattens at two processes, and this machine is why. It has two cores, and during the run
+it was shared (load average 11 to 17 from other jobs). A turn with the scripted model is CPU work in
+the app process (the agents' graphs, the middleware, rendering each event) and in Postgres: one
+process leaves part of a core unused while its event loop is busy, two use both, and four only add
+contention: four app processes, Postgres and the load client then share the same two cores, so
+throughput falls back a little and the p95 latency and the streams' first event grow. Most of a
+turn's latency is its wait in the queue (50 chats, 4 workers per process), which is why p50 falls
+from one process to two. The connections grow with the processes, each filling its pools close to
+their ceiling under this load. Measured on a busy shared machine: compare the rows with each
+other, not with the Load row above (one process, a quieter machine)."""
 
 
 def throughput_section(results: dict[str, dict[str, Any]]) -> str:
@@ -243,12 +253,13 @@ def throughput_section(results: dict[str, dict[str, Any]]) -> str:
 ## Throughput by process count
 
 The load scenario ({chats} chats x {turns} turns) against N app processes on one database
-(`--only throughput`): chat i posts to process i mod N and reads its turns' streams from the next
+(`uv run --extra dev python -m bench.reliability --only throughput`): chat i posts to process i mod N and reads its turns' streams from the next
 process, so with two or more every reply crossed processes. Each process has `PLAYGROUND_WORKERS=4`
 and {pools}, so four of them fit the embedded server's `max_connections` (100); app connections are
 sampled from `pg_stat_activity` every half second.
 
 {throughput_table(r)}
+
 {THROUGHPUT_NOTES}
 """
 

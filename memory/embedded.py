@@ -8,7 +8,13 @@ Nothing starts it implicitly: `open_pool(start_embedded())` does, and the apps o
 Processes that name the same data directory share one postmaster; pgserver counts them in
 `pgdata/.handle_pids.json` and stops the server when the last one exits. A process killed with SIGKILL
 never removes its pid from that file, which would keep the server running forever after (no later
-process is ever "last"). So before attaching we drop the pids of processes that no longer exist.
+process is ever "last"). So before attaching, and before letting go, we drop the pids of processes
+that no longer exist.
+
+pgserver lets go at interpreter exit (atexit), which a process ended by a signal's default action
+never reaches: uvicorn, after a graceful shutdown on SIGTERM, raises SIGTERM again with the default
+handler, so a `kill <pid>` left the postmaster running every time. `release_embedded` lets go
+explicitly; an app calls it at the end of its own shutdown, whichever signal started it.
 """
 
 from __future__ import annotations
@@ -43,10 +49,7 @@ def prune_dead_handles(pgdata: Path) -> list[int]:
     handles = pgdata / ".handle_pids.json"
     if not handles.exists():
         return []
-    try:
-        pids = [int(p) for p in json.loads(handles.read_text() or "[]")]
-    except (ValueError, TypeError):
-        pids = []
+    pids = _read_handles(pgdata)
     alive = [p for p in pids if _pid_alive(p)]
     dead = [p for p in pids if p not in alive]
     if dead:
@@ -89,6 +92,35 @@ def start_embedded(pgdata: Path | None = None) -> str:
         ) from exc
     uri: str = server.get_uri()
     return uri
+
+
+def release_embedded(pgdata: Path | None = None) -> bool:
+    """Let go of this process's handle on the embedded server at `pgdata` (started by
+    `start_embedded`); the last live process to let go stops the server. Returns True if this call
+    stopped it; False if other processes still use it (or this one never attached)."""
+    if pgdata is None:
+        pgdata = MemorySettings().pgdata
+    pgdata = pgdata.expanduser().resolve()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pgserver.postgres_server import PostgresServer
+    server: Any = PostgresServer._instances.get(pgdata)
+    if server is None:
+        return False
+    with PostgresServer._lock:
+        prune_dead_handles(pgdata)  # a SIGKILLed process must not keep the server up forever
+        last = _read_handles(pgdata) == [os.getpid()]
+    server._cleanup()  # takes the same lock; stops the server if this pid is still the last one
+    if last:
+        _log.info("embedded postgres in %s stopped: this was the last process using it", pgdata)
+    return last
+
+
+def _read_handles(pgdata: Path) -> list[int]:
+    try:
+        return [int(p) for p in json.loads((pgdata / ".handle_pids.json").read_text() or "[]")]
+    except (OSError, ValueError, TypeError):
+        return []
 
 
 def resolve_database_url(settings: MemorySettings | None = None) -> str:

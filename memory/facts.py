@@ -299,12 +299,17 @@ def supersede(
             """,
             (new.id, target.id, new.session_id, automatic, reason),
         )
+        # (each statement names the session: see docs/scaling.md)
         conn.execute(
-            "UPDATE beads.facts SET status = 'superseded', valid_to = greatest(valid_from, %s) WHERE id = %s",
-            (new.valid_from, target.id),
+            "UPDATE beads.facts SET status = 'superseded', valid_to = greatest(valid_from, %s)"
+            " WHERE id = %s AND session_id = %s",
+            (new.valid_from, target.id, new.session_id),
         )
         # every version of the old chain (the target included) now resolves to the new head
-        conn.execute("UPDATE beads.facts SET head_id = %s WHERE head_id = %s", (new.id, target.id))
+        conn.execute(
+            "UPDATE beads.facts SET head_id = %s WHERE head_id = %s AND session_id = %s",
+            (new.id, target.id, new.session_id),
+        )
     return get_fact(conn, target.id)
 
 
@@ -419,8 +424,9 @@ def archive(conn: psycopg.Connection[DictRow], ids: Sequence[uuid.UUID], summary
                 (summary_id, i, session),
             )
         conn.execute(
-            "UPDATE beads.facts SET status = 'archived', valid_to = coalesce(valid_to, now()) WHERE id = ANY(%s)",
-            (list(ids),),
+            "UPDATE beads.facts SET status = 'archived', valid_to = coalesce(valid_to, now())"
+            " WHERE id = ANY(%s) AND session_id = %s",
+            (list(ids), session),
         )
 
 

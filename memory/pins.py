@@ -80,10 +80,12 @@ def pinned_facts(
     return sorted(pins, key=lambda p: (p.pinned_at, p.pinned_id))
 
 
-def _chain_pins(conn: psycopg.Connection[DictRow], head_id: uuid.UUID) -> list[uuid.UUID]:
+def _chain_pins(conn: psycopg.Connection[DictRow], head_id: uuid.UUID, session_id: str) -> list[uuid.UUID]:
     rows = conn.execute(
-        "SELECT p.fact_id FROM beads.pins p JOIN beads.facts f ON f.id = p.fact_id WHERE f.head_id = %s",
-        (head_id,),
+        "SELECT p.fact_id FROM beads.pins p"
+        " JOIN beads.facts f ON f.id = p.fact_id AND f.session_id = p.session_id"
+        " WHERE f.head_id = %s AND p.session_id = %s",
+        (head_id, session_id),
     ).fetchall()
     return [r["fact_id"] for r in rows]
 
@@ -99,7 +101,7 @@ def pin(conn: psycopg.Connection[DictRow], fact_id: uuid.UUID, pinned_by: str) -
         refuse_unpinnable(head)
         # serialise pins of one chain: two concurrent pins of the same claim write one row
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('beads.pin:' || %s::text))", (head.id,))
-        if not _chain_pins(conn, head.id):
+        if not _chain_pins(conn, head.id, head.session_id):
             conn.execute(
                 "INSERT INTO beads.pins (fact_id, session_id, pinned_by) VALUES (%s, %s, %s) "
                 "ON CONFLICT (fact_id) DO NOTHING",
@@ -112,10 +114,13 @@ def unpin(conn: psycopg.Connection[DictRow], fact_id: uuid.UUID) -> int:
     """Unpin the claim `fact_id` belongs to, whichever version the pin was placed on; returns the
     number of pins removed (0 when it was not pinned)."""
     with conn.transaction():
-        row = conn.execute("SELECT head_id FROM beads.facts WHERE id = %s", (fact_id,)).fetchone()
+        row = conn.execute("SELECT head_id, session_id FROM beads.facts WHERE id = %s", (fact_id,)).fetchone()
         if row is None:
             raise FactNotFoundError(f"no fact {fact_id}")
-        pins = _chain_pins(conn, row["head_id"])
+        pins = _chain_pins(conn, row["head_id"], row["session_id"])
         if pins:
-            conn.execute("DELETE FROM beads.pins WHERE fact_id = ANY(%s)", (pins,))
+            conn.execute(
+                "DELETE FROM beads.pins WHERE fact_id = ANY(%s) AND session_id = %s",
+                (pins, row["session_id"]),
+            )
     return len(pins)

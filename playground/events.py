@@ -29,10 +29,11 @@ from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 from sse_starlette import ServerSentEvent
 
+from playground import jobs
+from playground.db import EVENTS_CHANNEL, INSERT_EVENT, STOPS_CHANNEL, TURNS_CHANNEL
+
 _log = logging.getLogger(__name__)
 
-EVENTS_CHANNEL = "playground_events"
-TURNS_CHANNEL = "playground_turns"
 LANES = ("stock", "beads")
 Lane = Literal["turn", "stock", "beads"]
 #: rows read from the log per query while replaying
@@ -60,39 +61,15 @@ class EventRow:
 
 # -- writing -------------------------------------------------------------------------------------
 
-# The fence and the numbering in one statement each: no row comes back once another worker owns the
-# turn, and the row locks taken here serialise writers, so numbers are handed out in commit order.
-_TAKE_SEQ = """
-UPDATE playground.turns SET last_seq = last_seq + %(n)s
- WHERE id = %(turn)s AND lease_owner = %(owner)s AND status = 'running'
-RETURNING last_seq
-"""
+# The chat's numbering (the turn's own, and the fence, is jobs.take_seq): the chat's row lock
+# serialises its writers, so numbers are handed out in commit order.
 _TAKE_EVENT_NO = """
 UPDATE playground.chats SET last_event_no = last_event_no + %(n)s, updated_at = now()
  WHERE id = %(chat)s
 RETURNING last_event_no
 """
-INSERT_EVENT = """
-INSERT INTO playground.events (chat_id, event_no, turn_id, seq, lane, kind, payload)
-VALUES (%s, %s, %s, %s, %s, %s, %s)
-"""
-_LANE_STATUS = {
-    "stock": "UPDATE playground.turns SET stock_status = %s WHERE id = %s",
-    "beads": "UPDATE playground.turns SET beads_status = %s WHERE id = %s",
-}
-_SAVE_REPLY = """
-INSERT INTO playground.messages (turn_id, chat_id, author, body) VALUES (%s, %s, %s, %s)
-ON CONFLICT (turn_id, author) DO NOTHING
-"""
-_FINISH_TURN = """
-UPDATE playground.turns
-   SET status = 'done', finished_at = now(), lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
- WHERE id = %s
-"""
-_HAND_BACK = """
-UPDATE playground.turns SET status = 'queued', lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
- WHERE id = %s
-"""
+#: a step of the turn job (playground.jobs) run in the transaction of the events before it
+JobStep = Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]]
 #: final events: written with their lane's or turn's status in one transaction, or not at all
 _FINAL_KINDS = frozenset({"done", "error", "turn_done"})
 
@@ -137,7 +114,7 @@ class EventWriter:
         self._buffer.append((lane, kind, payload or {}))
 
     async def flush(self) -> None:
-        await self._write([])
+        await self._write(None)
 
     async def finish_lane(
         self,
@@ -149,21 +126,19 @@ class EventWriter:
         """The lane's last event, its status and its final reply, in one transaction with what is pending."""
         self.emit(lane, kind, payload)
         reply = payload.get("text") if status == "done" else None
-        extra: list[tuple[str, tuple[Any, ...]]] = [(_LANE_STATUS[lane], (status, self.turn_id))]
-        if isinstance(reply, str):
-            extra.append((_SAVE_REPLY, (self.turn_id, self.chat_id, lane, reply)))
-        await self._write(extra)
+        reply = reply if isinstance(reply, str) else None
+        await self._write(lambda conn: jobs.lane_done(conn, self.turn_id, self.chat_id, lane, status, reply))
 
     async def finish_turn(self) -> None:
         """The turn's `turn_done` event, and the turn marked done (its lease released), together."""
         self.emit("turn", "turn_done", {})
-        await self._write([(_FINISH_TURN, (self.turn_id,))])
+        await self._write(lambda conn: jobs.finish(conn, self.turn_id))
 
     async def hand_back(self, message: str) -> None:
         """This attempt cannot go on (the database went away): log what it had emitted and why it
         stopped, and put the turn back in the queue, in one transaction."""
         self.emit("turn", "interrupted", {"message": message})
-        await self._write([(_HAND_BACK, (self.turn_id,)), ("SELECT pg_notify(%s, '')", (TURNS_CHANNEL,))])
+        await self._write(lambda conn: jobs.hand_back(conn, self.turn_id))
 
     async def _flush_periodically(self) -> None:
         while True:
@@ -178,32 +153,28 @@ class EventWriter:
                 self._failure = exc
                 return
 
-    async def _write(self, extra: list[tuple[str, tuple[Any, ...]]]) -> None:
+    async def _write(self, then: JobStep | None) -> None:
         async with self._lock:
             if self._failure is not None:
                 raise self._failure
             batch, self._buffer = self._buffer, []
             try:
-                await self._insert(batch, extra)
+                await self._insert(batch, then)
             except BaseException:
                 # nothing was committed: keep the order for the next try, except a final event, which
                 # goes with its status or not at all (whoever finishes the lane or turn writes it again)
                 self._buffer[:0] = [event for event in batch if event[1] not in _FINAL_KINDS]
                 raise
 
-    async def _insert(
-        self, batch: list[tuple[str, str, dict[str, Any]]], extra: list[tuple[str, Any]]
-    ) -> None:
-        if not batch and not extra:
+    async def _insert(self, batch: list[tuple[str, str, dict[str, Any]]], then: JobStep | None) -> None:
+        if not batch and then is None:
             return
         n = len(batch)
         async with self.pool.connection() as conn, conn.transaction():
-            cur = await conn.execute(_TAKE_SEQ, {"n": n, "turn": self.turn_id, "owner": self.owner})
-            row = await cur.fetchone()
-            if row is None:
+            last_seq = await jobs.take_seq(conn, self.turn_id, self.owner, n)
+            if last_seq is None:
                 raise LeaseLostError()
             if n:
-                last_seq = row["last_seq"]
                 cur = await conn.execute(_TAKE_EVENT_NO, {"n": n, "chat": self.chat_id})
                 last_no = (await cur.fetchone())["last_event_no"]  # type: ignore[index]
                 rows = [
@@ -220,8 +191,8 @@ class EventWriter:
                 ]
                 async with conn.cursor() as insert:
                     await insert.executemany(INSERT_EVENT, rows)
-            for statement, params in extra:
-                await conn.execute(statement, params)  # type: ignore[arg-type]
+            if then is not None:
+                await then(conn)
             await conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, str(self.chat_id)))
 
 
@@ -229,7 +200,11 @@ class EventWriter:
 
 
 class Hub:
-    """One LISTEN connection per process: wakes SSE subscribers per chat, and the turn worker."""
+    """One LISTEN connection per process: wakes SSE subscribers per chat and the turn worker, and
+    passes on a chat's stop (it is being deleted, maybe through another process) to `on_chat_stop`.
+
+    NOTIFY reaches every process listening on the database, so a subscriber in one process wakes
+    for events another process wrote."""
 
     def __init__(self, conninfo: str, poll_seconds: float = 1.0) -> None:
         self.conninfo = conninfo
@@ -238,6 +213,8 @@ class Hub:
         self._subscribers: dict[str, set[asyncio.Queue[None]]] = defaultdict(set)
         self._task: asyncio.Task[None] | None = None
         self.listening = asyncio.Event()
+        self.on_chat_stop: Callable[[uuid.UUID], Awaitable[None]] | None = None
+        self._stopping: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._listen_forever())
@@ -268,16 +245,27 @@ class Hub:
             with contextlib.suppress(asyncio.QueueFull):  # it already has a wake-up pending: enough
                 queue.put_nowait(None)
 
+    def _chat_stopped(self, chat_id: str) -> None:
+        if self.on_chat_stop is None:
+            return
+        with contextlib.suppress(ValueError):
+            task = asyncio.create_task(self.on_chat_stop(uuid.UUID(chat_id)))
+            self._stopping.add(task)  # held until done: the loop keeps only weak references
+            task.add_done_callback(self._stopping.discard)
+
     async def _listen_forever(self) -> None:
         while True:
             try:
                 async with await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True) as conn:
                     await conn.execute(f"LISTEN {EVENTS_CHANNEL}")
                     await conn.execute(f"LISTEN {TURNS_CHANNEL}")
+                    await conn.execute(f"LISTEN {STOPS_CHANNEL}")
                     self.listening.set()
                     async for note in conn.notifies():
                         if note.channel == TURNS_CHANNEL:
                             self.turns_ready.set()
+                        elif note.channel == STOPS_CHANNEL:
+                            self._chat_stopped(note.payload)
                         else:
                             self.wake(note.payload)
             except psycopg.OperationalError as exc:
@@ -324,15 +312,6 @@ async def read_after(
         return [EventRow.from_row(r) for r in await cur.fetchall()]  # type: ignore[arg-type]
 
 
-async def turn_finished(pool: AsyncConnectionPool, turn_id: uuid.UUID) -> bool:
-    async with pool.connection() as conn:
-        cur = await conn.execute(
-            "SELECT status = 'done' AS done FROM playground.turns WHERE id = %s", (turn_id,)
-        )
-        row = await cur.fetchone()
-    return bool(row and row["done"])  # type: ignore[index,call-overload]
-
-
 async def event_stream(
     pool: AsyncConnectionPool,
     hub: Hub,
@@ -352,7 +331,7 @@ async def event_stream(
         while True:
             try:
                 rows = await read_after(pool, scope, after, timeout=max(5.0, poll_seconds))
-                if not rows and scope.turn_id is not None and await turn_finished(pool, scope.turn_id):
+                if not rows and scope.turn_id is not None and await jobs.is_finished(pool, scope.turn_id):
                     # everything the finished turn logged is visible now: read once more, and if
                     # nothing is there the client is past its end (a resume after its last event)
                     rows = await read_after(pool, scope, after)

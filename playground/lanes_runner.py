@@ -30,9 +30,10 @@ from langmem.errors import ConfigurationError as LangMemConfigurationError
 from memory.block import clip
 from memory.errors import BeadsMemoryError
 from memory.middleware import INJECTION_EVENT, message_text
+from playground import jobs
 from playground.events import LANES, EventWriter, LeaseLostError
+from playground.jobs import ClaimedTurn
 from playground.runtime import Runtime
-from playground.turns import ClaimedTurn
 
 _log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ async def run_turn(rt: Runtime, turn: ClaimedTurn, owner: uuid.UUID) -> None:
                 return
             try:
                 if pending:
-                    text = await user_text(rt, turn.id)
+                    text = await jobs.user_text(rt.pool, turn.id)
                     async with asyncio.TaskGroup() as lanes:
                         for lane in pending:
                             lanes.create_task(run_lane(rt, writer, turn, lane, text))
@@ -89,15 +90,6 @@ async def hand_back_when_reachable(rt: Runtime, writer: EventWriter, cause: Base
             if time.monotonic() > deadline:
                 raise
             await asyncio.sleep(rt.settings.poll_seconds)
-
-
-async def user_text(rt: Runtime, turn_id: uuid.UUID) -> str:
-    async with rt.pool.connection() as conn:
-        cur = await conn.execute(
-            "SELECT body FROM playground.messages WHERE turn_id = %s AND author = 'user'", (turn_id,)
-        )
-        row = await cur.fetchone()
-    return row["body"] if row else ""  # type: ignore[index]
 
 
 async def lane_agent(rt: Runtime, turn: ClaimedTurn, lane: LaneName) -> tuple[Any, dict[str, Any]]:

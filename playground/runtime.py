@@ -22,8 +22,10 @@ from memory.consolidate import ConsolidationReport
 from memory.embedders import Embedder
 from memory.models.select import ActiveModel
 from memory.store import FactStore
+from playground import jobs
 from playground.comparison.lanes import build_beads_agent, build_stock_agent
 from playground.events import Hub
+from playground.leader import Leadership
 from playground.settings import PlaygroundSettings
 from playground.turns import TurnWorker
 
@@ -99,16 +101,6 @@ class Runtime:
         return f"off for our lane{why}: capture, corrections and recall need no tool call"
 
 
-# chats whose memory may be consolidated now: not being deleted, and no turn queued or running
-_IDLE_SESSIONS = """
-SELECT c.session_id FROM playground.chats c
- WHERE c.deleted_at IS NULL
-   AND NOT EXISTS (SELECT 1 FROM playground.turns t WHERE t.chat_id = c.id AND t.status <> 'done')
-   AND (%(session)s::text IS NULL OR c.session_id = %(session)s)
- ORDER BY c.updated_at DESC
-"""
-
-
 async def consolidate_idle_chats(rt: Runtime) -> list[ConsolidationReport]:
     """One consolidation pass over every idle chat; never inside a turn.
 
@@ -117,23 +109,21 @@ async def consolidate_idle_chats(rt: Runtime) -> list[ConsolidationReport]:
     """
     days = rt.settings.consolidate_horizon_days
     horizon = timedelta(days=days) if days > 0 else None
-    async with rt.pool.connection() as conn:
-        cur = await conn.execute(_IDLE_SESSIONS, {"session": None})
-        sessions = [row["session_id"] for row in await cur.fetchall()]
     reports = []
-    for session in sessions:
-        async with rt.pool.connection() as conn:
-            cur = await conn.execute(_IDLE_SESSIONS, {"session": session})
-            if await cur.fetchone() is None:
-                continue  # a turn started since the list was read: this chat waits for the next pass
+    for session in await jobs.idle_sessions(rt.pool):
+        if not await jobs.idle_sessions(rt.pool, session):
+            continue  # a turn started since the list was read: this chat waits for the next pass
         reports.append(await rt.facts.aio.consolidate(session, horizon=horizon))
     return reports
 
 
-async def consolidation_loop(rt: Runtime) -> None:
-    """Consolidate idle chats every `consolidate_every` minutes until cancelled."""
+async def consolidation_loop(rt: Runtime, leader: Leadership) -> None:
+    """Consolidate idle chats every `consolidate_every` minutes until cancelled; of all the app
+    processes on the database, only the one that holds the leader lock does."""
     while True:
         await asyncio.sleep(rt.settings.consolidate_every * 60)
+        if not await leader.lead():
+            continue
         try:
             reports = await consolidate_idle_chats(rt)
         except Exception:  # a failed pass must not end the loop: the next one tries again

@@ -15,6 +15,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 MAX_MESSAGE_CHARS_CEILING = 100_000
 #: The shortest API key accepted: a guessable key is no key.
 MIN_API_KEY_CHARS = 16
+#: connections a process holds outside its pools: the LISTEN connection, the turn worker's liveness
+#: lock and the periodic jobs' leader lock
+DEDICATED_CONNECTIONS = 3
 
 
 class PlaygroundSettings(BaseSettings):
@@ -44,6 +47,16 @@ class PlaygroundSettings(BaseSettings):
     #: How long a request waits for a database connection before it answers 503 (the database is down,
     #: or every connection is busy).
     database_wait_seconds: float = Field(default=30.0, ge=0.5, le=300.0)
+
+    #: Connections per process: the app's pool (the playground's tables and the checkpointer; unset:
+    #: 8 + 3 per worker), the fact graph's, the stock store's. Each process also holds
+    #: DEDICATED_CONNECTIONS of its own (LISTEN, the worker's liveness lock, the leader lock).
+    pool_size: int | None = Field(default=None, ge=2, le=500)
+    facts_pool_size: int = Field(default=8, ge=1, le=500)
+    stock_pool_size: int = Field(default=4, ge=1, le=500)
+    #: How many app processes share the database (uvicorn --workers N, or separate processes): at
+    #: startup, that many times this process's connections must fit the server's max_connections.
+    processes: int = Field(default=1, ge=1, le=1_000)
 
     #: SSE: a keepalive comment this often, the reconnect delay suggested to browsers, and how many
     #: wake-ups a slow subscriber may have pending (data always comes from the log, so none is lost).
@@ -121,6 +134,15 @@ class PlaygroundSettings(BaseSettings):
         if self.memory_tools == "auto":
             return backend != "local"
         return self.memory_tools == "on"
+
+    @property
+    def app_pool_size(self) -> int:
+        return self.pool_size if self.pool_size is not None else 8 + 3 * self.workers
+
+    @property
+    def connections_per_process(self) -> int:
+        """The most connections one app process opens: its three pools full, and its own."""
+        return self.app_pool_size + self.facts_pool_size + self.stock_pool_size + DEDICATED_CONNECTIONS
 
     @property
     def max_body_bytes(self) -> int:

@@ -12,24 +12,28 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from memory.connection import open_async_pool, open_pool
-from memory.embedded import resolve_database_url
+from memory.embedded import release_embedded, start_embedded
 from memory.embedders import Embedder, embedder_from_name
 from memory.errors import EmbedderUnavailableError
 from memory.models.select import ActiveModel, select_chat_model
 from memory.models.settings import ModelSettings
+from memory.settings import MemorySettings
 from memory.store import FactStore
 from playground import db
 from playground.comparison.stock import open_async_stock_store
 from playground.comparison.websearch import web_search_tool
 from playground.events import Hub
 from playground.lanes_runner import run_turn
+from playground.leader import Leadership
 from playground.runtime import Runtime, consolidation_loop
 from playground.scripted import scripted_lane_model
 from playground.settings import PlaygroundSettings
@@ -38,6 +42,8 @@ from playground.turns import TurnWorker
 _log = logging.getLogger(__name__)
 
 FALLBACK_EMBEDDER = "minilm"
+#: pg_stat_activity.application_name of an app process's connections, before its pid
+APPLICATION_NAME = "playground"
 
 
 def select_model(settings: PlaygroundSettings) -> ActiveModel:
@@ -66,8 +72,16 @@ def select_embedder(name: str) -> tuple[Embedder, str]:
 @contextlib.asynccontextmanager
 async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
     """Open pools, apply migrations, pick model and embedder, start the hub and the workers."""
-    url = settings.database_url or await asyncio.to_thread(resolve_database_url)
+    library = MemorySettings()
+    url = settings.database_url or library.database_url
     async with contextlib.AsyncExitStack() as stack:
+        if url is None:  # the embedded server, shared by every process on its data directory
+            url = await asyncio.to_thread(start_embedded, library.pgdata)
+            # last on the way out, whatever signal stopped us: the last process out stops the server
+            stack.callback(release_embedded, library.pgdata)
+        # every connection says which process holds it (pg_stat_activity.application_name)
+        url = make_conninfo(url, application_name=f"{APPLICATION_NAME} {os.getpid()}")
+        await db.check_connection_room(url, settings.connections_per_process, settings.processes)
         embedder, embedder_note = await asyncio.to_thread(select_embedder, settings.embedder)
         model = await asyncio.to_thread(select_model, settings)
 
@@ -75,24 +89,31 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
         pool = await open_async_pool(
             url,
             min_size=2,
-            max_size=8 + 3 * settings.workers,
+            max_size=settings.app_pool_size,
             check=AsyncConnectionPool.check_connection,
             timeout=settings.database_wait_seconds,
         )
         stack.push_async_callback(pool.close)
         sync_pool: ConnectionPool = await asyncio.to_thread(
-            open_pool, url, min_size=1, max_size=8, check=ConnectionPool.check_connection
+            open_pool,
+            url,
+            min_size=1,
+            max_size=settings.facts_pool_size,
+            check=ConnectionPool.check_connection,
         )
         stack.callback(sync_pool.close)
         facts = FactStore(sync_pool, embedder, auto_supersede=settings.auto_supersede)
+        setting_up = await db.hold_setup_lock(url)  # one starting process at a time, to the stock store
+        stack.push_async_callback(setting_up.close)
         await asyncio.to_thread(facts.setup)  # the library's migrations
         stack.callback(facts.aio.close)
         async with pool.connection() as conn:
             await db.setup(conn)  # the playground's migrations
         saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
         await saver.setup()
-        stock_store, stock_pool = await open_async_stock_store(url, embedder)
+        stock_store, stock_pool = await open_async_stock_store(url, embedder, settings.stock_pool_size)
         stack.push_async_callback(stock_pool.close)
+        await setting_up.close()
 
         tools = [web_search_tool()] if settings.web_search else []
         hub = Hub(pool.conninfo, poll_seconds=settings.poll_seconds)
@@ -117,10 +138,13 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
             poll_seconds=settings.poll_seconds,
             on_reconnect=database_back,
         )
+        hub.on_chat_stop = rt.worker.stop_chat  # a chat deleted through another process
         await rt.worker.start()  # unfinished turns of an earlier process are claimed from here on
         stack.push_async_callback(rt.worker.stop)
         if settings.consolidate_every > 0:
-            consolidating = asyncio.create_task(consolidation_loop(rt), name="consolidation")
+            leader = Leadership(url)  # one process at a time consolidates
+            stack.push_async_callback(leader.close)
+            consolidating = asyncio.create_task(consolidation_loop(rt, leader), name="consolidation")
             stack.callback(consolidating.cancel)
         _log.info("playground ready: %s", "; ".join(f"{k}: {v}" for k, v in rt.status_lines))
         yield rt

@@ -1,20 +1,15 @@
-"""Turns are jobs in Postgres: the turn row is the job, and the workers run inside the app process.
+"""The turn worker: claims turns from Postgres and runs them inside the app process.
 
 Why not a job library. procrastinate is psycopg-native and has per-key locks, and since 3.8 it can
 defer on a caller's connection, so the message and its job could share a transaction. It still
 keeps its own job row beside ours: the turn's state (per-lane status, thread ids, lease, event
 numbering) would live in two tables that must agree, its schema is installed by its own tooling
 rather than our numbered migrations, and a reclaimed stalled job is something we would have to
-wire up anyway. What a turn needs is a few statements on one row:
-
-- submit: the user's message, the turn and its first event are inserted in one transaction, under
-  the chat's row lock; a unique (chat, idempotency key) turns a double submit into the same turn;
-- claim: `FOR UPDATE SKIP LOCKED` on the oldest turn whose chat has nothing earlier unfinished,
-  so one chat runs one turn at a time, in order, while other chats run in parallel;
-- lease: a claimed turn carries its worker's id and a lease the worker renews. A turn is claimable
-  again when its lease lapses, or at once when its worker is gone: each worker holds a session
-  advisory lock for its lifetime, and a killed process's connections (and so its lock) vanish.
-  The restarted turn resumes each unfinished lane from its LangGraph checkpoint (see lanes_runner).
+wire up anyway. What a turn needs is a few statements on one row; they are in `playground.jobs`
+(submit, claim, renew, release, finish, hand back). This module is the loop around them: a
+liveness lock held for the worker's life, claims up to `concurrency` turns, a lease renewed while
+each runs. The restarted turn resumes each unfinished lane from its LangGraph checkpoint (see
+lanes_runner).
 """
 
 from __future__ import annotations
@@ -26,130 +21,19 @@ import secrets
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
-from playground.events import EVENTS_CHANNEL, INSERT_EVENT, TURNS_CHANNEL, Hub
+from playground import jobs
+from playground.events import EventWriter, Hub, LeaseLostError
+from playground.jobs import ClaimedTurn
 
 _log = logging.getLogger(__name__)
 
-#: the first key of every worker's liveness lock (pg_advisory_lock(int, int)); "play" in ASCII
-LIVENESS_LOCK_CLASS = 0x706C6179
-
-
-@dataclass(frozen=True, slots=True)
-class Submitted:
-    turn_id: uuid.UUID
-    turn_no: int
-    created: bool  # False: the idempotency key had already made this turn
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimedTurn:
-    id: uuid.UUID
-    chat_id: uuid.UUID
-    session_id: str
-    turn_no: int
-    attempts: int
-    stock_status: str
-    beads_status: str
-    stock_thread_id: str
-    beads_thread_id: str
-
-    def lane_status(self, lane: str) -> str:
-        return self.stock_status if lane == "stock" else self.beads_status
-
-    def thread_id(self, lane: str) -> str:
-        return self.stock_thread_id if lane == "stock" else self.beads_thread_id
-
-
-async def submit_message(
-    pool: AsyncConnectionPool, chat_id: uuid.UUID, text: str, idempotency_key: str
-) -> Submitted | None:
-    """Queue a turn for `text`; None if the chat does not exist (or is being deleted)."""
-    async with pool.connection() as conn, conn.transaction():
-        cur = await conn.execute(
-            "SELECT id FROM playground.chats WHERE id = %s AND deleted_at IS NULL FOR UPDATE", (chat_id,)
-        )
-        if await cur.fetchone() is None:
-            return None
-        cur = await conn.execute(
-            "SELECT id, turn_no FROM playground.turns WHERE chat_id = %s AND idempotency_key = %s",
-            (chat_id, idempotency_key),
-        )
-        existing = await cur.fetchone()
-        if existing is not None:
-            return Submitted(existing["id"], existing["turn_no"], created=False)  # type: ignore[call-overload]
-        cur = await conn.execute(
-            "UPDATE playground.chats SET last_turn_no = last_turn_no + 1, last_event_no = last_event_no + 1,"
-            " updated_at = now() WHERE id = %s RETURNING last_turn_no, last_event_no",
-            (chat_id,),
-        )
-        numbers = await cur.fetchone()
-        turn_id, turn_no = uuid.uuid4(), numbers["last_turn_no"]  # type: ignore[index]
-        await conn.execute(
-            "INSERT INTO playground.turns (id, chat_id, turn_no, idempotency_key, stock_thread_id,"
-            " beads_thread_id, last_seq) VALUES (%s, %s, %s, %s, %s, %s, 1)",
-            (turn_id, chat_id, turn_no, idempotency_key, str(uuid.uuid4()), str(uuid.uuid4())),
-        )
-        await conn.execute(
-            "INSERT INTO playground.messages (turn_id, chat_id, author, body) VALUES (%s, %s, 'user', %s)",
-            (turn_id, chat_id, text),
-        )
-        payload = Jsonb({"text": text, "turn_no": turn_no})
-        await conn.execute(
-            INSERT_EVENT, (chat_id, numbers["last_event_no"], turn_id, 1, "turn", "turn", payload)
-        )  # type: ignore[index]
-        await conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, str(chat_id)))
-        await conn.execute("SELECT pg_notify(%s, '')", (TURNS_CHANNEL,))
-    return Submitted(turn_id, turn_no, created=True)
-
-
-# Each condition of the candidate scan, in order: the chat still exists; the turn is waiting, or its
-# lease lapsed, or the worker that holds it no longer holds its liveness lock (it died); and nothing
-# earlier in the same chat is unfinished. SKIP LOCKED lets two claimers pass each other.
-_CLAIM = """
-WITH candidate AS (
-    SELECT t.id FROM playground.turns t
-      JOIN playground.chats c ON c.id = t.chat_id AND c.deleted_at IS NULL
-     WHERE t.status <> 'done'
-       AND (t.status = 'queued'
-            OR t.lease_expires_at < now()
-            OR NOT EXISTS (
-                SELECT 1 FROM pg_locks l
-                 WHERE l.locktype = 'advisory' AND l.granted
-                   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                   AND l.classid = %(lock_class)s::oid AND l.objid = t.lease_key::oid AND l.objsubid = 2))
-       AND NOT EXISTS (
-            SELECT 1 FROM playground.turns e
-             WHERE e.chat_id = t.chat_id AND e.turn_no < t.turn_no AND e.status <> 'done')
-       AND t.id <> ALL(%(mine)s::uuid[])
-     ORDER BY t.created_at, t.turn_no
-     LIMIT 1
-       FOR UPDATE OF t SKIP LOCKED
-)
-UPDATE playground.turns t
-   SET status = 'running', attempts = t.attempts + 1, lease_owner = %(owner)s, lease_key = %(key)s,
-       lease_expires_at = now() + make_interval(secs => %(lease)s), started_at = coalesce(t.started_at, now())
-  FROM candidate, playground.chats c
- WHERE t.id = candidate.id AND c.id = t.chat_id
-RETURNING t.id, t.chat_id, c.session_id, t.turn_no, t.attempts, t.stock_status, t.beads_status,
-          t.stock_thread_id, t.beads_thread_id
-"""
-_RENEW = """
-UPDATE playground.turns SET lease_expires_at = now() + make_interval(secs => %s)
- WHERE id = %s AND lease_owner = %s AND status = 'running'
-RETURNING id
-"""
-# A worker that stops on purpose hands its turns back at once rather than waiting out the lease.
-_RELEASE = """
-UPDATE playground.turns SET status = 'queued', lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
- WHERE lease_owner = %s AND status = 'running'
-"""
+#: the `interrupted` event of a turn cut off by its process stopping (SIGTERM, Ctrl+C)
+STOPPED_MESSAGE = "The server process running this turn stopped; the turn goes on from its last checkpoint."
 
 TurnRunner = Callable[[ClaimedTurn, uuid.UUID], Awaitable[None]]
 
@@ -202,7 +86,7 @@ class TurnWorker:
             except psycopg.OperationalError:
                 await previous.close()
         conn = await psycopg.AsyncConnection.connect(self.pool.conninfo, autocommit=True)
-        await conn.execute("SELECT pg_advisory_lock(%s, %s)", (LIVENESS_LOCK_CLASS, self.lock_key))
+        await jobs.hold_liveness(conn, self.lock_key)
         self._liveness, self._liveness_checked = conn, time.monotonic()
         if previous is not None and self.on_reconnect is not None:
             await self.on_reconnect()
@@ -212,40 +96,48 @@ class TurnWorker:
             self._loop_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop_task
-        tasks = [task for _, task in self._running.values()]
-        for task in tasks:
+        running = [(turn_id, chat_id, task) for turn_id, (chat_id, task) in self._running.items()]
+        for _, _, task in running:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(task for _, _, task in running), return_exceptions=True)
+        # each turn cut off goes back to the queue at once, with an event saying why (another process,
+        # or the next start, resumes it from its checkpoints); what could not be handed back so, is
+        # released below, and a turn neither reaches is reclaimed when this worker's lock is gone
+        for turn_id, chat_id, _ in running:
+            with contextlib.suppress(psycopg.Error, LeaseLostError):
+                async with EventWriter(self.pool, turn_id, chat_id, self.owner) as writer:
+                    await writer.hand_back(STOPPED_MESSAGE)
         with contextlib.suppress(psycopg.Error):
-            async with self.pool.connection() as conn:
-                await conn.execute(_RELEASE, (self.owner,))
+            await jobs.release(self.pool, self.owner)
         if self._liveness is not None:
             await self._liveness.close()
 
     async def stop_chat(self, chat_id: uuid.UUID) -> None:
         """Cancel this chat's running turns here, and never start another of its turns."""
         self._stopped_chats.add(chat_id)
-        tasks = [task for chat, task in self._running.values() if chat == chat_id]
-        for task in tasks:
+        mine = [(turn_id, task) for turn_id, (chat, task) in self._running.items() if chat == chat_id]
+        for _, task in mine:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(task for _, task in mine), return_exceptions=True)
+        if mine:  # let go of them, so a process waiting to delete the chat sees them stopped
+            with contextlib.suppress(psycopg.Error):
+                await jobs.release_turns(self.pool, self.owner, [turn_id for turn_id, _ in mine])
+
+    async def stop_chat_everywhere(self, chat_id: uuid.UUID) -> None:
+        """Stop the chat's turns here and in every other process on the database, and wait until no
+        live worker runs one (at most a lease: by then a silent holder's lease has lapsed)."""
+        await self.stop_chat(chat_id)
+        await jobs.stop_everywhere(self.pool, chat_id)
+        deadline = time.monotonic() + self.lease_seconds
+        while await jobs.held_turns(self.pool, chat_id) and time.monotonic() < deadline:
+            await asyncio.sleep(min(self.poll_seconds, 0.1))
 
     @property
     def busy(self) -> int:
         return len(self._running)
 
     async def claim(self) -> ClaimedTurn | None:
-        params = {
-            "owner": self.owner,
-            "key": self.lock_key,
-            "lease": self.lease_seconds,
-            "lock_class": LIVENESS_LOCK_CLASS,
-            "mine": list(self._running),  # never a turn this worker is running already
-        }
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(_CLAIM, params)
-            row = await cur.fetchone()
-        return ClaimedTurn(**row) if row else None  # type: ignore[arg-type]
+        return await jobs.claim(self.pool, self.owner, self.lock_key, self.lease_seconds, list(self._running))
 
     async def _claim_forever(self) -> None:
         while True:
@@ -289,12 +181,10 @@ class TurnWorker:
         while True:
             await asyncio.sleep(self.lease_seconds / 3)
             try:
-                async with self.pool.connection() as conn:
-                    cur = await conn.execute(_RENEW, (self.lease_seconds, turn.id, self.owner))
-                    held = await cur.fetchone()
+                held = await jobs.renew(self.pool, turn.id, self.owner, self.lease_seconds)
             except psycopg.Error as exc:
                 _log.warning("renewing the lease of turn %s failed: %s", turn.id, exc)
                 continue
-            if held is None:  # another worker took it over: stop writing to it
+            if not held:  # another worker took it over: stop writing to it
                 work.cancel()
                 return

@@ -17,7 +17,7 @@ from playground_helpers import await_idle, play_db, playground_template, rows, r
 from bench.reliability import checks
 from bench.reliability.servers import app_process
 from playground.chats import create_chat
-from playground.turns import submit_message
+from playground.jobs import submit_message
 
 __all__ = ["play_db", "playground_template"]  # fixtures
 

@@ -26,8 +26,8 @@ from memory.models.scripted import ScriptedChatModel, calls, tool_call
 from playground.app import create_app
 from playground.chats import create_chat
 from playground.comparison.lanes import build_stock_agent
+from playground.jobs import submit_message
 from playground.runtime import Runtime
-from playground.turns import submit_message
 
 __all__ = ["play_db", "playground_template"]  # fixtures
 

@@ -13,7 +13,7 @@ from playground_helpers import await_idle, play_db, playground_template, rows, r
 from playground.app import create_app
 from playground.chats import create_chat
 from playground.events import EventRow, StreamScope, event_stream
-from playground.turns import submit_message
+from playground.jobs import submit_message
 
 __all__ = ["play_db", "playground_template"]  # fixtures
 

@@ -13,7 +13,7 @@ from playground_helpers import await_idle, play_db, playground_template, rows, r
 from playground.app import create_app
 from playground.chats import create_chat
 from playground.events import StreamScope, event_stream
-from playground.turns import LIVENESS_LOCK_CLASS, submit_message
+from playground.jobs import LIVENESS_LOCK_CLASS, submit_message
 
 __all__ = ["play_db", "playground_template"]  # fixtures
 

@@ -23,6 +23,7 @@ from bench.reliability.bad_input import rig_oversized_tool, run_bad_inputs
 from bench.reliability.crash import run_crash
 from bench.reliability.isolation import run_isolation, run_poisoning
 from bench.reliability.load import run_load
+from bench.reliability.multiprocess import run_multiprocess, run_throughput
 from bench.reliability.outage import run_outage
 from bench.reliability.servers import OwnPostgres, app_in_thread, app_process, create_database, drop_database
 from bench.reliability.sse_reconnect import run_sse_reconnects
@@ -40,6 +41,9 @@ class Sizes:
     reconnects: int
     isolation: int
     poisoning: int
+    processes: int = 3  # the multiprocess scenario's app processes (it uses chats and turns too)
+    process_kills: int = 2
+    throughput_processes: tuple[int, ...] = (1, 2, 4)
 
 
 LONG = Sizes(
@@ -53,9 +57,23 @@ LONG = Sizes(
     poisoning=300,
 )
 QUICK = Sizes(
-    chats=5, turns=3, crash_turns=4, kills=3, outages=(3.0,), reconnects=10, isolation=50, poisoning=15
+    chats=5,
+    turns=3,
+    crash_turns=4,
+    kills=3,
+    outages=(3.0,),
+    reconnects=10,
+    isolation=50,
+    poisoning=15,
+    processes=2,
+    process_kills=1,
+    throughput_processes=(1, 2),
 )
-SCENARIOS = ("load", "crash", "outage", "sse", "bad_input", "isolation")
+SCENARIOS = ("load", "crash", "outage", "sse", "bad_input", "isolation", "multiprocess", "throughput")
+#: pools of each process in the throughput runs: four processes of these fit the embedded server's
+#: max_connections (100), four with the default pools (35 connections each) do not, and the startup
+#: check refuses them
+THROUGHPUT_POOLS = {"pool_size": 14, "facts_pool_size": 4, "stock_pool_size": 2}
 
 
 @contextlib.contextmanager
@@ -109,6 +127,37 @@ def scenario_bad_input(server: str, sizes: Sizes) -> dict[str, Any]:
             return run_bad_inputs(base, db, max_message_chars=settings.max_message_chars)
 
 
+def scenario_multiprocess(server: str, sizes: Sizes) -> dict[str, Any]:
+    with fresh_database(server) as db:
+        return run_multiprocess(
+            db, n_processes=sizes.processes, chats=sizes.chats, turns=sizes.turns, kills=sizes.process_kills
+        )
+
+
+def scenario_throughput(server: str, sizes: Sizes) -> dict[str, Any]:
+    runs, failed = [], []
+    for n in sizes.throughput_processes:
+        with fresh_database(server) as db:
+            try:
+                runs.append(
+                    run_throughput(
+                        db,
+                        n_processes=n,
+                        chats=sizes.chats,
+                        turns=sizes.turns,
+                        processes=n,
+                        **THROUGHPUT_POOLS,
+                    )
+                )
+            except Exception as exc:  # one count that cannot run is a finding; the others still count
+                failed.append(f"{n} processes: the run failed: {exc!r}")
+    return {
+        "runs": runs,
+        "pools": THROUGHPUT_POOLS,
+        "violations": failed + [f"{r['processes']} processes: {v}" for r in runs for v in r["violations"]],
+    }
+
+
 def scenario_isolation(server: str, sizes: Sizes) -> dict[str, Any]:
     with fresh_database(server) as db, open_pool(db, min_size=1, max_size=4) as pool:
         return {
@@ -124,6 +173,8 @@ RUNNERS: dict[str, Callable[[str, Sizes], dict[str, Any]]] = {
     "sse": scenario_sse,
     "bad_input": scenario_bad_input,
     "isolation": scenario_isolation,
+    "multiprocess": scenario_multiprocess,
+    "throughput": scenario_throughput,
 }
 
 
@@ -179,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
             meta = {**saved["meta"], "reruns": [*saved["meta"].get("reruns", []), rerun]}
     print()
     print(report.table(results))
+    if results.get("throughput", {}).get("runs"):
+        print(report.throughput_table(results["throughput"]))
     for name, result in results.items():
         for violation in result["violations"]:
             print(f"  {name}: {violation}")

@@ -32,7 +32,9 @@ class LoadRun:
     chat_ids: dict[str, str] = field(default_factory=dict)  # code -> chat id
 
 
-async def _one_chat(client: httpx.AsyncClient, base: str, i: int, turns: int, run: LoadRun) -> None:
+async def _one_chat(
+    client: httpx.AsyncClient, base: str, read_base: str, i: int, turns: int, run: LoadRun
+) -> None:
     code = code_for(i)
     try:
         run.requests += 1
@@ -46,7 +48,7 @@ async def _one_chat(client: httpx.AsyncClient, base: str, i: int, turns: int, ru
         try:
             run.requests += 2
             turn_id = await asend(client, base, chat_id, text, key=f"{code}-{t}")
-            read = await aread_turn(client, base, chat_id, turn_id)
+            read = await aread_turn(client, read_base, chat_id, turn_id)
         except httpx.HTTPError as exc:
             run.errors.append(f"{code} turn {t + 1}: {exc!r}")
             continue
@@ -74,7 +76,7 @@ async def _cross_reads(client: httpx.AsyncClient, base: str, run: LoadRun) -> li
 
 
 async def run_load(
-    base: str,
+    base: str | list[str],
     db_url: str,
     *,
     chats: int = 50,
@@ -82,15 +84,23 @@ async def run_load(
     rss: Callable[[], int] | None = None,
     deadline_seconds: float = 900.0,
 ) -> dict[str, Any]:
+    """`base` may list several app processes on one database: chat i then posts to the i-th (mod
+    their number) and reads its turns' streams from the next one."""
+    bases = [base] if isinstance(base, str) else base
     run = LoadRun()
     rss_before = rss() if rss else None
     limits = httpx.Limits(max_connections=2 * chats + 10, max_keepalive_connections=2 * chats + 10)
     started = time.monotonic()
     async with httpx.AsyncClient(timeout=TIMEOUT, limits=limits) as client:
         async with asyncio.timeout(deadline_seconds):
-            await asyncio.gather(*(_one_chat(client, base, i, turns, run) for i in range(chats)))
+            await asyncio.gather(
+                *(
+                    _one_chat(client, bases[i % len(bases)], bases[(i + 1) % len(bases)], i, turns, run)
+                    for i in range(chats)
+                )
+            )
         elapsed = time.monotonic() - started
-        cross = await _cross_reads(client, base, run)
+        cross = await _cross_reads(client, bases[-1], run)
     rss_after = rss() if rss else None
     lost = []
     for chat_id in run.chat_ids.values():

@@ -99,10 +99,17 @@ APP_DEFAULTS: dict[str, Any] = {
 }
 
 
-def app_env(db_url: str, **settings: Any) -> dict[str, str]:
-    """The environment of an app process: APP_DEFAULTS, then `settings`."""
-    values: dict[str, Any] = {"database_url": db_url, **APP_DEFAULTS, **settings}
+def app_env(db_url: str | None, *, data_dir: Path | None = None, **settings: Any) -> dict[str, str]:
+    """The environment of an app process: APP_DEFAULTS, then `settings`. With no `db_url`, the app
+    starts (or shares) the embedded server under `data_dir`."""
+    values: dict[str, Any] = {**APP_DEFAULTS, **settings}
+    if db_url is not None:
+        values["database_url"] = db_url
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLAYGROUND_")}
+    if db_url is None:
+        env.pop("DATABASE_URL", None)
+        if data_dir is not None:
+            env["BEADS_DATA_DIR"] = str(data_dir)
     env.update({f"PLAYGROUND_{k.upper()}": str(v) for k, v in values.items()})
     return env
 
@@ -110,8 +117,17 @@ def app_env(db_url: str, **settings: Any) -> dict[str, str]:
 class AppProcess:
     """`uvicorn playground.app:app` on 127.0.0.1 in a child process; `kill()` is a SIGKILL."""
 
-    def __init__(self, db_url: str, *, start_timeout: float = 90.0, **settings: Any) -> None:
-        self.env = app_env(db_url, **settings)
+    def __init__(
+        self,
+        db_url: str | None,
+        *,
+        start_timeout: float = 90.0,
+        data_dir: Path | None = None,
+        uvicorn_args: tuple[str, ...] = (),
+        **settings: Any,
+    ) -> None:
+        self.env = app_env(db_url, data_dir=data_dir, **settings)
+        self.uvicorn_args = uvicorn_args  # e.g. ("--workers", "2")
         self.start_timeout = start_timeout
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
@@ -123,7 +139,7 @@ class AppProcess:
         """Start the process and wait until it answers; returns the seconds that took."""
         started = time.monotonic()
         command = [sys.executable, "-m", "uvicorn", "playground.app:app", "--host", "127.0.0.1"]
-        command += ["--port", str(self.port), "--log-level", "warning"]
+        command += ["--port", str(self.port), "--log-level", "warning", *self.uvicorn_args]
         self.process = subprocess.Popen(command, cwd=ROOT, env=self.env, stdout=self.log, stderr=self.log)
         self.starts += 1
         deadline = started + self.start_timeout
@@ -144,6 +160,17 @@ class AppProcess:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(timeout=30)
+
+    def signal(self, sig: int, timeout: float = 60.0) -> int:
+        """Send `sig` and wait for the process to exit; returns its exit status."""
+        assert self.process is not None
+        self.process.send_signal(sig)
+        return self.process.wait(timeout=timeout)
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -168,7 +195,7 @@ class AppProcess:
 
 
 @contextlib.contextmanager
-def app_process(db_url: str, **settings: Any) -> Iterator[AppProcess]:
+def app_process(db_url: str | None, **settings: Any) -> Iterator[AppProcess]:
     app = AppProcess(db_url, **settings)
     try:
         app.start()

@@ -15,10 +15,10 @@ from memory.errors import BeadsMemoryError, FactNotFoundError
 from playground.chats import DEFAULT_TITLE, Chat, InvalidTitleError, create_chat, delete_chat, rename_chat
 from playground.deps import ChatDep, RuntimeDep, TemplatesDep, is_htmx
 from playground.inspector import load_inspector
+from playground.jobs import submit_message
 from playground.routes.common import composer_context, frame_context
 from playground.runtime import Runtime
 from playground.security import read_form
-from playground.turns import submit_message
 
 MAX_IDEMPOTENCY_KEY = 100
 
@@ -67,7 +67,7 @@ def actions_router() -> APIRouter:
             facts=rt.facts.aio,
             stock=rt.stock_store,
             checkpointer=rt.saver,
-            stop_turns=rt.worker.stop_chat,
+            stop_turns=rt.worker.stop_chat_everywhere,
         )
         return go_to(request, "/")
 

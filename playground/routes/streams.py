@@ -13,6 +13,7 @@ from fastapi import APIRouter, Header, HTTPException, Query
 from fastapi.templating import Jinja2Templates
 from sse_starlette import EventSourceResponse
 
+from playground import jobs
 from playground.deps import ChatDep, RuntimeDep, TemplatesDep
 from playground.events import EventRow, StreamScope, event_stream, parse_last_event_id
 from playground.render import render_event
@@ -70,12 +71,8 @@ def streams_router() -> APIRouter:
         after: Annotated[int | None, Query(ge=0)] = None,
         last_event_id: Annotated[str | None, Header()] = None,
     ) -> EventSourceResponse:
-        async with rt.pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT 1 FROM playground.turns WHERE id = %s AND chat_id = %s", (turn_id, chat.id)
-            )
-            if await cur.fetchone() is None:
-                raise HTTPException(404, "No such turn in this chat.")
+        if not await jobs.in_chat(rt.pool, chat.id, turn_id):
+            raise HTTPException(404, "No such turn in this chat.")
         position = parse_last_event_id(last_event_id, after)
         return open_stream(rt, templates, StreamScope(chat.id, turn_id), position, False)
 

@@ -466,7 +466,7 @@ def run_size(server_uri: str, size: int, args: argparse.Namespace, base: TopicEm
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
     out["phases_s"] = phases.seconds
     out["loadavg_at_end"] = _loadavg()
-    _write_plan(name, out["plan"])
+    _write_plan(name, out["plan"], args.out.parent)
     return out
 
 
@@ -480,8 +480,8 @@ def _loadavg() -> list[str]:
 _VECTOR_LITERAL = re.compile(r"'\[[-+0-9.e,]+\]'")
 
 
-def _write_plan(name: str, plan: dict[str, Any]) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
+def _write_plan(name: str, plan: dict[str, Any], folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
     plan = {
         k: _VECTOR_LITERAL.sub("'[768-d query vector]'", v) if isinstance(v, str) else v
         for k, v in plan.items()
@@ -511,7 +511,7 @@ def _write_plan(name: str, plan: dict[str, Any]) -> None:
         plan["supersede_update"],
         "",
     ]
-    (RESULTS / f"search_plan_{name}.txt").write_text("\n".join(lines))
+    (folder / f"search_plan_{name}.txt").write_text("\n".join(lines))
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -572,7 +572,7 @@ def main(argv: list[str] | None = None) -> int:
     table = _write_outputs(results, args.out)
     print()
     print(table)
-    log(f"wrote {args.out} and {RESULTS / 'search_latency.md'}")
+    log(f"wrote {args.out} and {args.out.with_suffix('.md')}")
     return 0
 
 
@@ -588,7 +588,8 @@ def _write_outputs(results: dict[str, Any], out: Path) -> str:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2, default=str))
     table = markdown(results)
-    (RESULTS / "search_latency.md").write_text(table)
+    # beside the JSON: a run written elsewhere (--out) leaves the committed tables alone
+    out.with_suffix(".md").write_text(table)
     return table
 
 

@@ -9,6 +9,7 @@ process to ask becomes the leader; nobody waits, nobody has to know who the othe
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -51,8 +52,13 @@ class Leadership:
         return took
 
     async def close(self) -> None:
-        """Let go (closing the session releases the lock)."""
-        self.leading = False
+        """Let go. The lock is released explicitly first: closing the session releases it too, but
+        the server ends a closed session a moment later, and a process asking right after a graceful
+        stop would still find it held (a process that dies leaves it to the server's cleanup)."""
+        leading, self.leading = self.leading, False
         if self._conn is not None:
             conn, self._conn = self._conn, None
+            if leading and not conn.closed:
+                with contextlib.suppress(psycopg.Error):
+                    await conn.execute("SELECT pg_advisory_unlock(%s)", (self.key,))
             await conn.close()

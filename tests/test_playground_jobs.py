@@ -176,3 +176,25 @@ async def test_a_turn_interrupted_too_often_is_given_up(play_db: str) -> None:
     )
     assert [lane for lane, _ in errors] == ["beads", "stock"]
     assert all("giving up" in message for _, message in errors)
+
+
+async def test_each_lane_is_compiled_once_for_every_chat(play_db: str, monkeypatch: Any) -> None:
+    import playground.comparison.lanes as lanes
+
+    async with running(play_db, workers=2) as rt:
+        compiled: list[str] = []
+        real = lanes.create_agent
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            compiled.append(str(kwargs.get("name")))
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(lanes, "create_agent", counting)
+        agents = (rt.stock_agent, rt.beads_agent)
+        for text in ("Our budget is $100k per year.", "What is our budget?"):
+            chat = await create_chat(rt.pool)
+            assert await submit_message(rt.pool, chat.id, text, "k") is not None
+        await await_idle(play_db)
+        # two chats, two sessions, both lanes done: through the agents built at startup
+        assert rows(play_db, "SELECT count(*) FROM playground.events WHERE kind = 'done'") == [(4,)]
+        assert compiled == [] and (rt.stock_agent, rt.beads_agent) == agents

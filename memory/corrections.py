@@ -105,6 +105,7 @@ _STRONG_CUES = _words(
     "rather anymore longer"
 )
 _WEAK_CUES = _CUES - _STRONG_CUES - _words("since new")
+_SHORT_WEAK_CUES = _WEAK_CUES | _words("new")  # in a short message "my new manager is Priya" is one
 # a line of code (pasted into a chat) is not a claim about the world: "margin: 20px;" / "margin: 10px;"
 _CODE = re.compile(
     r"[{}`]|;\s*$|\s==?\s|=>|</?[a-z][\w-]*(?:\s[^>]*)?>|\b\w+\([^)]*\)|^\s*(?:import|from\s+\S+\s+import|"
@@ -710,17 +711,12 @@ def _intent(old: _Claim, new: _Claim, was: Value, value: Value, slot: frozenset[
     if any(_marked_as_old(new.body, v) and _same_value(v, was) for v in new.values):
         return "old value named"
     short = _is_short(new)
-    words = (
-        frozenset(w.group(0).lower() for w in _WORD.finditer(new.text))
-        if short
-        else _words_before(new, value)
-    )
+    words = _text_words(new) if short else _words_before(new, value)
     if cue := words & _STRONG_CUES:
         return f"cue: {sorted(cue)[0]}"
     if _restatement(old, new):
         return "restated"
-    weak = _WEAK_CUES | _words("new") if short else _WEAK_CUES
-    if (cue := words & weak) and (short or len(slot) >= 2):
+    if (cue := words & (_SHORT_WEAK_CUES if short else _WEAK_CUES)) and (short or len(slot) >= 2):
         return f"cue: {sorted(cue)[0]}"
     return None
 
@@ -728,6 +724,13 @@ def _intent(old: _Claim, new: _Claim, was: Value, value: Value, slot: frozenset[
 SHORT_CLAIM_WORDS = 20  # a message this short is about one thing
 
 
+# a claim's own facts, computed once per claim rather than once per value pair `judge` weighs
+@functools.lru_cache(maxsize=8192)
+def _text_words(claim: _Claim) -> frozenset[str]:
+    return frozenset(w.group(0).lower() for w in _WORD.finditer(claim.text))
+
+
+@functools.lru_cache(maxsize=8192)
 def _is_short(claim: _Claim) -> bool:
     return sum(1 for _ in _WORD.finditer(claim.text)) <= SHORT_CLAIM_WORDS
 

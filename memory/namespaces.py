@@ -24,6 +24,11 @@ def root_namespace(conn: psycopg.Connection[DictRow], session_id: str, agent_id:
     if not session_id:
         raise ValueError("session_id must be a non-empty string")
     ns_id = namespace_id(session_id, ())
+    # read first: the middleware resolves the session's root on every model call, and after the
+    # first one it exists; the insert is for the first call only
+    found = _find(conn, ns_id)
+    if found is not None:
+        return found
     conn.execute(
         "INSERT INTO beads.namespaces (id, session_id, parent_id, lineage, path, agent_id) "
         "VALUES (%s, %s, NULL, ARRAY[%s]::uuid[], '{}', %s) ON CONFLICT (id) DO NOTHING",
@@ -49,11 +54,16 @@ def fork_namespace(
     return Namespace.from_row(row)
 
 
-def get_namespace(conn: psycopg.Connection[DictRow], ns_id: uuid.UUID) -> Namespace:
+def _find(conn: psycopg.Connection[DictRow], ns_id: uuid.UUID) -> Namespace | None:
     row = conn.execute(f"SELECT {_COLUMNS} FROM beads.namespaces WHERE id = %s", (ns_id,)).fetchone()
-    if row is None:
+    return None if row is None else Namespace.from_row(row)
+
+
+def get_namespace(conn: psycopg.Connection[DictRow], ns_id: uuid.UUID) -> Namespace:
+    found = _find(conn, ns_id)
+    if found is None:
         raise NamespaceNotFoundError(f"no namespace {ns_id}")
-    return Namespace.from_row(row)
+    return found
 
 
 def children(conn: psycopg.Connection[DictRow], ns_id: uuid.UUID) -> list[Namespace]:

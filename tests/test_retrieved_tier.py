@@ -300,6 +300,26 @@ def test_the_beads_arm_shows_the_block_the_middleware_decides(stores: Stores, tm
     assert blocks > len(conversation.questions) // 2
 
 
+def test_the_gated_beads_arm_is_the_transcript_while_it_fits_and_the_middleware_after(
+    stores: Stores, tmp_path: Path
+) -> None:
+    from memory.eval.runner import make_arm
+
+    [conversation] = load_locomo(write_locomo(tmp_path)).conversations
+    stores.ingestor.ingest(conversation)
+    view = ConversationView(conversation)
+    gated, always = make_arm("beads_gated", stores), make_arm("beads", stores)
+    question = conversation.questions[0]
+    roomy = view.history_tokens + count_tokens(TAIL_TITLE) + 400
+    fits = gated.window(view, question, roomy)
+    assert fits.arm == "beads_gated" and HEADER not in fits.text
+    assert all(i.fact_id is None for i in fits.items)
+    # once the transcript does not fit, the gate opens: the same block as the default
+    tight = gated.window(view, question, 150)
+    same = always.window(view, question, 150)
+    assert (tight.text, tight.tokens) == (same.text, same.tokens) and HEADER in tight.text
+
+
 def test_the_beads_arm_never_retrieves_what_was_said_after_the_question(
     stores: Stores, tmp_path: Path
 ) -> None:

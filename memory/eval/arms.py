@@ -11,6 +11,7 @@ chose them (`priority`, 0 first): rank for retrieval, recency for a transcript t
 - bm25      bm25s over whole turns, best first until full
 - facts     FactStore.search's ranked facts in about a third of the budget, the tail in the rest
 - full      every turn, no budget: the ceiling
+- beads_gated  the middleware with `injection="gated"`: no block while the transcript fits
 - facts_gated, assembled, assembled_pinned, assembled_noclear: the middleware's gate and context
             assembler over the same budget (memory.eval.assembled)
 """
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 ARM_NAMES = (
     "beads",
+    "beads_gated",
     "tail",
     "docstore",
     "bm25",

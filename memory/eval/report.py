@@ -424,6 +424,7 @@ _DEFINITIONS = """## Definitions
 # one look per arm in every panel; distinct markers and dashes because arms often tie
 _STYLES = {
     "beads": ("*", "-", "black"),
+    "beads_gated": ("h", (0, (3, 1, 1, 1)), "tab:gray"),
     "tail": ("o", ":", "tab:blue"),
     "docstore": ("s", "--", "tab:orange"),
     "bm25": ("^", "-.", "tab:green"),

@@ -587,14 +587,16 @@ def make_arm(
     options: SearchOptions | None = None,
     beads: dict[str, Any] | None = None,
 ) -> Arm:
-    if name == "beads":
+    if name in ("beads", "beads_gated"):
         from memory.eval.assembled import BeadsArm
 
         settings = dict(beads or {})
         if "search" in settings:
             changes = settings.pop("search")
             settings["search_options"] = changed_options(stores.facts.search_options, changes)
-        return BeadsArm(stores.facts, stores.ingestor.root, settings)
+        if name == "beads_gated":
+            settings["injection"] = "gated"
+        return BeadsArm(stores.facts, stores.ingestor.root, settings, name=name)
     if name == "tail":
         return arm_lib.TailArm()
     if name == "full":

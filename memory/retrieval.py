@@ -76,6 +76,12 @@ class SearchOptions:
     # ("My time was 25:50.") is found through its message's words; on, BEAM moved by 1 question of 108
     passage_credit_once: bool = False
     include_directives: bool = False
+    # a directive that carries a value ("how do I fit the new quota of 1,200 calls a day?") is recalled
+    # like a claim: people state facts inside their questions and requests. One without a value ("what
+    # is our budget?") states nothing and stays held out. On the harness's tune conversations: BEAM
+    # +3.7 points at 3,000 and 6,000 tokens, -0.9 at 1,200 (every directive instead: +3.7 at each, but
+    # the stale value shown unflagged in 7 of 12 knowledge updates at 1,200 instead of 3)
+    directives_with_values: bool = True
     exclude_message_ids: frozenset[str] = field(default_factory=frozenset)
     exclude_fact_ids: frozenset[uuid.UUID] = field(default_factory=frozenset)
     # recency: score += recency_weight * 2^(-age / recency_half_life), age from the fact's valid_from
@@ -165,7 +171,8 @@ claim_words AS (
       FROM beads.facts f
      WHERE f.body_tsv @@ (SELECT q FROM words) AND f.session_id = %(session)s
        AND f.namespace_id IN (SELECT id FROM scope)
-       AND f.status <> 'archived' AND (%(directives)s OR f.kind <> 'directive')
+       AND f.status <> 'archived'
+       AND (%(directives)s OR f.kind <> 'directive' OR (%(valued)s AND f.body ~ '[0-9]'))
      ORDER BY rank DESC
      LIMIT %(kn)s
 ),
@@ -251,10 +258,10 @@ hit_ids AS (
      WHERE f.namespace_id IN (SELECT id FROM scope)
 )
 -- only what ranking reads: the k winners' full rows are read afterwards by primary key
-SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.head_id,
+SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.head_id, hit.valued AS hit_valued,
        head.kind AS head_kind, head.status AS head_status, head.agent_id AS head_agent_id,
        head.message_id AS head_message_id, md5(head.body) AS head_md5,
-       head.valid_from AS head_valid_from,
+       head.valid_from AS head_valid_from, head.body ~ '[0-9]' AS head_valued,
        hs.id IS NOT NULL AS head_in_scope,
        coalesce(hs.demoted, false) AS head_demoted,
        -- a fact found through its passage or by keyword has no claim similarity yet, and vice versa:
@@ -270,7 +277,8 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
   FROM hit_ids
   -- one primary-key read per candidate. Joined plainly, the planner, expecting a hundred candidates
   -- once keyword search adds its own, read every fact of the table instead (3 ms at 10k facts).
-  CROSS JOIN LATERAL (SELECT f.id, f.kind, f.status, f.head_id, f.passage_id FROM beads.facts f
+  CROSS JOIN LATERAL (SELECT f.id, f.kind, f.status, f.head_id, f.passage_id, f.body ~ '[0-9]' AS valued
+                        FROM beads.facts f
                        WHERE f.id = hit_ids.id LIMIT 1) AS hit
   JOIN beads.facts head ON head.id = hit.head_id
   LEFT JOIN scope hs ON hs.id = head.namespace_id
@@ -351,6 +359,7 @@ def candidate_query(
             kn=keyword_candidate_count(options),
             common=options.keyword_common,
             directives=options.include_directives,
+            valued=options.directives_with_values,
         )
     return statement, params
 
@@ -593,6 +602,10 @@ def cut_at_gap(
     return ordered
 
 
+def _recalled_directive(options: SearchOptions, valued: bool | None) -> bool:
+    return options.include_directives or (options.directives_with_values and bool(valued))
+
+
 def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
     """Decide which candidates make the block (pure: no database)."""
     w = options.claim_weight
@@ -606,7 +619,7 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
         if row["hit_status"] == Status.ARCHIVED:
             dropped[hit_id] = "archived"
             continue
-        if row["hit_kind"] == Kind.DIRECTIVE and not options.include_directives:
+        if row["hit_kind"] == Kind.DIRECTIVE and not _recalled_directive(options, row["hit_valued"]):
             dropped[hit_id] = "directive"
             continue
         reason = None
@@ -614,7 +627,7 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
             reason = "current version is out of scope"
         elif row["head_status"] == Status.ARCHIVED:
             reason = "current version archived"
-        elif row["head_kind"] == Kind.DIRECTIVE and not options.include_directives:
+        elif row["head_kind"] == Kind.DIRECTIVE and not _recalled_directive(options, row["head_valued"]):
             reason = "current version is a directive"
         elif not row["head_has_vector"]:
             reason = "current version has no vector"

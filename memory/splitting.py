@@ -14,7 +14,8 @@ claim shredded stores fragments that mean nothing alone. Every claim is an exact
    a product, a constraint) is never framing.
 4. Clauses. A sentence is cut at ``;`` when both sides are substantial, and at ``, and`` / ``and also``
    only when both sides are independent clauses. Commas alone never cut.
-5. Kind. Questions, requests and stated goals are directives; everything else is user input.
+5. Kind. Questions, requests and stated goals are directives; everything else is user input, and so is a
+   goal that carries a value (a number, a date, an amount): it says where things stand.
 """
 
 from __future__ import annotations
@@ -196,6 +197,9 @@ def _statement_and_request(text: str, start: int, end: int) -> list[tuple[int, i
 
 
 def _stating_relative(text: str, start: int, end: int) -> list[tuple[int, int, ClaimKind | None]]:
+    """A goal whose relative clause states a value is a claim, whole: "which now averages 250ms" alone
+    names nothing (its subject is the goal's object), so neither search nor a later correction could
+    tell what it is about."""
     if classify(text[start:end]) != "directive":
         return [(start, end, None)]
     for rel in _STATING_RELATIVE.finditer(text, start, end):
@@ -204,7 +208,7 @@ def _stating_relative(text: str, start: int, end: int) -> list[tuple[int, int, C
             any(ch.isdigit() for ch in clause)
             and len(text[start : rel.start()].split()) >= _MIN_STATEMENT_WORDS
         ):
-            return [(*_strip(text, start, rel.start()), None), (*_strip(text, rel.end(), end), "user_input")]
+            return [(start, end, "user_input")]
     return [(start, end, None)]
 
 
@@ -252,7 +256,11 @@ def classify(sentence: str) -> ClaimKind:
     # "When we deploy, ..." ends with a period and is a statement; without one it reads as a question.
     if first in _QUESTION_WORDS and last not in ".!":
         return "directive"
-    if _REQUEST.match(head) or _GOAL.match(head):
+    if _REQUEST.match(head):
+        return "directive"
+    # A goal that carries a value ("I'm trying to move the launch to May 5", "my goal is a 25-minute
+    # 5K") states where things stand: a claim to recall and to correct, not a request to hold back.
+    if _GOAL.match(head) and not any(ch.isdigit() for ch in sentence):
         return "directive"
     # "Research is ongoing" and "Review meetings are weekly" start like "Review the PR": a verb right
     # after the first word or after a plural makes the first word part of a noun subject.

@@ -233,3 +233,31 @@ def test_a_word_common_in_the_session_is_no_keyword(store: FactStore) -> None:
         assert not retrieval.known_common_words(conn, "s2", QUESTION, SearchOptions(keyword_common=3))
     again = store.search(root, QUESTION, relevance_floor=-1.0, keyword_common=3)
     assert bodies(again) == bodies(common)
+
+
+def test_a_question_that_carries_a_value_is_recalled_and_a_bare_one_is_not(store: FactStore) -> None:
+    from memory.model import Kind, Source
+
+    root = store.root("s1")
+    fill(store, root, NEAR)
+    valued = store.remember(
+        root, "How do I fit the new zyxwq quota of 1,200 calls a day?", kind=Kind.DIRECTIVE,
+        source=Source.PASSIVE_CAPTURE,
+    )  # fmt: skip
+    bare = store.remember(
+        root, "Can you help me with the zyxwq quota?", kind=Kind.DIRECTIVE, source=Source.PASSIVE_CAPTURE
+    )
+    for keyword in (True, False):  # found by its word and by its vector, the rule is the same
+        held = store.search(
+            root, QUESTION, relevance_floor=-1.0, k=20, keyword=keyword, directives_with_values=False
+        )
+        assert not {valued.id, bare.id} & {h.fact.id for h in held.hits}
+        assert (valued.short_id, "directive") in held.dropped
+        found = store.search(
+            root, QUESTION, relevance_floor=-1.0, k=20, keyword=keyword, directives_with_values=True
+        )
+        ids = {h.fact.id for h in found.hits}
+        assert valued.id in ids and bare.id not in ids
+        assert (bare.short_id, "directive") in found.dropped
+    everything = store.search(root, QUESTION, relevance_floor=-1.0, k=20, include_directives=True)
+    assert {valued.id, bare.id} <= {h.fact.id for h in everything.hits}

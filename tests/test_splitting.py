@@ -297,8 +297,19 @@ CASES: list[tuple[str, str, list[tuple[str, str]]]] = [
     ),
     (
         "goal",
+        "Our goal is to cut infra spend this quarter.",
+        [("Our goal is to cut infra spend this quarter.", D)],
+    ),
+    # a goal that carries a value says where things stand: a claim, recalled and corrected like one
+    (
+        "goal-with-a-value",
         "Our goal is to cut infra spend by 30% this quarter.",
-        [("Our goal is to cut infra spend by 30% this quarter.", D)],
+        [("Our goal is to cut infra spend by 30% this quarter.", U)],
+    ),
+    (
+        "trying-to-with-a-date",
+        "I'm trying to move the launch to May 5, but the vendor is late.",
+        [("I'm trying to move the launch to May 5, but the vendor is late.", U)],
     ),
     (
         "need-to-decide",
@@ -400,11 +411,13 @@ def test_not_framing(sentence: str) -> None:
         ("Which region should we deploy to?", D),
         ("Could you draft the RFC", D),
         ("Let me know which is cheaper.", D),
-        ("The aim is a 30% cost reduction.", D),
+        ("The aim is a 30% cost reduction.", U),  # a goal with a value: where things stand
+        ("The aim is a cheaper setup.", D),
         ("The question is whether to shard now.", D),
         ("Goal: pick a vector DB this week.", D),
         ("Also, please check the licensing.", D),
-        ("We're trying to get p99 below 50 ms.", D),
+        ("We're trying to get p99 below 50 ms.", U),
+        ("We're trying to get the latency down.", D),
         ("The task is done.", U),
         ("Research is ongoing.", U),
         ("How we deploy is documented in the wiki.", U),
@@ -496,8 +509,7 @@ def test_a_statement_is_cut_from_the_request_it_opens() -> None:
     ]
     mixed = "I'm trying to speed up the dashboard API, which now averages 250ms, can you help me?"
     assert [(c.text, c.kind) for c in split_message(mixed)] == [
-        ("I'm trying to speed up the dashboard API", "directive"),
-        ("which now averages 250ms", "user_input"),
+        ("I'm trying to speed up the dashboard API, which now averages 250ms", "user_input"),
         ("can you help me?", "directive"),
     ]
     # a short opener is part of the request, and a plain question stays whole

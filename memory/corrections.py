@@ -37,6 +37,7 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from memory.splitting import states_a_goal
 
 __all__ = [
     "Value",
@@ -739,6 +740,12 @@ def judge(old: str, new: str) -> Verdict:
     """Whether `new`, said after `old`, replaces it; the reason either way."""
     if looks_like_code(old) or looks_like_code(new):
         return Verdict(False, "code")
+    # a goal names a target, not a state: "I'm aiming for 90% on the final draft" is no version of "I
+    # got 82% on the outline", and two attempts ("I'm trying to verify a triangle with sides 8, 15,
+    # 17" / "... with sides 5, 12, 13") are two exercises. In BEAM's chats, once goals with a value
+    # became claims, 19 of the 20 edges they added were wrong by hand check.
+    if states_a_goal(old) or states_a_goal(new):
+        return Verdict(False, "a goal, not a state")
     o, n = _parse(old), _parse(new)
     if n.history or o.history:
         return Verdict(False, "told as history")

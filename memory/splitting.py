@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["Claim", "ClaimKind", "classify", "is_framing", "split_message"]
+__all__ = ["Claim", "ClaimKind", "classify", "is_framing", "split_message", "states_a_goal"]
 
 ClaimKind = Literal["user_input", "directive"]
 
@@ -199,8 +199,8 @@ def _statement_and_request(text: str, start: int, end: int) -> list[tuple[int, i
 def _stating_relative(text: str, start: int, end: int) -> list[tuple[int, int, ClaimKind | None]]:
     """A goal whose relative clause states a value is a claim, whole: "which now averages 250ms" alone
     names nothing (its subject is the goal's object), so neither search nor a later correction could
-    tell what it is about."""
-    if classify(text[start:end]) != "directive":
+    tell what it is about. A question stays whole and a directive (search recalls it by its value)."""
+    if classify(text[start:end]) != "directive" or text[start:end].rstrip().endswith("?"):
         return [(start, end, None)]
     for rel in _STATING_RELATIVE.finditer(text, start, end):
         clause = text[rel.end() : end]
@@ -247,11 +247,7 @@ def classify(sentence: str) -> ClaimKind:
     last = next((ch for ch in reversed(sentence) if ch.isalnum() or ch in ".!?…;:,"), "")
     if last == "?":
         return "directive"
-    head = sentence[:200].translate(_QUOTES).lower()
-    head = head[next((i for i, ch in enumerate(head) if ch.isalnum()), len(head)) :]
-    leaders = _LEADERS.match(head)
-    if leaders:
-        head = head[leaders.end() :]
+    head = _head(sentence)
     first, second, third = ([w.strip(_PUNCT) for w in head.split(None, 3)[:3]] + ["", "", ""])[:3]
     # "When we deploy, ..." ends with a period and is a statement; without one it reads as a question.
     if first in _QUESTION_WORDS and last not in ".!":
@@ -267,6 +263,21 @@ def classify(sentence: str) -> ClaimKind:
     if first in _IMPERATIVES and second not in _COPULAS and not (second.endswith("s") and third in _COPULAS):
         return "directive"
     return "user_input"
+
+
+def states_a_goal(sentence: str) -> bool:
+    """Whether `sentence` opens with a goal or an attempt ("I'm trying to", "my goal is", "I need to
+    decide"): what someone means to reach, not where things stand, whatever value it names."""
+    return bool(_GOAL.match(_head(sentence)))
+
+
+def _head(sentence: str) -> str:
+    """The sentence's first 200 characters, lowercased, from its first letter or digit, past leading
+    connectives ("So, ", "And also ")."""
+    head = sentence[:200].translate(_QUOTES).lower()
+    head = head[next((i for i, ch in enumerate(head) if ch.isalnum()), len(head)) :]
+    leaders = _LEADERS.match(head)
+    return head[leaders.end() :] if leaders else head
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int]:

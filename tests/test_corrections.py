@@ -74,6 +74,13 @@ LOOKALIKES = [
         "I reduced the catering order and the venue wants a final headcount.",
         "no sign of a correction",
     ),
+    # a goal or an attempt names a target or an exercise, not where things stand
+    ("My essay got 82% on the outline.", "I'm trying to reach 90% on the final draft.", "a goal"),
+    (
+        "I'm trying to check whether a triangle with sides 8, 15 and 17 cm is right-angled.",
+        "I'm trying to check whether a triangle with sides 5, 12 and 13 cm is right-angled.",
+        "a goal",
+    ),
     # code pasted into a chat states nothing about the user
     ("margin-right: 20px;", "margin-right: 10px;", "code"),
     ("const retries = 3;", "const retries = 5;", "code"),

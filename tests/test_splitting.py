@@ -512,6 +512,9 @@ def test_a_statement_is_cut_from_the_request_it_opens() -> None:
         ("I'm trying to speed up the dashboard API, which now averages 250ms", "user_input"),
         ("can you help me?", "directive"),
     ]
+    # a question's relative clause stays in it: a directive, recalled by its value
+    asked = "What's the best way to roll out the policy, which was finalized on May 11, to every team?"
+    assert [(c.text, c.kind) for c in split_message(asked)] == [(asked, "directive")]
     # a short opener is part of the request, and a plain question stays whole
     assert [c.kind for c in split_message("Hey there, can you help me plan a trip?")] == ["directive"]
     assert [c.text for c in split_message("What is our budget, and who approves it?")] == [

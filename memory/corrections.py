@@ -37,6 +37,7 @@ import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
 from memory.splitting import states_a_goal
 
 __all__ = [

@@ -39,7 +39,7 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow
 
-from memory.errors import ConfigurationError
+from memory.errors import Bm25UnavailableError
 from memory.facts import get_facts, replacement_reasons
 from memory.model import Hit, Kind, Namespace, SearchResult, Status
 from memory.slots import order_same_slot
@@ -253,15 +253,6 @@ passage_words AS (
 # The bm25 indexes the BM25 ranker reads its statistics from: not a migration (built-in full-text search
 # needs no extension, and most servers lack pg_textsearch), made by ensure_bm25_indexes.
 BM25_INDEXES = {"facts": "facts_body_bm25", "passages": "passages_body_bm25"}
-
-
-class Bm25UnavailableError(ConfigurationError):
-    """keyword_ranker="bm25" needs the pg_textsearch extension and its bm25 indexes on this database: on
-    a server started with shared_preload_libraries='pg_textsearch', run
-    memory.retrieval.ensure_bm25_indexes(conn) once, or search with keyword_ranker="ts_rank_cd"."""
-
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__(message or " ".join((self.__doc__ or "").split()))
 
 
 def ensure_bm25_indexes(conn: psycopg.Connection[Any]) -> None:

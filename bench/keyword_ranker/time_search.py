@@ -5,7 +5,7 @@ printed), each embedded once beforehand: what is timed is memory.retrieval.searc
 the reads after it. Both rankers answer the same questions, alternating, on one connection; the
 first pass is a warm-up, not timed, that also counts how often their hits differ.
 
-    DATABASE_URL=... python results/keyword-ranker/time_search.py DATABASE CONVERSATION_ID \
+    DATABASE_URL=... python -m bench.keyword_ranker.time_search DATABASE CONVERSATION_ID \
         --locomo PATH | --beam PATH [--repeat 3]
 """
 

@@ -20,7 +20,7 @@ byte (Lucene's SmallFloat, src/segment/fieldnorm.h: exact below 40, up to about 
 recomputed table score equals its own for short claims (LoCoMo's) and only approximately for long ones
 (BEAM's); the script prints how often they agree.
 
-    DATABASE_URL=... python results/keyword-ranker/side_recall.py DATABASE --locomo PATH | --beam PATH \
+    DATABASE_URL=... python -m bench.keyword_ranker.side_recall DATABASE --locomo PATH | --beam PATH \
         --split results/split.json --only tune
 """
 

@@ -164,34 +164,50 @@ _NO_PASSAGE_HITS = "    SELECT NULL::uuid AS id, NULL::float8 AS sim WHERE false
 # - Claims are restricted to the session and to what this namespace may read, as on the vector side,
 #   and directives and archived facts, which ranking would drop, take no place; a passage's claims
 #   join below, in scope only. No word left: a NULL tsquery, which matches nothing.
-_WORD = """({i}, plainto_tsquery('english', {w}),
+#
+# What both rankers share (the BM25 one below): how a word is counted as common in the session, and
+# which claims and passages match the words.
+_WORD_FOUND = """plainto_tsquery('english', {w}),
              (SELECT count(*) FROM (SELECT FROM beads.facts f
                                      WHERE f.body_tsv @@ plainto_tsquery('english', {w})
                                        AND f.session_id = %(session)s
                                      LIMIT %(common)s) AS found))"""
-_WORD_HITS = """words AS (
+_WORDS_Q = """words AS (
     SELECT (string_agg(DISTINCT word.q::text, ' | ')
               FILTER (WHERE word.found < %(common)s AND numnode(word.q) > 0))::tsquery AS q,
-           array_agg(word.i) FILTER (WHERE word.found >= %(common)s) AS common  -- remembered a while
-      FROM (VALUES {words}) AS word (i, q, found)
-),
-claim_words AS (
-    SELECT f.id, ts_rank_cd(f.body_tsv, (SELECT q FROM words)) AS rank
-      FROM beads.facts f
+"""
+_WORDS_COMMON = """           array_agg(word.i) FILTER (WHERE word.found >= %(common)s) AS common  -- remembered a while
+"""
+_CLAIMS_MATCHING = """      FROM beads.facts f
      WHERE f.body_tsv @@ (SELECT q FROM words) AND f.session_id = %(session)s
        AND f.namespace_id IN (SELECT id FROM scope)
        AND f.status <> 'archived'
        AND (%(directives)s OR f.kind <> 'directive' OR (%(valued)s AND f.body ~ '[0-9]'))
-     ORDER BY rank DESC
+"""
+_PASSAGES_MATCHING = """      FROM beads.passages p
+     WHERE p.body_tsv @@ (SELECT q FROM words) AND p.session_id = %(session)s
+"""
+_WORD = "({i}, " + _WORD_FOUND
+_WORD_HITS = (
+    _WORDS_Q
+    + _WORDS_COMMON
+    + """      FROM (VALUES {words}) AS word (i, q, found)
+),
+claim_words AS (
+    SELECT f.id, ts_rank_cd(f.body_tsv, (SELECT q FROM words)) AS rank
+"""
+    + _CLAIMS_MATCHING
+    + """     ORDER BY rank DESC
      LIMIT %(kn)s
 ),
 passage_words AS (
     SELECT p.id, ts_rank_cd(p.body_tsv, (SELECT q FROM words)) AS rank
-      FROM beads.passages p
-     WHERE p.body_tsv @@ (SELECT q FROM words) AND p.session_id = %(session)s
-     ORDER BY rank DESC
+"""
+    + _PASSAGES_MATCHING
+    + """     ORDER BY rank DESC
      LIMIT %(kn)s
 ),"""
+)
 # Keyword search off, or a query without a content word: as with the passage scan, left out rather
 # than switched off by a parameter.
 _NO_WORD_HITS = """claim_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),
@@ -213,26 +229,19 @@ passage_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),"""
 #   still says what is common in this session.
 # - Each word travels twice: as the tsquery that matches, and as text for `to_bm25query`, which reads it
 #   with the index's english configuration (stemmed as the tsvector was: the same lexemes).
-_BM25_WORD = """({i}, {w}::text, plainto_tsquery('english', {w}),
-             (SELECT count(*) FROM (SELECT FROM beads.facts f
-                                     WHERE f.body_tsv @@ plainto_tsquery('english', {w})
-                                       AND f.session_id = %(session)s
-                                     LIMIT %(common)s) AS found))"""
-_BM25_WORD_HITS = """words AS (
-    SELECT (string_agg(DISTINCT word.q::text, ' | ')
-              FILTER (WHERE word.found < %(common)s AND numnode(word.q) > 0))::tsquery AS q,
-           string_agg(word.w, ' ') FILTER (WHERE word.found < %(common)s AND numnode(word.q) > 0) AS text,
-           array_agg(word.i) FILTER (WHERE word.found >= %(common)s) AS common  -- remembered a while
-      FROM (VALUES {words}) AS word (i, w, q, found)
+_BM25_WORD = "({i}, {w}::text, " + _WORD_FOUND
+_BM25_WORD_HITS = (
+    _WORDS_Q
+    + """           string_agg(word.w, ' ') FILTER (WHERE word.found < %(common)s AND numnode(word.q) > 0) AS text,
+"""
+    + _WORDS_COMMON
+    + """      FROM (VALUES {words}) AS word (i, w, q, found)
 ),
 claim_matches AS MATERIALIZED (
     SELECT f.id, f.body
-      FROM beads.facts f
-     WHERE f.body_tsv @@ (SELECT q FROM words) AND f.session_id = %(session)s
-       AND f.namespace_id IN (SELECT id FROM scope)
-       AND f.status <> 'archived'
-       AND (%(directives)s OR f.kind <> 'directive' OR (%(valued)s AND f.body ~ '[0-9]'))
-),
+"""
+    + _CLAIMS_MATCHING
+    + """),
 claim_words AS (
     SELECT m.id, -(m.body <@> to_bm25query((SELECT text FROM words), {fact_index})) AS rank
       FROM claim_matches m
@@ -241,15 +250,16 @@ claim_words AS (
 ),
 passage_matches AS MATERIALIZED (
     SELECT p.id, p.body
-      FROM beads.passages p
-     WHERE p.body_tsv @@ (SELECT q FROM words) AND p.session_id = %(session)s
-),
+"""
+    + _PASSAGES_MATCHING
+    + """),
 passage_words AS (
     SELECT m.id, -(m.body <@> to_bm25query((SELECT text FROM words), {passage_index})) AS rank
       FROM passage_matches m
      ORDER BY rank DESC
      LIMIT %(kn)s
 ),"""
+)
 # The bm25 indexes the BM25 ranker reads its statistics from: not a migration (built-in full-text search
 # needs no extension, and most servers lack pg_textsearch), made by ensure_bm25_indexes.
 BM25_INDEXES = {"facts": "facts_body_bm25", "passages": "passages_body_bm25"}

@@ -357,7 +357,8 @@ hit_ids AS (
 SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.head_id, hit.valued AS hit_valued,
        head.kind AS head_kind, head.status AS head_status, head.agent_id AS head_agent_id,
        head.message_id AS head_message_id, md5(head.body) AS head_md5,
-       head.valid_from AS head_valid_from, head.body ~ '[0-9]' AS head_valued,
+       head.valid_from AS head_valid_from,
+       head.kind = 'directive' AND head.body ~ '[0-9]' AS head_valued,  -- read for directives only
        hs.id IS NOT NULL AS head_in_scope,
        coalesce(hs.demoted, false) AS head_demoted,
        -- a fact found through its passage or by keyword has no claim similarity yet, and vice versa:
@@ -373,7 +374,8 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
   FROM hit_ids
   -- one primary-key read per candidate. Joined plainly, the planner, expecting a hundred candidates
   -- once keyword search adds its own, read every fact of the table instead (3 ms at 10k facts).
-  CROSS JOIN LATERAL (SELECT f.id, f.kind, f.status, f.head_id, f.passage_id, f.body ~ '[0-9]' AS valued
+  CROSS JOIN LATERAL (SELECT f.id, f.kind, f.status, f.head_id, f.passage_id,
+                              f.kind = 'directive' AND f.body ~ '[0-9]' AS valued
                         FROM beads.facts f
                        WHERE f.id = hit_ids.id LIMIT 1) AS hit
   JOIN beads.facts head ON head.id = hit.head_id

@@ -205,7 +205,7 @@ def _stating_relative(text: str, start: int, end: int) -> list[tuple[int, int, C
     for rel in _STATING_RELATIVE.finditer(text, start, end):
         clause = text[rel.end() : end]
         if (
-            any(ch.isdigit() for ch in clause)
+            carries_a_value(clause)
             and len(text[start : rel.start()].split()) >= _MIN_STATEMENT_WORDS
         ):
             return [(start, end, "user_input")]
@@ -256,13 +256,19 @@ def classify(sentence: str) -> ClaimKind:
         return "directive"
     # A goal that carries a value ("I'm trying to move the launch to May 5", "my goal is a 25-minute
     # 5K") states where things stand: a claim to recall and to correct, not a request to hold back.
-    if _GOAL.match(head) and not any(ch.isdigit() for ch in sentence):
+    if _GOAL.match(head) and not carries_a_value(sentence):
         return "directive"
     # "Research is ongoing" and "Review meetings are weekly" start like "Review the PR": a verb right
     # after the first word or after a plural makes the first word part of a noun subject.
     if first in _IMPERATIVES and second not in _COPULAS and not (second.endswith("s") and third in _COPULAS):
         return "directive"
     return "user_input"
+
+
+def carries_a_value(text: str) -> bool:
+    """Whether `text` holds a number, a date, an amount or a version: any digit, the one test capture and
+    search (retrieval's `~ '[0-9]'`) share for "says where things stand"."""
+    return any(ch.isdigit() for ch in text)
 
 
 def states_a_goal(sentence: str) -> bool:

@@ -204,10 +204,7 @@ def _stating_relative(text: str, start: int, end: int) -> list[tuple[int, int, C
         return [(start, end, None)]
     for rel in _STATING_RELATIVE.finditer(text, start, end):
         clause = text[rel.end() : end]
-        if (
-            carries_a_value(clause)
-            and len(text[start : rel.start()].split()) >= _MIN_STATEMENT_WORDS
-        ):
+        if carries_a_value(clause) and len(text[start : rel.start()].split()) >= _MIN_STATEMENT_WORDS:
             return [(start, end, "user_input")]
     return [(start, end, None)]
 

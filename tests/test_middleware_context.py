@@ -280,3 +280,19 @@ async def test_evict_mode_on_the_async_path(store: FactStore) -> None:
     assert sum(evicted) > 0
     sources = [f.source for f in store.session_facts("s")]
     assert sources.count(Source.TOOL_RESULT) == 8 and Source.PASSIVE_CAPTURE in sources
+
+
+def test_when_nothing_clears_the_floor_the_block_tells_the_model_so(store: FactStore) -> None:
+    from memory.block import NOTHING
+
+    store.capture_message(
+        store.root("s"),
+        "Quarterly reports from Lisbon arrived late because couriers rerouted every parcel twice.",
+    )
+    model = ScriptedChatModel(replies=["I don't know."])
+    agent = agent_with(store, model, [])
+    [event] = injection_events(
+        agent, "Which orchestra rehearses Brahms symphonies near Lisbon during autumn evenings?"
+    )
+    assert event["not_in_memory"] is True and event["facts"] == []
+    assert NOTHING in system_text(model.prompts[0])

@@ -169,3 +169,19 @@ def test_the_offline_model_is_not_offered_the_memory_tools_unless_asked() -> Non
     assert not PlaygroundSettings(memory_tools="off").offers_memory_tools("ollama")
     # without the tools the prompt asks for an answer only, and names no tool
     assert "remember_fact" in beads_prompt(True) and "remember_fact" not in beads_prompt(False)
+
+
+def test_a_turn_whose_memory_held_nothing_relevant_says_the_model_was_told_so() -> None:
+    from playground.lanes_runner import injection
+    from playground.render import make_templates, render_event
+
+    templates = make_templates()
+    nothing = event(
+        2, "beads", "injection", **injection({"query": "cats?", "not_in_memory": True, "tokens": 14})
+    )
+    html = render_event(templates, nothing)
+    assert "Nothing relevant in memory: the model was told so." in html
+    found = event(
+        2, "beads", "injection", **injection({"query": "budget?", "not_in_memory": False, "tokens": 14})
+    )
+    assert "Nothing relevant in memory" not in render_event(templates, found)

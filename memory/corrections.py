@@ -47,6 +47,7 @@ __all__ = [
     "looks_like_code",
     "may_share_slot",
     "same_slot",
+    "says_one_thing",
     "states_something",
     "values",
 ]
@@ -67,6 +68,10 @@ class Value:
 class Verdict:
     supersedes: bool
     reason: str
+    # said outright: a changed value with a cue that marks a change (not one that only places the
+    # claim in time, "currently"), a state named right after its ending, what it replaced named.
+    # Below the similarity guard only these count (memory.supersession).
+    outright: bool = False
 
 
 def _words(spec: str) -> frozenset[str]:
@@ -85,7 +90,9 @@ _STOP = _words(
     # words too general to anchor a slot: "last", "time", "really", "great" sit beside any value
     "last next first time times day really good great nice love like lot lots thing things something "
     "way ways much many more most little bit kind sort pretty super awesome amazing fun glad happy "
-    "hope think know see say said tell told feel felt thank thanks congrats congratulations hey hi"
+    "hope think know see say said tell told feel felt thank thanks congrats congratulations hey hi "
+    # what a chat message opens or closes with, around any claim: "ok launch got pushed", "ugh"
+    "ok okay yeah yes yep nope well anyway anyways lol haha ugh tbh honestly basically btw hmm oh ah"
 )
 # Words that mark the new claim as a correction; they are not part of any slot.
 _CUES = _words(
@@ -104,13 +111,16 @@ _STRONG_CUES = _words(
     "actually correction corrected update updated changed change moved moving switched swapped replaced "
     "raised increased decreased lowered reduced bumped upgraded downgraded migrated revised amended "
     "rescheduled rebooked postponed extended relocated scaled shuffled slipped delayed meant typo instead "
-    "rather anymore longer"
+    "rather anymore longer cut renamed slashed hiked trimmed pushed fired"
 )
 _WEAK_CUES = _CUES - _STRONG_CUES - _words("since new")
+# A claim's value changing, below the guard (memory.supersession): everything but the cues that only
+# place a claim in time ("currently", "recently", "my new role"), which any story has
+_ONLY_TIME = _words("currently recently new latest since")
 _SHORT_WEAK_CUES = _WEAK_CUES | _words("new")  # in a short message "my new manager is Priya" is one
 # a line of code (pasted into a chat) is not a claim about the world: "margin: 20px;" / "margin: 10px;"
 _CODE = re.compile(
-    r"[{}`]|;\s*$|\s==?\s|=>|</?[a-z][\w-]*(?:\s[^>]*)?>|\b\w+\([^)]*\)|^\s*(?:import|from\s+\S+\s+import|"
+    r"[{}`]|;\s*$|\b[\w.-]+/[\w.-]+@[\w.-]+|\s==?\s|=>|</?[a-z][\w-]*(?:\s[^>]*)?>|\b\w+\([^)]*\)|^\s*(?:import|from\s+\S+\s+import|"
     r"const|let|var|def|return|function|class|if|else|for|while)\b",
     re.M,
 )
@@ -125,8 +135,8 @@ _NEGATED_ENDING = re.compile(
     r"\b(?:never|not|won't|wouldn't|don't|didn't|can't|cannot|n't)\s+(?:\w+\s+)?$", re.I
 )
 _ENDED = re.compile(
-    r"(?:\b(?:no longer|not anymore|not \w+ anymore|stopped|quit|gave up|left|is gone|are gone|"
-    r"not \w+ing any ?more|no more|retired|cancell?ed|called off)|n't \w+ any ?more)\b",
+    r"(?:\b(?:no longer|not anymore|not \w+ anymore|stopped|quit|gave up|left (?:my|our|the|his|her|their)|is gone|are gone|"
+    r"not \w+ing any ?more|no more|retired|cancell?ed|called off)|n't (?:\w+\s+){1,4}?any ?more)\b",
     re.I,
 )
 # "from X to Y", "X, not Y", "instead of X": the old value named as the old one
@@ -173,9 +183,10 @@ _VALUE = re.compile(
     r"|(?P<date>\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b|\b(?:"
     + "|".join(_MONTHS.split())
     + r")\.?"
-    r"\s+\d{1,2}(?:st|nd|rd|th)?\b|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:"
+    # a date's year is part of it: "March 12, 2024" / "May 2, 2024" share no value, only a year
+    r"\s+\d{1,2}(?:st|nd|rd|th)?\b(?:,?\s+(?:19|20)\d{2}\b)?|\b\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:"
     + "|".join(_MONTHS.split())
-    + r")\b"
+    + r")\b(?:,?\s+(?:19|20)\d{2}\b)?"
     r"|\b(?:" + "|".join(_WEEKDAYS.split()) + r")s?\b|\b(?:" + "|".join(_MONTHS.split()[:12]) + r")\b)"
     r"|(?P<version>\bv\d+(?:\.\d+)*\b|\b\d+\.\d+\.\d+\b|(?<=version )\d+(?:\.\d+)*\b)"
     # a token of letters and digits: a password, a region, a model ("maple-87", "eu-west-1")
@@ -208,7 +219,8 @@ _VERBISH = _words(
     "ends end ended sits sit sat meets meet met holds hold held needs need needed wants want wanted "
     "prefers prefer preferred likes like liked loves love loved hates hate hated drinks drink drank eats "
     "eat ate reports report reported moved move switched switch changed change got get gets became become "
-    "becomes stands stand stood goes go went comes come came has reached reach hit hits"
+    "becomes stands stand stood goes go went comes come came has reached reach hit hits "
+    "grew grows rose rises fell falls dropped drops"
 )
 # A numbered thing: "service 3", "item #7", "line 12" (in a subject, the number names the thing)
 _ITEM = re.compile(r"\b([A-Za-z][A-Za-z-]+)\s+#?(\d+)\b(?![.:,]?\d)")
@@ -225,7 +237,8 @@ def _stem(word: str) -> str:
         if len(w) > len(suffix) + 3 and w.endswith(suffix):
             w = w[: -len(suffix)] + ("y" if suffix == "ies" else "")
             break
-    return w
+    # "smoke" / "smoking", "live" / "lived": the bare form's final e goes too, so both meet
+    return w[:-1] if len(w) > 4 and w.endswith("e") else w
 
 
 def _norm_number(text: str) -> float | None:
@@ -269,6 +282,9 @@ def _time_norm(text: str) -> str:
     return f"{hour}:{minute}" + (f":{second}" if second else "")
 
 
+_YEAR = re.compile(r",?\s+(?:19|20)\d{2}$")
+
+
 def values(text: str) -> list[Value]:
     """The values `text` states, in order: what a later claim could change."""
     found: list[Value] = []
@@ -279,6 +295,12 @@ def values(text: str) -> list[Value]:
             unit = (match.group("unit") or "").lower()
             family = _UNITS.get(unit)
             number = re.match(_NUMBER, raw)
+            n = _norm_number(number.group(0)) if number else None
+            if unit == "k" and n is not None and not (raw.endswith("K") and n <= 50):
+                # "72k a year", "10k steps": thousands, comparable with "$80,000" and "8,000"; a "5K"
+                # or "10K" is a race's kilometres
+                found.append(Value("number", raw, f"{n * 1000:g}", match.start(), match.end()))
+                continue
             if family is None or number is None:
                 # "3 engineers" with an unknown unit: the number alone, its word stays in the slot
                 kind, raw = "number", number.group(0) if number else raw
@@ -300,11 +322,51 @@ def values(text: str) -> list[Value]:
             leading = re.match(_NUMBER, raw)
             n = _norm_number(leading.group(0)) if leading else None
             norm = raw.lower() if n is None else f"{n:g}"
+        elif kind == "date":
+            # the year goes: "March 12, 2024" is the same day as "March 12"
+            norm = _YEAR.sub("", raw.lower()).rstrip(".").strip()
+        elif kind == "version":
+            norm = raw.lower().lstrip("v")  # "v5.3.0" is "5.3.0"
         else:
             norm = raw.lower().rstrip(".")
         found.append(Value(kind or "number", raw, norm, match.start(), match.end()))
+    found.extend(_number_words(text, found))
     found.extend(_names(text, found))
     return sorted(found, key=lambda v: v.start)
+
+
+_NUMBER_WORDS = {
+    w: n
+    for n, w in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+        ]
+    )
+    if n >= 2  # "one" is a pronoun as often as a count: "the one I use"
+} | {"dozen": 12}
+_NUMBER_WORD = re.compile(r"\b(?:a\s+)?(" + "|".join(_NUMBER_WORDS) + r")\b(?!-)", re.I)
+
+
+def _number_words(text: str, taken: Iterable[Value]) -> list[Value]:
+    """Counts written as words ("three kids", "down to six"): the number a digit would have said."""
+    spans = [(v.start, v.end) for v in taken]
+    return [
+        Value("number", m.group(0), str(_NUMBER_WORDS[m.group(1).lower()]), m.start(1), m.end())
+        for m in _NUMBER_WORD.finditer(text)
+        if not any(a <= m.start(1) < b for a, b in spans)
+    ]
 
 
 def _names(text: str, taken: Iterable[Value]) -> list[Value]:
@@ -317,6 +379,13 @@ def _names(text: str, taken: Iterable[Value]) -> list[Value]:
         for index, word in enumerate(words):
             token = word.group(0)
             capital = token[0].isupper() and token.lower() not in _SELF and token.lower() not in _STOP
+            if (
+                capital
+                and token.isupper()
+                and index > 0
+                and _GENERIC_BEFORE.search(sentence.group(0)[: word.start()])
+            ):
+                capital = False  # "this new RPG", "an API": a kind of thing, not a name
             after_label = index > 0 and sentence.group(0)[: word.start()].rstrip().endswith(":")
             if capital and ((index > 0 and not after_label) or _looks_like_name(token)):
                 run.append(word)
@@ -336,6 +405,9 @@ _VOCATIVE_BEFORE = re.compile(
     re.I,
 )
 _VOCATIVE_AFTER = re.compile(r"^\s*(?:[!?,.]|$)")
+
+
+_GENERIC_BEFORE = re.compile(r"\b(?:a|an|this|that|these|new|any|some|every)\s+(?:\w+\s+)?$", re.I)
 
 
 def _vocative(text: str, name: Value) -> bool:
@@ -359,7 +431,8 @@ def _name_value(offset: int, run: list[re.Match[str]]) -> Value:
 
 
 def _kind_family(kind: str) -> str:
-    return "number" if kind in ("number", "percent", "money") else kind
+    # a share changes into a share: "completed 40%" is no earlier "5,000-word draft"
+    return "number" if kind in ("number", "money") else kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -378,18 +451,38 @@ class _Claim:
 @functools.lru_cache(maxsize=4096)
 def _parse(text: str) -> _Claim:
     body = _LABEL.sub("", text.strip(), count=1) if _LABEL.match(text.strip()) else text.strip()
+    found = tuple(values(body))
     subject, person, subject_end = _subject(body)
     head = text.strip()[: len(text.strip()) - len(body) + subject_end]  # the label and the subject
     return _Claim(
         text=text,
         body=body,
-        values=tuple(values(body)),
+        values=found,
         subject=subject,
         person=person,
         items=frozenset((_stem(m[1]), m[2]) for m in _ITEM.finditer(head) if m[1].lower() not in _STOP),
         history=bool(_HISTORY.search(body)),
         addition=bool(_ADDITION.search(body)),
         ended=_ends_a_state(body),
+    )
+
+
+def _named_after_ending(body: str) -> frozenset[str]:
+    """The first two content words after each ending ("quit smoking", "stopped training for")."""
+    found: set[str] = set()
+    for m in _ENDED.finditer(body):
+        following = list(_WORD.finditer(body, m.end(), min(len(body), m.end() + 40)))[:2]
+        found.update(_stem(w.group(0)) for w in following)
+    return frozenset(found)
+
+
+def _ended_for_another(body: str) -> bool:
+    """ "you can't volunteer there anymore", "she quit": someone else's state ended, not the user's."""
+    return any(
+        re.search(
+            r"\b(?:you|he|she|they)\b(?:\s+\S+){0,2}\s*$", body[max(0, m.start() - 30) : m.start()], re.I
+        )
+        for m in _ENDED.finditer(body)
     )
 
 
@@ -403,14 +496,16 @@ def _ends_a_state(body: str) -> bool:
 
 def _subject(body: str) -> tuple[frozenset[str], str | None, int]:
     """The content words before the first verb, who the subject is when it is a person, and where
-    the subject ends."""
+    the subject ends. An aside in brackets is about something else ("Guest list grew (my mom ...)").
+    A month or a day in it names a period ("The January electric bill"), so it stays."""
     if _USER.match(body):
         body = _USER.sub("my", body, count=1)
-    words = list(_WORD.finditer(body[:160]))
+    aside = body.find("(", 0, 160)
+    words = list(_WORD.finditer(body[: aside if aside >= 0 else 160]))
     subject: list[str] = []
     person: str | None = None
     # no verb in the first words: the whole of a short claim is its subject ("Body Paragraph 2")
-    end = words[7].end() if len(words) >= 8 else len(body)
+    end = words[7].end() if len(words) >= 8 else (aside if aside >= 0 else len(body))
     for index, match in enumerate(words[:8]):
         word = match.group(0)
         lowered = word.lower().replace("’", "'")
@@ -419,8 +514,22 @@ def _subject(body: str) -> tuple[frozenset[str], str | None, int]:
             lowered in _VERBISH or (index > 0 and lowered.endswith("ed") and lowered not in _RELATIONS)
         ):
             end = match.start()
+            if person is None and lowered in _CHANGE_VERBS:
+                # "They moved the conference to ...", "Finance cut the budget to $8k": who acted is
+                # not what changed; the thing after the verb is
+                acted_on = _acted_on(words[index + 1 :])
+                if acted_on:
+                    return acted_on, None, end
             break
         if lowered in _SELF and index == 0:
+            # "We transferred my daughter to Oakridge": what the user changed is the subject
+            verb = next((w for w in words[1:4] if w.group(0).lower() in _CHANGE_VERBS), None)
+            if verb is not None:
+                rest = words[words.index(verb) + 1 :]
+                owner = _owner(rest)
+                acted_on = _acted_on(rest)
+                if acted_on and owner is not None:
+                    return acted_on - {owner}, owner, verb.start()
             return frozenset(), "self", 0
         if lowered in _SELF_POSSESSIVE:
             person = person or "self"
@@ -442,6 +551,37 @@ def _subject(body: str) -> tuple[frozenset[str], str | None, int]:
     return frozenset(subject), person, end
 
 
+# verbs that change a thing's value: the thing is their object, whoever did it
+_CHANGE_VERBS = _words(
+    "moved switched changed raised increased decreased lowered reduced bumped upgraded downgraded "
+    "migrated revised rescheduled postponed pushed shifted renamed cut slashed extended replaced swapped "
+    "dropped hiked updated"
+)
+_OBJECT_ENDS = _words("to from by for with until till back at in on into as because since so and but")
+
+
+def _owner(words: list[re.Match[str]]) -> str | None:
+    """Whose thing a change verb's object is: "my daughter" is the daughter's, "our budget" ours."""
+    first = [w.group(0).lower() for w in words[:3]]
+    if first and first[0] in _SELF_POSSESSIVE:
+        nxt = _stem(first[1]) if len(first) > 1 else ""
+        return nxt if nxt in _RELATIONS else "self"
+    return None
+
+
+def _acted_on(words: list[re.Match[str]]) -> frozenset[str]:
+    """The content words of a change verb's object: "the conference" of "moved the conference to"."""
+    found: list[str] = []
+    for match in words[:5]:
+        lowered = match.group(0).lower()
+        if lowered in _OBJECT_ENDS:
+            break
+        if lowered in _STOP or lowered in _CUES or lowered in _DETERMINERS:
+            continue
+        found.append(_stem(lowered))
+    return frozenset(found)
+
+
 # ranking compares every pair of a block's claims (memory.slots): what one claim's analysis yields is
 # computed once per claim, not once per pair
 @functools.lru_cache(maxsize=16384)
@@ -455,9 +595,58 @@ def _context(claim: _Claim, value: Value, window: int = 6) -> frozenset[str]:
     before = _outside(_WORD.finditer(body, lo, value.start), others)
     following = _outside(_WORD.finditer(body, value.end, hi), others)
     picked = [w.group(0) for w in before[-window:]] + [w.group(0) for w in following[:window]]
-    return frozenset(
-        _stem(w) for w in picked if w.lower() not in _STOP and w.lower() not in _CUES and len(w) > 1
+    frames = {_FRAMES_OF[w.lower()] for w in picked if w.lower() in _FRAMES_OF}
+    return (
+        frozenset(
+            _stem(w) for w in picked if w.lower() not in _STOP and w.lower() not in _CUES and len(w) > 1
+        )
+        | frames
     )
+
+
+# What a value is, said with different verbs: where someone lives ("live in", "based in", "moved to"),
+# works ("work at", "joined", "hired by"), what they earn ("make", "paid", "salary"). Two claims that
+# frame their values alike fill one slot though they share no other word ("I live in Austin" / "We
+# relocated to Denver"); the subject and qualifier rules still keep other people and things apart.
+_FRAMES_OF = {
+    **dict.fromkeys(
+        [
+            "live",
+            "lives",
+            "lived",
+            "living",
+            "based",
+            "reside",
+            "resides",
+            "moved",
+            "relocated",
+            "relocating",
+            "settled",
+        ],
+        "@home",
+    ),
+    **dict.fromkeys(
+        ["work", "works", "worked", "working", "employer", "job", "joined", "hired", "employed"], "@work"
+    ),
+    **dict.fromkeys(
+        [
+            "salary",
+            "salaries",
+            "paid",
+            "pay",
+            "make",
+            "makes",
+            "earn",
+            "earns",
+            "earning",
+            "income",
+            "base",
+            "wage",
+            "wages",
+        ],
+        "@pay",
+    ),
+}
 
 
 def _outside(words: Iterable[re.Match[str]], spans: list[tuple[int, int]]) -> list[re.Match[str]]:
@@ -565,7 +754,14 @@ def _same_possession(old: _Claim, new: _Claim) -> bool:
 
 
 def _marked_as_old(body: str, value: Value) -> bool:
-    return bool(_OLD_MARKER.search(body[max(0, value.start - 20) : value.start]))
+    marker = _OLD_MARKER.search(body[max(0, value.start - 20) : value.start])
+    if marker is None:
+        return False
+    # "from Friday to Monday" names the old value; "skills gained from Caribbean and UK work" does not
+    return not marker.group(0).lower().startswith("from") or bool(_TO_AFTER.match(body, value.end))
+
+
+_TO_AFTER = re.compile(r"\s*(?:\S+\s+){0,2}?to\b", re.I)
 
 
 def _changes(old: _Claim, new: _Claim) -> list[tuple[Value, Value, frozenset[str]]]:
@@ -596,16 +792,63 @@ def _changes(old: _Claim, new: _Claim) -> list[tuple[Value, Value, frozenset[str
                 continue
             if nv.kind == "name" and listed_names:
                 continue
+            # a count written as a word is a small one: "two campaigns" is no "40k" budget
+            if _worded(ov) != _worded(nv) and not _small(ov if _worded(nv) else nv):
+                continue
+            # "Flask 2.3.1" / "Gunicorn 20.1.0": each version is its own thing's
+            owners = _named_by(old, ov), _named_by(new, nv)
+            if owners[0] and owners[1] and not _same_value(owners[0], owners[1]):
+                continue
+            if _apposed(old, ov) != _apposed(new, nv):  # "my friend Carla, 58": her age, no one else's
+                continue
             # the old value restated in the new claim, unmarked: a list of values, not a change
             restated = new_by_key.get(key(ov), [])
             if restated and not any(new_marked[id(v)] for v in restated):
                 continue
             # values both claims hold, other than the one changing: they anchor the slot too
             anchors = {n for n in shared_values if n != ov.norm or old_norm_count[n] > 1}
+            # "switched from Jira to Linear": the old value, named as the old one, is the slot
+            if any(
+                new_marked[id(v)] and _same_value(v, ov) and abs(v.start - nv.start) <= 30 for v in new.values
+            ):
+                anchors.add(ov.norm)
             slot = (_context(old, ov) & _context(new, nv)) | anchors
+            # "Product launch is set for October 3rd" / "ok launch got pushed ..., now targeting
+            # October 17": both about the launch, each with one date
+            if not slot and _count(old, ov.kind) == 1 and _count(new, nv.kind) == 1:
+                slot = old.subject & new.subject
             if slot:
                 pairs.append((ov, nv, slot))
     return pairs
+
+
+def _worded(value: Value) -> bool:
+    return value.kind == "number" and value.text[:1].isalpha()
+
+
+def _small(value: Value) -> bool:
+    return value.kind == "number" and _norm_number(value.norm) is not None and float(value.norm) <= 20
+
+
+def _named_by(claim: _Claim, value: Value) -> Value | None:
+    """The name a value follows directly ("Python" of "Python 3.12"), if any."""
+    if value.kind == "name":
+        return None
+    return next(
+        (
+            v
+            for v in claim.values
+            if v.kind == "name" and claim.body[v.end : value.start].strip() == "" and v.end <= value.start
+        ),
+        None,
+    )
+
+
+def _apposed(claim: _Claim, value: Value) -> bool:
+    """A number set off after a name by a comma ("Carla, 58,"): that person's, said in passing."""
+    return value.kind == "number" and bool(
+        re.search(r"\b[A-Z][a-z]+,\s*$", claim.body[max(0, value.start - 30) : value.start])
+    )
 
 
 def _same_value(a: Value, b: Value) -> bool:
@@ -707,8 +950,9 @@ def _intent(old: _Claim, new: _Claim, was: Value, value: Value, slot: frozenset[
     the one thing it mentions, so any cue in it counts ("Sold the Civic; I drive a Tesla now"); in a
     long one a cue must stand just before the new value, a weak one with two slot words, since a cue
     elsewhere in a run-on sentence ("..., especially since I reduced filler words") is about something
-    else. The old value named as the old one ("from Friday to Monday") or a restatement (the same words
-    around another value) needs no cue."""
+    else. A date needs a strong cue: two dates are two events ("my new job starts May 1" / "anxiety
+    spikes on May 29 with the new job") unless one was moved. The old value named as the old one ("from
+    Friday to Monday") or a restatement (the same words around another value) needs no cue."""
     # "from Friday to Monday", "Monday, not Friday": this slot's old value named as the old one
     if any(_marked_as_old(new.body, v) and _same_value(v, was) for v in new.values):
         return "old value named"
@@ -716,25 +960,60 @@ def _intent(old: _Claim, new: _Claim, was: Value, value: Value, slot: frozenset[
     words = _text_words(new) if short else _words_before(new, value)
     if cue := words & _STRONG_CUES:
         return f"cue: {sorted(cue)[0]}"
+    near = (
+        new.text.strip() if short else new.text.strip()[: len(new.text.strip()) - len(new.body) + value.start]
+    )
+    if phrase := _CHANGE_PHRASE.search(near if short else near[-60:]):
+        return f"cue: {phrase.group(0).lower()}"
+    # "I'll talk to Matthew" / "I'll talk to Stephen": two plans; a changed plan says so ("moved")
+    if _PLAN.match(old.body) or _PLAN.match(new.body):
+        return None
     if _restatement(old, new):
         return "restated"
+    if value.kind == "date":
+        return None
     if (cue := words & (_SHORT_WEAK_CUES if short else _WEAK_CUES)) and (short or len(slot) >= 2):
         return f"cue: {sorted(cue)[0]}"
     return None
 
 
 SHORT_CLAIM_WORDS = 20  # a message this short is about one thing
+# what people say when a value changes, in more than one word
+_CHANGE_PHRASE = re.compile(
+    r"\b(?:as of (?:today|now|this|last|yesterday|monday|tuesday|wednesday|thursday|friday|this)|"
+    r"from now on|scratch that|change of plans?|turns out|down to|went from|"
+    r"(?:is|are|'s) now)\b",
+    re.I,
+)
+# "If the budget were 60k ...", "we'd pay $75 there", "thinking about switching": what might be
+_HYPOTHETICAL = re.compile(
+    r"^(?:if|what if|suppose|supposing|imagine|assuming|in case)\b|\b(?:if (?:we|i|it|they|the)\b.*\b(?:were|would|could|'d))|"
+    r"\b(?:thinking (?:about|of)|considering|might (?:switch|move|go|change)|would (?:be|cost|mean))\b",
+    re.I,
+)
+_PLAN = re.compile(
+    r"(?:i|we)(?:'ll|’ll| will| shall|'m going to| am going to|'re going to| are going to)\s", re.I
+)
 
 
 # a claim's own facts, computed once per claim rather than once per value pair `judge` weighs
 @functools.lru_cache(maxsize=8192)
 def _text_words(claim: _Claim) -> frozenset[str]:
-    return frozenset(w.group(0).lower() for w in _WORD.finditer(claim.text))
+    # "now that I've finished" opens a reason, it marks no change
+    return frozenset(w.group(0).lower() for w in _WORD.finditer(_NOW_THAT.sub(" ", claim.text)))
+
+
+_NOW_THAT = re.compile(r"\bnow that\b", re.I)
 
 
 @functools.lru_cache(maxsize=8192)
 def _is_short(claim: _Claim) -> bool:
     return sum(1 for _ in _WORD.finditer(claim.text)) <= SHORT_CLAIM_WORDS
+
+
+def says_one_thing(text: str) -> bool:
+    """A claim short enough to be about one thing (at most SHORT_CLAIM_WORDS words)."""
+    return _is_short(_parse(text))
 
 
 def judge(old: str, new: str) -> Verdict:
@@ -750,31 +1029,81 @@ def judge(old: str, new: str) -> Verdict:
     o, n = _parse(old), _parse(new)
     if n.history or o.history:
         return Verdict(False, "told as history")
+    if _HYPOTHETICAL.search(n.body) or _HYPOTHETICAL.search(o.body):
+        return Verdict(False, "a hypothetical, not a state")
     if different := _subjects_differ(o, n) or _qualifier_conflict(o, n):
-        return Verdict(False, different)
+        # "Landlord sent the renewal and we're paying $1.95k now": the value's own clause has its own
+        # subject, the user, though the claim opens with someone else
+        in_clause = [c for c in _changes(o, n) if _clauses_agree(o, n, c[0], c[1])]
+        if not in_clause or n.addition:
+            return Verdict(False, different)
+        return _verdict_for(o, n, in_clause)
     if n.ended and not o.ended:
         shared = _content(o.body) & _content(n.body)
         # what ended, named: one word in a short message ("I'm no longer vegetarian"), two in a long
         # one, where one ("... 51 cards left ...") is a coincidence
-        if len(shared) >= (1 if _is_short(n) else 2):
-            return Verdict(True, f"state ended: no longer {' '.join(sorted(shared))}")
+        if len(shared) >= (1 if _is_short(n) else 2) and not _ended_for_another(n.body):
+            # named right after its verb ("quit smoking", "stopped training"), or in two words
+            named = len(shared) >= 2 or bool(_named_after_ending(n.body) & shared)
+            return Verdict(True, f"state ended: no longer {' '.join(sorted(shared))}", outright=named)
     if n.addition:
         return Verdict(False, "adds a value")
-    if replaced := _replaced_state(o, n) or _restated(o, n):
+    if replaced := _replaced_state(o, n):
+        # what it replaced, named by a value or in two words ("instead of Jira"), not one common word
+        instead = _INSTEAD.search(n.body)
+        what = instead.group(1) if instead else ""
+        specific = len(_content(what)) >= 2 or any(v.kind == "name" for v in values(what))
+        return Verdict(True, replaced, outright=specific)
+    if replaced := _restated(o, n):
         return Verdict(True, replaced)
     changes = _changes(o, n)
     if not changes:
         return Verdict(False, "no aligned value changed")
+    return _verdict_for(o, n, changes)
+
+
+def _verdict_for(o: _Claim, n: _Claim, changes: list[tuple[Value, Value, frozenset[str]]]) -> Verdict:
     for ov, nv, slot in changes:
         if intent := _intent(o, n, ov, nv, slot):
             return Verdict(
                 True,
                 f"same slot ({' '.join(sorted(slot)[:3])}), value changed: {ov.text} -> {nv.text} ({intent})",
+                # said outright: a strong cue or the old value named, not "now" or a restatement
+                outright=intent.removeprefix("cue: ") not in _ONLY_TIME,
             )
     ov, nv, slot = changes[0]
     return Verdict(
         False, f"same slot ({' '.join(sorted(slot)[:3])}) but no sign of a correction: {ov.text} / {nv.text}"
     )
+
+
+_OTHERS = _words("he she they it his her their its he's she's they're it's")
+
+
+def _clause_of(claim: _Claim, value: Value) -> str:
+    body = claim.body
+    lo = max((m.end() for m in _CLAUSE_BREAK.finditer(body, 0, value.start)), default=0)
+    lo = max([lo, *(m.end() for m in _SELF_CLAUSE.finditer(body, 0, value.start))])
+    after = _CLAUSE_BREAK.search(body, value.end)
+    return body[lo : after.start() if after else len(body)].strip()
+
+
+# "... and we're paying", ", I'm now": a clause of the user's own inside a longer claim
+_SELF_CLAUSE = re.compile(r"(?:,|\band|\bso|\bbut)\s+(?=(?:i|we|i'm|we're|i've|we've|my|our)\b)", re.I)
+
+
+def _clauses_agree(o: _Claim, n: _Claim, ov: Value, nv: Value) -> bool:
+    """The two values' own clauses are about the same subject, and both name theirs: a clause opening
+    with "he" or "they" names no one this rule can check, so it never counts."""
+    a, b = _clause_of(o, ov), _clause_of(n, nv)
+    if (a == o.body and b == n.body) or not a or not b:
+        return False
+    pa, pb = _parse(a), _parse(b)
+    for clause in (pa, pb):
+        first = next(iter(_WORD.finditer(clause.body)), None)
+        if first is None or first.group(0).lower() in _OTHERS or not (clause.person or clause.subject):
+            return False
+    return not (_subjects_differ(pa, pb) or _qualifier_conflict(pa, pb))
 
 
 def states_something(text: str) -> bool:

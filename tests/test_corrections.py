@@ -195,3 +195,29 @@ def test_only_claims_with_a_value_or_an_ended_state_can_correct() -> None:
     assert states_something("Our budget is $100k.")
     assert states_something("I no longer drink coffee.")
     assert not states_something("I like long walks on the beach.")
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "one_slot"),
+    [
+        # a count with its unit, and a bare number whose claim names that unit and no other count
+        (
+            "I pushed 150 commits to the main branch this quarter.",
+            "The number of commits merged into main, which keeps growing, has now reached 165.",
+            True,
+        ),
+        (
+            "I pushed 150 commits to the main branch this quarter.",
+            "I pushed 4 fixes and the reviewers count reached 165.",
+            False,
+        ),
+        # when something was done qualifies no thing: "after finishing" / "already finished"
+        (
+            "My accuracy was 80% after finishing the exercises.",
+            "I have already finished the exercises with 92% accuracy.",
+            True,
+        ),
+    ],
+)
+def test_what_ranking_reads_as_one_slot(a: str, b: str, one_slot: bool) -> None:
+    assert same_slot(a, b) is one_slot

@@ -790,7 +790,9 @@ def _changes(old: _Claim, new: _Claim) -> list[tuple[Value, Value, frozenset[str
         if key(nv) in old_norms or new_marked[id(nv)]:
             continue
         for ov in old.values:
-            counted = _counted_alike(old, ov, new, nv) if _kind_family(ov.kind) != _kind_family(nv.kind) else None
+            counted = (
+                _counted_alike(old, ov, new, nv) if _kind_family(ov.kind) != _kind_family(nv.kind) else None
+            )
             if _same_value(ov, nv) or (_kind_family(ov.kind) != _kind_family(nv.kind) and not counted):
                 continue
             if nv.kind == "name" and listed_names:

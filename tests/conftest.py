@@ -21,7 +21,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from memory.connection import ensure_vector_extension, open_async_pool, open_pool
 from memory.embedded import start_embedded
-from memory.embedders import FakeEmbedder
+from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.migrate import setup
 from memory.store import FactStore
 
@@ -118,3 +118,9 @@ async def apool(db_url: str) -> AsyncIterator[AsyncConnectionPool]:
         yield p
     finally:
         await p.close()
+
+
+@pytest.fixture(scope="session")
+def minilm() -> MiniLMEmbedder:
+    """The offline default embedder, loaded once: tests that need its real similarities share it."""
+    return MiniLMEmbedder()

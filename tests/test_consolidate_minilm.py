@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from psycopg_pool import ConnectionPool
 
-from memory.embedders.select import embedder_from_name
+from memory.embedders import MiniLMEmbedder
 from memory.model import Kind, Status
 from memory.store import FactStore
 
@@ -31,13 +31,8 @@ RESTATEMENTS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def minilm():  # type: ignore[no-untyped-def]
-    return embedder_from_name("minilm")
-
-
 @pytest.fixture
-def store(pool: ConnectionPool, minilm) -> FactStore:  # type: ignore[no-untyped-def]
+def store(pool: ConnectionPool, minilm: MiniLMEmbedder) -> FactStore:
     s = FactStore(pool, minilm)
     s.setup()
     return s

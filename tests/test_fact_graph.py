@@ -11,7 +11,7 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from memory.connection import open_pool
-from memory.embedders import FakeEmbedder
+from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.errors import CycleError, SupersedeRefusedError, UntrustedWriteError
 from memory.ids import namespace_id
 from memory.model import Kind, Relation, Source, Status
@@ -338,14 +338,7 @@ def test_short_ids_resolve_within_the_session_only(store: FactStore) -> None:
 # -- the guard with the real offline embedder -------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def minilm():  # type: ignore[no-untyped-def]
-    from memory.embedders import MiniLMEmbedder
-
-    return MiniLMEmbedder()
-
-
-def test_the_guard_with_the_offline_embedder(pool: ConnectionPool, minilm) -> None:  # type: ignore[no-untyped-def]
+def test_the_guard_with_the_offline_embedder(pool: ConnectionPool, minilm: MiniLMEmbedder) -> None:
     store = FactStore(pool, minilm)
     store.setup()
     root = store.root("vecdb")

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from psycopg_pool import ConnectionPool
 
-from memory.embedders import FakeEmbedder
+from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.errors import FactNotFoundError
 from memory.model import Kind, Source, Status
 from memory.store import FactStore
@@ -172,14 +172,7 @@ def test_one_speakers_claim_never_supersedes_anothers(store: FactStore) -> None:
 # -- short claims, with the offline embedder's real similarities ---------------------------------------
 
 
-@pytest.fixture(scope="module")
-def minilm():  # type: ignore[no-untyped-def]
-    from memory.embedders import MiniLMEmbedder
-
-    return MiniLMEmbedder()
-
-
-def test_two_short_claims_are_judged_below_the_guard(pool: ConnectionPool, minilm) -> None:  # type: ignore[no-untyped-def]
+def test_two_short_claims_are_judged_below_the_guard(pool: ConnectionPool, minilm: MiniLMEmbedder) -> None:
     # "I live in Austin." / "We moved to Denver last month." is about 0.31 in MiniLM's space, under the
     # 0.55 guard: the rules, not the embedder, see that both say where the user lives
     store = FactStore(pool, minilm)
@@ -191,7 +184,7 @@ def test_two_short_claims_are_judged_below_the_guard(pool: ConnectionPool, minil
     assert auto.old.body == "I live in Austin." and "Austin -> Denver" in auto.reason
 
 
-def test_a_long_claim_below_the_guard_is_not_judged(pool: ConnectionPool, minilm) -> None:  # type: ignore[no-untyped-def]
+def test_a_long_claim_below_the_guard_is_not_judged(pool: ConnectionPool, minilm: MiniLMEmbedder) -> None:
     # the same change told at length: the rules would call it one slot (the verdict test below), but a
     # long claim says many things, and below the guard its words are not enough
     old = (
@@ -210,7 +203,9 @@ def test_a_long_claim_below_the_guard_is_not_judged(pool: ConnectionPool, minilm
     assert {f.body: f.status for f in store.session_facts("long")}[old] is Status.ACTIVE
 
 
-def test_below_the_guard_a_state_needs_its_name_right_after_the_ending(pool: ConnectionPool, minilm) -> None:  # type: ignore[no-untyped-def]
+def test_below_the_guard_a_state_needs_its_name_right_after_the_ending(
+    pool: ConnectionPool, minilm: MiniLMEmbedder
+) -> None:
     store = FactStore(pool, minilm)
     store.setup()
     root = store.root("ended")

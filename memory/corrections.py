@@ -126,10 +126,13 @@ _CODE = re.compile(
     r"const|let|var|def|return|function|class|if|else|for|while)\b",
     re.M,
 )
-_ADDITION = re.compile(r"\b(?:also|too|as well|another|in addition|additionally|besides|as a second)\b", re.I)
+_ADDITION = re.compile(
+    r"\b(?:also|too|as well|another|in addition|additionally|besides|as a second|a second|a 2nd)\b", re.I
+)
 _HISTORY = re.compile(
     r"\b(?:used to|previously|formerly|originally|back in|back then|in the past|before that|"
     r"years ago|when i was|as a (?:kid|child|student|teenager)|at the time|once upon|"
+    r"in (?:high school|college|university|grad school|school)|before (?:moving|i moved|we moved)|"
     r"when (?:i|we) (?:first )?(?:joined|started|began|arrived|met)|last (?:year|summer|winter|spring|fall|autumn))\b",
     re.I,
 )
@@ -445,6 +448,7 @@ class _Claim:
     subject: frozenset[str]
     person: str | None  # "self", a relation word, a name, or None when the subject is a thing
     items: frozenset[tuple[str, str]]  # numbered things its subject names: ("service", "3")
+    subject_end: int  # where, in `body`, its subject ends
     history: bool
     addition: bool
     ended: bool
@@ -463,6 +467,7 @@ def _parse(text: str) -> _Claim:
         subject=subject,
         person=person,
         items=frozenset((_stem(m[1]), m[2]) for m in _ITEM.finditer(head) if m[1].lower() not in _STOP),
+        subject_end=subject_end,
         history=bool(_HISTORY.search(body)),
         addition=bool(_ADDITION.search(body)),
         ended=_ends_a_state(body),
@@ -1036,6 +1041,8 @@ def judge(old: str, new: str) -> Verdict:
     """Whether `new`, said after `old`, replaces it; the reason either way."""
     if looks_like_code(old) or looks_like_code(new):
         return Verdict(False, "code")
+    if _asks(old) or _asks(new):
+        return Verdict(False, "a question, not a state")
     # a goal names a target, not a state: "I'm aiming for 90% on the final draft" is no version of "I
     # got 82% on the outline", and two attempts ("I'm trying to verify a triangle with sides 8, 15,
     # 17" / "... with sides 5, 12, 13") are two exercises. In BEAM's chats, once goals with a value
@@ -1047,6 +1054,8 @@ def judge(old: str, new: str) -> Verdict:
         return Verdict(False, "told as history")
     if _HYPOTHETICAL.search(n.body) or _HYPOTHETICAL.search(o.body):
         return Verdict(False, "a hypothetical, not a state")
+    if period := _periods_differ(o, n):
+        return Verdict(False, period)
     if different := _subjects_differ(o, n) or _qualifier_conflict(o, n):
         # "Landlord sent the renewal and we're paying $1.95k now": the value's own clause has its own
         # subject, the user, though the claim opens with someone else
@@ -1152,13 +1161,47 @@ def may_share_slot(a: str, b: str) -> bool:
 @functools.lru_cache(maxsize=65536)  # a conversation's searches meet the same pairs again and again
 def same_slot(a: str, b: str) -> bool:
     """`a` and `b` fill one slot with different values (either could be the newer): what ranking
-    orders by time when no edge links two facts."""
-    if looks_like_code(a) or looks_like_code(b):
+    orders by time when no edge links two facts. What states no current value takes no part: a
+    question, a hypothetical, a goal, an addition, history, code."""
+    if (
+        looks_like_code(a)
+        or looks_like_code(b)
+        or _asks(a)
+        or _asks(b)
+        or states_a_goal(a)
+        or states_a_goal(b)
+    ):
         return False
     pa, pb = _parse(a), _parse(b)
-    if pa.history or pb.history or _subjects_differ(pa, pb) or _qualifier_conflict(pa, pb):
+    if pa.history or pb.history or pa.addition or pb.addition:
+        return False
+    if _HYPOTHETICAL.search(pa.body) or _HYPOTHETICAL.search(pb.body):
+        return False
+    if _subjects_differ(pa, pb) or _qualifier_conflict(pa, pb) or _periods_differ(pa, pb):
         return False
     return bool(_changes(pa, pb))
+
+
+def _asks(text: str) -> bool:
+    """A question states no value: "Would $700 be a more realistic budget?" changes none."""
+    return text.rstrip().endswith("?")
+
+
+def _period(claim: _Claim) -> str | None:
+    """The period a claim opens with ("In March the truck did ...", "Q2 came in at ...", "April was
+    slower"): what it says holds for that period only."""
+    first = next((v for v in claim.values if v.start < claim.subject_end), None)
+    if first is not None and (first.kind == "date" or _QUARTER.fullmatch(first.text)):
+        return first.norm
+    return None
+
+
+_QUARTER = re.compile(r"(?:q[1-4]|h[12])", re.I)
+
+
+def _periods_differ(a: _Claim, b: _Claim) -> str | None:
+    pa, pb = _period(a), _period(b)
+    return f"another period: {pa} / {pb}" if pa and pb and pa != pb else None
 
 
 def _content(text: str) -> frozenset[str]:

@@ -145,8 +145,11 @@ LOOKALIKES = [
     (
         "The March water bill was $61.",
         "April's water bill came to $48, the new shower head works.",
-        "another qualifier",
+        "another period",
     ),
+    ("Q1 revenue was $1.8M.", "Q2 came in at $2.1M revenue.", "another period"),
+    # what states no current value: a question, a second one added
+    ("Our grocery budget is $600.", "Would $700 be a more realistic grocery budget?", "a question"),
     # a kind of thing, not a name: "this new RPG", "an API"
     ("I'm reading this new RPG rulebook.", "I'm reading Dune again.", "no aligned"),
 ]

@@ -25,7 +25,7 @@ from memory.corrections import may_share_slot, same_slot, states_something
 from memory.model import UNTRUSTED_SOURCES, Hit
 from memory.splitting import classify
 
-__all__ = ["ORDERED", "order_same_slot"]
+__all__ = ["ORDERED", "may_outdate", "order_same_slot"]
 
 ORDERED = 64
 
@@ -56,6 +56,8 @@ def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
             ):
                 continue
             first, second = _precedence(upper, lower)
+            if _asks_only(first.fact.body, second.fact.body):
+                continue
             note = (
                 f"untrusted: conflicts with the user's fact {first.fact.short_id}"
                 if _untrusted(second) and not _untrusted(first)
@@ -67,6 +69,16 @@ def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
             if a > b:  # move the one that goes first just above the other
                 ordered.insert(b, ordered.pop(a))
     return [replace(h, flags=tuple(flags[id(h)])) if flags[id(h)] != list(h.flags) else h for h in ordered]
+
+
+def _asks_only(newer: str, older: str) -> bool:
+    """A question names a value, it does not state one: it never outdates a statement."""
+    return newer.rstrip().endswith("?") and not older.rstrip().endswith("?")
+
+
+def may_outdate(newer: str, older: str) -> bool:
+    """Whether ranking would put `newer` first and flag `older` possibly outdated (trust aside)."""
+    return may_share_slot(older, newer) and same_slot(older, newer) and not _asks_only(newer, older)
 
 
 def _precedence(a: Hit, b: Hit) -> tuple[Hit, Hit]:

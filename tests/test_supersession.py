@@ -217,3 +217,25 @@ def test_below_the_guard_a_state_needs_its_name_right_after_the_ending(
     assert judge("My evenings are for the climbing gym.", "I gave up coffee in the evenings.").supersedes
     result = store.capture_message(root, "I gave up coffee in the evenings.", valid_from=at(1))
     assert result.superseded == ()
+
+
+def test_a_question_never_outdates_a_statement_and_a_wish_takes_no_part(store: FactStore) -> None:
+    from memory.model import Hit
+    from memory.slots import may_outdate, order_same_slot
+
+    root = store.root("q")
+    stated = store.capture_message(root, "Our grocery budget is $600.", message_id="m1", valid_from=at(0))
+    asked = store.capture_message(
+        root, "Would $700 be a more realistic grocery budget?", message_id="m2", valid_from=at(1)
+    )
+    hits = [Hit(f, 0.5, 0.5, 0.5, None, False, None) for f in (*stated.facts, *asked.facts)]
+    ordered = order_same_slot(hits)
+    assert [h.fact.body for h in ordered] == [h.fact.body for h in hits]  # nothing moved
+    assert all(h.flags == () for h in ordered)  # and nothing flagged
+
+    # the other way round the question is what a later statement outdates
+    assert may_outdate("Our grocery budget is $650 now.", "Would $700 be a more realistic grocery budget?")
+    assert not may_outdate("Would $700 be a more realistic grocery budget?", "Our grocery budget is $600.")
+    # a claim that opens with a wish or a condition states no value to order
+    assert not may_outdate("If the grocery budget were $700 we'd eat better.", "Our grocery budget is $600.")
+    assert may_outdate("Our grocery budget is $700 now.", "Our grocery budget is $600.")

@@ -595,9 +595,7 @@ def _acted_on(words: list[re.Match[str]]) -> frozenset[str]:
 def _context(claim: _Claim, value: Value, window: int = 6) -> frozenset[str]:
     """Content words around `value` within its clause (other values out): the slot it fills."""
     body = claim.body
-    lo = max((m.end() for m in _CLAUSE_BREAK.finditer(body, 0, value.start)), default=0)
-    after = _CLAUSE_BREAK.search(body, value.end)
-    hi = after.start() if after else len(body)
+    lo, hi = _clause_bounds(body, value)
     others = [(v.start, v.end) for v in claim.values if v is not value and v.kind != "name"]
     before = _outside(_WORD.finditer(body, lo, value.start), others)
     following = _outside(_WORD.finditer(body, value.end, hi), others)
@@ -654,6 +652,13 @@ _FRAMES_OF = {
         "@pay",
     ),
 }
+
+
+def _clause_bounds(body: str, value: Value) -> tuple[int, int]:
+    """Where the clause that holds `value` starts and ends in `body`."""
+    lo = max((m.end() for m in _CLAUSE_BREAK.finditer(body, 0, value.start)), default=0)
+    after = _CLAUSE_BREAK.search(body, value.end)
+    return lo, after.start() if after else len(body)
 
 
 def _outside(words: Iterable[re.Match[str]], spans: list[tuple[int, int]]) -> list[re.Match[str]]:
@@ -839,8 +844,14 @@ def _counted_alike(old: _Claim, ov: Value, new: _Claim, nv: Value) -> str | None
         if counted.kind.startswith("quantity:") and bare.kind == "number":
             unit = _stem(re.sub(r"^[\d.,\s]+", "", counted.text))
             alone = sum(v.kind == "number" or v.kind.startswith("quantity:") for v in claim.values) == 1
-            return unit if unit and alone and unit in _content(claim.body) else None
+            return unit if unit and alone and unit in _claim_content(claim) else None
     return None
+
+
+@functools.lru_cache(maxsize=8192)
+def _claim_content(claim: _Claim) -> frozenset[str]:
+    # ranking compares every pair of a block's claims: a claim's words are read once
+    return _content(claim.body)
 
 
 def _worded(value: Value) -> bool:
@@ -868,8 +879,11 @@ def _named_by(claim: _Claim, value: Value) -> Value | None:
 def _apposed(claim: _Claim, value: Value) -> bool:
     """A number set off after a name by a comma ("Carla, 58,"): that person's, said in passing."""
     return value.kind == "number" and bool(
-        re.search(r"\b[A-Z][a-z]+,\s*$", claim.body[max(0, value.start - 30) : value.start])
+        _APPOSED.search(claim.body[max(0, value.start - 30) : value.start])
     )
+
+
+_APPOSED = re.compile(r"\b[A-Z][a-z]+,\s*$")
 
 
 def _same_value(a: Value, b: Value) -> bool:
@@ -960,10 +974,14 @@ def _words_before(claim: _Claim, value: Value, window: int = CUE_WINDOW) -> froz
     """The `window` words just before `value`, and its claim's label ("Correction: ..."): where a
     speaker puts the word that marks a changed value ("moved it to Friday", "now $120k")."""
     offset = len(claim.text.strip()) - len(claim.body)  # the label's length
-    before = claim.text.strip()[: offset + value.start]
-    words = [w.group(0).lower() for w in _WORD.finditer(before)]
+    words = [w.group(0).lower() for w in _WORD.finditer(_text_before(claim, value))]
     label = [w.group(0).lower() for w in _WORD.finditer(claim.text.strip()[:offset])]
     return frozenset(words[-window:] + label)
+
+
+def _text_before(claim: _Claim, value: Value) -> str:
+    """The claim's text, its label included, up to `value`."""
+    return claim.text.strip()[: len(claim.text.strip()) - len(claim.body) + value.start]
 
 
 def _intent(old: _Claim, new: _Claim, was: Value, value: Value, slot: frozenset[str]) -> str | None:
@@ -981,10 +999,8 @@ def _intent(old: _Claim, new: _Claim, was: Value, value: Value, slot: frozenset[
     words = _text_words(new) if short else _words_before(new, value)
     if cue := words & _STRONG_CUES:
         return f"cue: {sorted(cue)[0]}"
-    near = (
-        new.text.strip() if short else new.text.strip()[: len(new.text.strip()) - len(new.body) + value.start]
-    )
-    if phrase := _CHANGE_PHRASE.search(near if short else near[-60:]):
+    near = new.text.strip() if short else _text_before(new, value)[-60:]
+    if phrase := _CHANGE_PHRASE.search(near):
         return f"cue: {phrase.group(0).lower()}"
     # "I'll talk to Matthew" / "I'll talk to Stephen": two plans; a changed plan says so ("moved")
     if _PLAN.match(old.body) or _PLAN.match(new.body):
@@ -1113,11 +1129,11 @@ _OTHERS = _words("he she they it his her their its he's she's they're it's")
 
 
 def _clause_of(claim: _Claim, value: Value) -> str:
+    """The clause that holds `value`, where a clause of the user's own also starts one."""
     body = claim.body
-    lo = max((m.end() for m in _CLAUSE_BREAK.finditer(body, 0, value.start)), default=0)
+    lo, hi = _clause_bounds(body, value)
     lo = max([lo, *(m.end() for m in _SELF_CLAUSE.finditer(body, 0, value.start))])
-    after = _CLAUSE_BREAK.search(body, value.end)
-    return body[lo : after.start() if after else len(body)].strip()
+    return body[lo:hi].strip()
 
 
 # "... and we're paying", ", I'm now": a clause of the user's own inside a longer claim

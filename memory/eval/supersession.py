@@ -70,7 +70,17 @@ VERDICTS = ("right", "wrong")
 # every pair is told on the same day, the new message a day after the old one
 PAIR_TIME = datetime(2024, 1, 8, 9, 0, tzinfo=UTC)
 NEW_AFTER = timedelta(days=1)
-SOURCES = ("ours", "ours-blind", "ours-blind-2", "ours-blind-3", "ours-blind-4", "beam-tune", "beam-holdout")
+SOURCES = (
+    "ours",
+    "ours-blind",
+    "ours-blind-2",
+    "ours-blind-3",
+    "ours-blind-4",
+    "ours-blind-5",
+    "ours-blind-6",
+    "beam-tune",
+    "beam-holdout",
+)
 
 
 def store_supports_auto_supersede() -> bool:

@@ -33,12 +33,14 @@ OWN_PAIRS = DATA_DIR / "supersession_pairs.jsonl"
 # written apart from the rules, after they were tuned on OWN_PAIRS: the honest figure for our phrasing
 BLIND_PAIRS = DATA_DIR / "supersession_pairs_blind.jsonl"
 # Later blind sets, each written apart from the rules by a writer who read neither them nor the other
-# sets. Each was held out until the rules were tuned on the ones before it: the second and third then
-# became tuning sets too (results/supersession/README.md says when), the fourth is held out.
+# sets. Each was held out until the rules were tuned on the ones before it: the second to fourth then
+# became tuning sets too (results/supersession/README.md says when), the fifth and sixth are held out.
 BLIND_SETS = {
     "ours-blind-2": DATA_DIR / "supersession_pairs_blind2.jsonl",
     "ours-blind-3": DATA_DIR / "supersession_pairs_blind3.jsonl",
     "ours-blind-4": DATA_DIR / "supersession_pairs_blind4.jsonl",
+    "ours-blind-5": DATA_DIR / "supersession_pairs_blind5.jsonl",
+    "ours-blind-6": DATA_DIR / "supersession_pairs_blind6.jsonl",
 }
 BEAM_PAIRS = DATA_DIR / "beam_supersession_pairs.jsonl"
 

@@ -102,7 +102,7 @@ _CUES = _words(
     "moved move moves switched switch switches swapped replaced raised increased decreased lowered dropped "
     "reduced bumped upgraded downgraded migrated grew grown reached rose fell went became become becomes "
     "new newest latest recently since instead rather longer anymore revised revise amended amend fixed "
-    "rescheduled postponed pushed shifted turns turned improved"
+    "rescheduled postponed pushed shifted turns turned improved misremembered misspoke mistaken wrong"
 )
 # Cues that say the speaker means to replace something. A strong one is enough with an aligned slot; a
 # weak one ("now", "new", "since") also starts stories, so it needs two slot words; with none, only a
@@ -113,7 +113,7 @@ _STRONG_CUES = _words(
     "actually correction corrected update updated changed change moved moving switched swapped replaced "
     "raised increased decreased lowered reduced bumped upgraded downgraded migrated revised amended "
     "rescheduled rebooked postponed extended relocated scaled shuffled slipped delayed meant typo instead "
-    "rather anymore longer cut renamed slashed hiked trimmed pushed fired"
+    "rather anymore longer cut renamed slashed hiked trimmed pushed fired misremembered misspoke mistaken wrong"
 )
 _WEAK_CUES = _CUES - _STRONG_CUES - _words("since new")
 # A claim's value changing, below the guard (memory.supersession): everything but the cues that only
@@ -179,12 +179,15 @@ _UNITS = {
     **dict.fromkeys(["commits", "branches", "tests", "requests", "rps", "qps", "tickets"], "count"),
 }
 _NUMBER = r"\d+(?:[.,]\d+)*"
+_CLOCK = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+_CLOCK_WORDS = "|".join(_CLOCK)
 _SCALE = r"(?:k|m|bn|b|million|billion|thousand|mil)\b"
 _VALUE = re.compile(
     r"(?P<money>(?:[$€£¥]\s?" + _NUMBER + r"(?:\s?" + _SCALE + r")?)|(?:" + _NUMBER + r"\s?"
     r"(?:" + _SCALE + r"\s?)?(?:dollars|euros|usd|eur|gbp|pounds sterling|bucks)\b))"
     r"|(?P<time>\b\d{1,2}(?::\d{2}){1,2}\s?(?:am|pm|a\.m\.|p\.m\.)?(?![\w:])|\b\d{1,2}\s?(?:am|pm|a\.m\.|p\.m\.)"
-    r"(?!\w)|\b(?:noon|midnight)\b)"
+    r"(?!\w)|\b(?:noon|midnight)\b|\b(?:quarter|half)\s+(?:past|to)\s+(?:\d{1,2}|" + _CLOCK_WORDS + r")\b"
+    r"|\b(?:\d{1,2}|" + _CLOCK_WORDS + r")\s+o'?clock\b)"
     r"|(?P<date>\b\d{4}-\d{2}-\d{2}\b|\b\d{1,2}/\d{1,2}(?:/\d{2,4})?\b|\b(?:"
     + "|".join(_MONTHS.split())
     + r")\.?"
@@ -275,6 +278,17 @@ def _money_norm(text: str) -> str:
 
 
 def _time_norm(text: str) -> str:
+    # "half past four" is 4:30, "quarter to three" 2:45, "seven o'clock" 7:00
+    worded = re.fullmatch(r"(quarter|half)\s+(past|to)\s+(\w+)|(\w+)\s+o'?clock", text.lower())
+    if worded:
+        hour_text = worded[3] or worded[4]
+        hour = int(hour_text) if hour_text.isdigit() else _CLOCK.index(hour_text) + 1
+        if worded[4]:
+            return f"{hour}:00"
+        minutes = 30 if worded[1] == "half" else 15
+        if worded[2] == "to":
+            hour, minutes = (hour - 2) % 12 + 1, 60 - minutes
+        return f"{hour}:{minutes:02d}"
     lowered = text.lower().replace(".", "").replace(" ", "")
     match = re.match(r"(\d{1,2})(?::(\d{2}))?(?::(\d{2}))?(am|pm)?$", lowered)
     if not match:
@@ -288,6 +302,8 @@ def _time_norm(text: str) -> str:
 
 
 _YEAR = re.compile(r",?\s+(?:19|20)\d{2}$")
+_AT = re.compile(r"\bat\s+$", re.I)
+_MERIDIEM = re.compile(r"am|pm|a\.m|p\.m|noon|midnight", re.I)
 
 
 def values(text: str) -> list[Value]:
@@ -337,7 +353,15 @@ def values(text: str) -> list[Value]:
         found.append(Value(kind or "number", raw, norm, match.start(), match.end()))
     found.extend(_number_words(text, found))
     found.extend(_names(text, found))
-    return sorted(found, key=lambda v: v.start)
+    return sorted((_as_hour(text, v) for v in found), key=lambda v: v.start)
+
+
+def _as_hour(text: str, value: Value) -> Value:
+    """ "Game night starts at 7 now": a bare number from 1 to 12 after "at" is an hour."""
+    hour = value.kind == "number" and value.norm.isdigit() and 1 <= int(value.norm) <= 12
+    if hour and _AT.search(text[max(0, value.start - 4) : value.start]):
+        return Value("time", value.text, f"{int(value.norm)}:00", value.start, value.end)
+    return value
 
 
 _NUMBER_WORDS = {
@@ -361,17 +385,49 @@ _NUMBER_WORDS = {
     )
     if n >= 2  # "one" is a pronoun as often as a count: "the one I use"
 } | {"dozen": 12}
-_NUMBER_WORD = re.compile(r"\b(?:a\s+)?(" + "|".join(_NUMBER_WORDS) + r")\b(?!-)", re.I)
+_TENS = {
+    w: 10 * n
+    for n, w in enumerate(
+        ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"], start=2
+    )
+}
+_NUMBER_WORD = re.compile(
+    r"\b(?:a\s+)?(?:("
+    + "|".join(_TENS)
+    + r")(?:-("
+    + "|".join(_CLOCK[:9])
+    + r"))?\b(?!-)|("
+    + "|".join(_NUMBER_WORDS)
+    + r")\b(?!-)|a (couple) of\b)",
+    re.I,
+)
 
 
 def _number_words(text: str, taken: Iterable[Value]) -> list[Value]:
     """Counts written as words ("three kids", "down to six"): the number a digit would have said."""
     spans = [(v.start, v.end) for v in taken]
-    return [
-        Value("number", m.group(0), str(_NUMBER_WORDS[m.group(1).lower()]), m.start(1), m.end())
-        for m in _NUMBER_WORD.finditer(text)
-        if not any(a <= m.start(1) < b for a, b in spans)
-    ]
+    found = []
+    for m in _NUMBER_WORD.finditer(text):
+        start = next(m.start(group) for group in (1, 3, 4) if m[group])
+        if any(a <= start < b for a, b in spans):
+            continue
+        if m[1]:  # "seventy-five"
+            n = _TENS[m[1].lower()] + (_CLOCK.index(m[2].lower()) + 1 if m[2] else 0)
+        else:
+            n = 2 if m[4] else _NUMBER_WORDS[m[3].lower()]
+        # "four hours" is a quantity, as "4 hours" is
+        unit = _UNIT_AFTER.match(text, m.end())
+        family = _UNITS.get(unit[1].lower()) if unit else None
+        if unit and family:
+            found.append(
+                Value(f"quantity:{family}", text[start : unit.end()], f"{float(n)}", start, unit.end())
+            )
+        else:
+            found.append(Value("number", m.group(0), str(n), start, m.end()))
+    return found
+
+
+_UNIT_AFTER = re.compile(r"\s([a-z]+)\b", re.I)
 
 
 def _names(text: str, taken: Iterable[Value]) -> list[Value]:
@@ -769,11 +825,16 @@ def _marked_as_old(body: str, value: Value) -> bool:
     marker = _OLD_MARKER.search(body[max(0, value.start - 20) : value.start])
     if marker is None:
         return False
+    said = marker.group(0).lower()
+    # "the nuc was $165, not 185": what it was, set against what it was not, is the value meant
+    if said.startswith(("was", "were")) and _NOT_AFTER.match(body, value.end):
+        return False
     # "from Friday to Monday" names the old value; "skills gained from Caribbean and UK work" does not
-    return not marker.group(0).lower().startswith("from") or bool(_TO_AFTER.match(body, value.end))
+    return not said.startswith("from") or bool(_TO_AFTER.match(body, value.end))
 
 
 _TO_AFTER = re.compile(r"\s*(?:\S+\s+){0,2}?to\b", re.I)
+_NOT_AFTER = re.compile(r",?\s*(?:not|rather than|instead of)\s", re.I)
 
 
 def _changes(old: _Claim, new: _Claim) -> list[tuple[Value, Value, frozenset[str]]]:
@@ -889,10 +950,20 @@ _APPOSED = re.compile(r"\b[A-Z][a-z]+,\s*$")
 def _same_value(a: Value, b: Value) -> bool:
     if a.norm == b.norm:
         return True
+    if a.kind == b.kind == "time" and not (_MERIDIEM.search(a.text) and _MERIDIEM.search(b.text)):
+        # "7pm" and "at 7" are one hour: without am or pm a clock says either
+        dial = _on_the_dial(a.norm)
+        return dial is not None and dial == _on_the_dial(b.norm)
     if a.kind == b.kind == "name":
         x, y = re.sub(r"\W", "", a.norm), re.sub(r"\W", "", b.norm)
         return bool(x) and bool(y) and (x in y or y in x)
     return False
+
+
+def _on_the_dial(norm: str) -> tuple[int, str] | None:
+    """A normalised time on a 12-hour dial: "19:00" and "7:00" are both (7, "00")."""
+    hour, _, rest = norm.partition(":")
+    return (int(hour) % 12, rest) if hour.isdigit() and rest else None
 
 
 def _count(claim: _Claim, kind: str, *, unmarked: bool = False) -> int:

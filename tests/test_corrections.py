@@ -60,6 +60,22 @@ CORRECTIONS = [
     # a phrase that marks the change
     ("My base pay is $5,200 a month.", "Base pay is $5,600 as of this month.", "$5,200 -> $5,600"),
     ("I swim every evening.", "I don't swim in the evenings anymore.", "no longer"),
+    # values written the way people say them: a clock in words, an hour after "at", counts in words
+    (
+        "Soccer practice is at 6pm on Thursdays.",
+        "Coach moved practice to half past five.",
+        "6pm -> half past five",
+    ),
+    ("Book club starts at 7:30 on Wednesdays.", "book club starts at 8 now", "7:30 -> 8"),
+    ("I do 6 hours of piano a week.", "Piano is down to four hours a week.", "6 hours -> four hours"),
+    (
+        "The walking tour has forty stops.",
+        "They trimmed the walking tour to thirty-five stops.",
+        "forty -> thirty-five",
+    ),
+    # "was X, not Y": X is the value meant; owning up to a mistake is a cue
+    ("The deposit for the hall is $250.", "Sorry, the hall deposit was $275, not 250.", "$250 -> $275"),
+    ("The plumber comes on May 12.", "I had the wrong day, the plumber comes on May 14.", "May 12 -> May 14"),
 ]
 
 LOOKALIKES = [
@@ -152,6 +168,8 @@ LOOKALIKES = [
     ("Our grocery budget is $600.", "Would $700 be a more realistic grocery budget?", "a question"),
     # a kind of thing, not a name: "this new RPG", "an API"
     ("I'm reading this new RPG rulebook.", "I'm reading Dune again.", "no aligned"),
+    # an hour without am or pm is either: "at 7" restates "7pm"
+    ("Band rehearsal is at 7pm.", "Band rehearsal is still at 7, same room.", "no aligned"),
 ]
 
 
@@ -191,6 +209,15 @@ def test_values_are_read_with_their_kind() -> None:
         ("time", "15:00"),
     } <= found
     assert {v.norm for v in values("$120k")} == {"120000"}
+    spoken = "at half past four, quarter to three, at 7 or seven o'clock; a couple of runs, four hours, seventy-five"
+    assert {(v.kind, v.norm) for v in values(spoken)} == {
+        ("time", "4:30"),
+        ("time", "2:45"),
+        ("time", "7:00"),
+        ("number", "2"),
+        ("quantity:h", "4.0"),
+        ("number", "75"),
+    }
     assert {v.norm for v in values("120000 dollars")} == {"120000"}
 
 

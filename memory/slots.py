@@ -51,9 +51,11 @@ def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
     valued = [h for h in ordered[:ORDERED] if states_something(h.fact.body)]
     for i, upper in enumerate(valued):
         for lower in valued[i + 1 :]:
-            if not may_share_slot(upper.fact.body, lower.fact.body) or not same_slot(
-                upper.fact.body, lower.fact.body
-            ):
+            # read in time order, as the rules read a correction: the older claim, then the newer
+            older, newer = (
+                (upper, lower) if lower.fact.valid_from >= upper.fact.valid_from else (lower, upper)
+            )
+            if not _one_slot(older.fact.body, newer.fact.body):
                 continue
             first, second = _precedence(upper, lower)
             if _asks_only(first.fact.body, second.fact.body):
@@ -76,9 +78,13 @@ def _asks_only(newer: str, older: str) -> bool:
     return newer.rstrip().endswith("?") and not older.rstrip().endswith("?")
 
 
+def _one_slot(older: str, newer: str) -> bool:
+    return may_share_slot(older, newer) and same_slot(older, newer)
+
+
 def may_outdate(newer: str, older: str) -> bool:
     """Whether ranking would put `newer` first and flag `older` possibly outdated (trust aside)."""
-    return may_share_slot(older, newer) and same_slot(older, newer) and not _asks_only(newer, older)
+    return _one_slot(older, newer) and not _asks_only(newer, older)
 
 
 def _precedence(a: Hit, b: Hit) -> tuple[Hit, Hit]:

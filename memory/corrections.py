@@ -130,7 +130,7 @@ _ADDITION = re.compile(
     r"\b(?:also|too|as well|another|in addition|additionally|besides|as a second|a second|a 2nd)\b", re.I
 )
 _HISTORY = re.compile(
-    r"\b(?:used to|previously|formerly|originally|back in|back then|in the past|before that|"
+    r"\b(?:used to|previously|formerly|originally|back in|back then|in the past|before that|grew up|"
     r"years ago|when i was|as a (?:kid|child|student|teenager)|at the time|once upon|"
     r"in (?:high school|college|university|grad school|school)|before (?:moving|i moved|we moved)|"
     r"when (?:i|we) (?:first )?(?:joined|started|began|arrived|met)|last (?:year|summer|winter|spring|fall|autumn))\b",

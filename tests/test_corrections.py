@@ -168,6 +168,7 @@ LOOKALIKES = [
     ("Our grocery budget is $600.", "Would $700 be a more realistic grocery budget?", "a question"),
     # a kind of thing, not a name: "this new RPG", "an API"
     ("I'm reading this new RPG rulebook.", "I'm reading Dune again.", "no aligned"),
+    ("I live in Leeds.", "I grew up in Cardiff and moved north at 19.", "history"),
     # an hour without am or pm is either: "at 7" restates "7pm"
     ("Band rehearsal is at 7pm.", "Band rehearsal is still at 7, same room.", "no aligned"),
 ]

@@ -125,14 +125,10 @@ def apply(
         for row in cursor.fetchall():
             if row["id"] in retired:
                 continue
-            close_enough = min_similarity
-            if row["sim"] < min_similarity:
-                if not (corrections.says_one_thing(row["body"]) and corrections.says_one_thing(fact.body)):
-                    continue
-                close_enough = short_similarity
-            verdict = corrections.judge(row["body"], fact.body)
-            if not verdict.supersedes or (close_enough < min_similarity and not verdict.outright):
-                continue  # below the guard only a change said outright counts
+            accepted = accept(row["body"], fact.body, row["sim"], min_similarity, short_similarity)
+            if accepted is None:
+                continue
+            verdict, close_enough = accepted
             try:
                 old = fact_sql.supersede(
                     conn,
@@ -148,6 +144,25 @@ def apply(
             done.append(AutoSupersession(new=fact, old=old, reason=verdict.reason))
             break  # one claim replaces one earlier claim
     return done
+
+
+def accept(
+    old: str, new: str, similarity: float, min_similarity: float, short_similarity: float
+) -> tuple[corrections.Verdict, float] | None:
+    """Whether capture supersedes `old` with `new`, two claims `similarity` apart: the verdict and
+    the similarity floor the guarded supersede is held to, or None. Below `min_similarity` only two
+    short claims are judged, and only a change said outright counts."""
+    floor = min_similarity
+    if similarity < min_similarity:
+        if similarity < short_similarity or not (
+            corrections.says_one_thing(old) and corrections.says_one_thing(new)
+        ):
+            return None
+        floor = short_similarity
+    verdict = corrections.judge(old, new)
+    if not verdict.supersedes or (floor < min_similarity and not verdict.outright):
+        return None
+    return verdict, floor
 
 
 def automatic_edges(conn: psycopg.Connection[DictRow], session_id: str) -> list[dict[str, Any]]:

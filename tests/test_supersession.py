@@ -8,10 +8,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from psycopg_pool import ConnectionPool
 
+from memory.corrections import judge
 from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.errors import FactNotFoundError
 from memory.model import Kind, Source, Status
 from memory.store import FactStore
+from memory.supersession import accept
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -239,3 +241,17 @@ def test_a_question_never_outdates_a_statement_and_a_wish_takes_no_part(store: F
     # a claim that opens with a wish or a condition states no value to order
     assert not may_outdate("If the grocery budget were $700 we'd eat better.", "Our grocery budget is $600.")
     assert may_outdate("Our grocery budget is $700 now.", "Our grocery budget is $600.")
+
+
+def test_the_floor_a_verdict_is_held_to_follows_the_claims_length() -> None:
+    """`accept` is capture's decision for one candidate, the same one the benches replay."""
+    old, new = "I live in Austin.", "We moved to Denver last month."
+    verdict, floor = accept(old, new, 0.31, 0.55, 0.30) or (None, None)
+    assert verdict is not None and verdict.outright and floor == 0.30
+    assert accept(old, new, 0.29, 0.55, 0.30) is None  # below even the short claims' floor
+    long_new = "We moved to Denver last month, " + "and the boxes are still everywhere in the new place " * 2
+    assert accept(old, long_new, 0.40, 0.55, 0.30) is None  # a long claim keeps the guard
+    assert accept("Our budget is $100k.", "Our budget is $120k now.", 0.80, 0.55, 0.30) == (
+        judge("Our budget is $100k.", "Our budget is $120k now."),
+        0.55,
+    )

@@ -76,6 +76,12 @@ def test_knowledge_update_fields() -> None:
     assert not only_stale["ku_current_present"] and not only_stale["ku_current_above_stale"]
     marked = window_metrics(_window([WindowItem("2", 0, marked_outdated=True), WindowItem("8", 1)]), q)
     assert marked["ku_stale_present"] and not marked["ku_stale_as_current"]
+    assert not marked["ku_stale_turn_unmarked"] and both["ku_stale_turn_unmarked"]
+    # the stale value's fact marked, a sibling fact of its turn not: shown as current, but not unmarked
+    sibling = window_metrics(
+        _window([WindowItem("2", 0, marked_outdated=True), WindowItem("2", 1), WindowItem("8", 2)]), q
+    )
+    assert sibling["ku_stale_as_current"] and not sibling["ku_stale_turn_unmarked"]
     # questions that are not knowledge updates carry no KU fields
     assert "ku_current_present" not in window_metrics(_window([]), Question("q", "c", "t", "?", "!"))
 

@@ -88,10 +88,16 @@ def window_metrics(window: Window, question: Question) -> dict[str, Any]:
         stale_rank = _first_priority(window, question.stale_ids)
         stale_items = [i for i in window.items if i.turn_id in set(question.stale_ids)]
         stale_as_current = any(not i.marked_outdated for i in stale_items)
+        # a stale turn cut into several facts: its stale value marked, a sibling fact ("git checkout
+        # main", a request about something else) rightly not. Per turn: none of its facts is marked.
+        stale_turns: dict[str, bool] = {}
+        for item in stale_items:
+            stale_turns[item.turn_id] = stale_turns.get(item.turn_id, False) or item.marked_outdated
         row.update(
             ku_current_present=current_rank is not None,
             ku_stale_present=stale_rank is not None,
             ku_stale_as_current=stale_as_current,
+            ku_stale_turn_unmarked=not all(stale_turns.values()),
             ku_current_rank=current_rank,
             ku_stale_rank=stale_rank,
             # current ranked above stale: the current value is in the window and the stale one is either
@@ -209,6 +215,8 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "ku_n": len(ku),
         "ku_current_present": _mean(r["ku_current_present"] for r in ku),
         "ku_stale_as_current": _mean(r["ku_stale_as_current"] for r in ku),
+        # rows from before the per-turn figure existed carry none: left out, not counted as marked
+        "ku_stale_turn_unmarked": _mean(r.get("ku_stale_turn_unmarked") for r in ku),
         "ku_both_unmarked": _mean(r["ku_current_present"] and r["ku_stale_as_current"] for r in ku),
         "ku_current_above_stale": _mean(r["ku_current_above_stale"] for r in ku),
         "answer_words": _mean(r.get("answer_words") for r in rows),

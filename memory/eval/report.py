@@ -123,6 +123,7 @@ def _figure_cells(figures: dict[str, Any]) -> list[str]:
         _pct(figures["recall_all"]),
         f"{_pct(figures['ku_current_present'])} ({figures['ku_n']})" if figures["ku_n"] else "–",
         _pct(figures["ku_stale_as_current"]) if figures["ku_n"] else "–",
+        _pct(figures["ku_stale_turn_unmarked"]) if figures["ku_n"] else "–",
         _pct(figures["ku_current_above_stale"]) if figures["ku_n"] else "–",
         _pct(figures["abstain_precision"]),
         f"{_pct(figures['abstain_recall'])} ({figures['abstain_n']})" if figures["abstain_n"] else "–",
@@ -141,6 +142,7 @@ FIGURE_HEADER = [
     "recall all",
     "KU current present (n)",
     "KU stale shown as current",
+    "KU stale turn unmarked",
     "KU current above stale",
     "abstain precision",
     "abstain recall (n)",
@@ -406,6 +408,8 @@ _DEFINITIONS = """## Definitions
   turn id). Unanswerable questions are left out.
 - **KU** (BEAM knowledge updates, `original_info` = stale, `updated_info` = current): *current present*;
   *stale shown as current*: the stale turn (or a fact from it) is in the window and not marked superseded;
+  *stale turn unmarked*: a stale turn is in the window and none of its facts is marked (a turn cut into
+  several facts has its stale value marked and its other facts, about other things, rightly not);
   *current above stale*: the current value is in the window and chosen before the stale one (retrieval
   rank; newest first for a transcript), or the stale one is absent.
 - **abstain precision / recall**: the arm's "memory holds nothing relevant" signal against the

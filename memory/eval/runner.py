@@ -194,6 +194,10 @@ def build_row(dataset: str, question: Question, window: Window) -> dict[str, Any
         row.update(stale_ids=list(question.stale_ids), current_ids=list(question.current_ids))
     row.update(window_metrics(window, question))
     row.update(window=encoded, clipped=clipped, harness=HARNESS_VERSION)
+    if question.stale_ids:  # which of the window's facts it marks outdated: the KU figures can be rechecked
+        row["marked_outdated"] = [
+            f"{item.turn_id}@{item.fact_id}" for item in window.items if item.marked_outdated and item.fact_id
+        ]
     return row
 
 

@@ -903,7 +903,7 @@ def _counted_alike(old: _Claim, ov: Value, new: _Claim, nv: Value) -> str | None
     bare number in a claim that names that unit and no other count. The unit, or None."""
     for counted, claim, bare in ((ov, new, nv), (nv, old, ov)):
         if counted.kind.startswith("quantity:") and bare.kind == "number":
-            unit = _stem(re.sub(r"^[\d.,\s]+", "", counted.text))
+            unit = _unit_of(counted)
             alone = sum(v.kind == "number" or v.kind.startswith("quantity:") for v in claim.values) == 1
             return unit if unit and alone and unit in _claim_content(claim) else None
     return None
@@ -1247,9 +1247,28 @@ def _signature(text: str) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def may_share_slot(a: str, b: str) -> bool:
-    """A cheap necessary condition for `same_slot`: a value kind and an anchor in common."""
+    """A cheap necessary condition for `same_slot`: a value kind and an anchor in common, or a count
+    with its unit on one side and a bare number on the other, whose claim names the unit (the pairs
+    `_counted_alike` aligns: "150 commits" / "commits merged ..., which has now reached 165")."""
     (kinds_a, anchors_a), (kinds_b, anchors_b) = _signature(a), _signature(b)
-    return not kinds_a.isdisjoint(kinds_b) and not anchors_a.isdisjoint(anchors_b)
+    if not kinds_a.isdisjoint(kinds_b) and not anchors_a.isdisjoint(anchors_b):
+        return True
+    return _may_count_alike(a, kinds_b, b) or _may_count_alike(b, kinds_a, a)
+
+
+def _may_count_alike(counted: str, other_kinds: frozenset[str], other: str) -> bool:
+    return "number" in other_kinds and not _units(counted).isdisjoint(_claim_content(_parse(other)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _units(text: str) -> frozenset[str]:
+    """The units of the counts `text` states ("150 commits": commit)."""
+    return frozenset(_unit_of(v) for v in _parse(text).values if v.kind.startswith("quantity:"))
+
+
+def _unit_of(count: Value) -> str:
+    """A count's unit as its claim would name it: "150 commits" -> "commit", "four hours" -> "hour"."""
+    return _stem(re.sub(r"^(?:[\d.,\s]+|[a-z-]+\s+)", "", count.text, flags=re.I))
 
 
 @functools.lru_cache(maxsize=65536)  # a conversation's searches meet the same pairs again and again

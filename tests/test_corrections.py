@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.corrections import judge, same_slot, states_something, values
+from memory.corrections import judge, may_share_slot, same_slot, states_something, values
 
 CORRECTIONS = [
     ("Our budget is $100k per year.", "Correction: our budget is $120k per year.", "$100k -> $120k"),
@@ -252,3 +252,5 @@ def test_only_claims_with_a_value_or_an_ended_state_can_correct() -> None:
 )
 def test_what_ranking_reads_as_one_slot(a: str, b: str, one_slot: bool) -> None:
     assert same_slot(a, b) is one_slot
+    # ranking asks the cheap test first: it must never turn away a pair the rules call one slot
+    assert may_share_slot(a, b) or not one_slot

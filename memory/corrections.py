@@ -43,6 +43,7 @@ from memory.splitting import states_a_goal
 __all__ = [
     "Value",
     "Verdict",
+    "asks",
     "judge",
     "looks_like_code",
     "may_share_slot",
@@ -366,23 +367,7 @@ def _as_hour(text: str, value: Value) -> Value:
 
 _NUMBER_WORDS = {
     w: n
-    for n, w in enumerate(
-        [
-            "zero",
-            "one",
-            "two",
-            "three",
-            "four",
-            "five",
-            "six",
-            "seven",
-            "eight",
-            "nine",
-            "ten",
-            "eleven",
-            "twelve",
-        ]
-    )
+    for n, w in enumerate(_CLOCK, start=1)
     if n >= 2  # "one" is a pronoun as often as a count: "the one I use"
 } | {"dozen": 12}
 _TENS = {
@@ -920,7 +905,7 @@ def _worded(value: Value) -> bool:
 
 
 def _small(value: Value) -> bool:
-    return value.kind == "number" and _norm_number(value.norm) is not None and float(value.norm) <= 20
+    return value.kind == "number" and (n := _norm_number(value.norm)) is not None and n <= 20
 
 
 def _named_by(claim: _Claim, value: Value) -> Value | None:
@@ -1135,7 +1120,7 @@ def judge(old: str, new: str) -> Verdict:
     """Whether `new`, said after `old`, replaces it; the reason either way."""
     if looks_like_code(old) or looks_like_code(new):
         return Verdict(False, "code")
-    if _asks(old) or _asks(new):
+    if asks(old) or asks(new):
         return Verdict(False, "a question, not a state")
     # a goal names a target, not a state: "I'm aiming for 90% on the final draft" is no version of "I
     # got 82% on the outline", and two attempts ("I'm trying to verify a triangle with sides 8, 15,
@@ -1257,7 +1242,9 @@ def may_share_slot(a: str, b: str) -> bool:
 
 
 def _may_count_alike(counted: str, other_kinds: frozenset[str], other: str) -> bool:
-    return "number" in other_kinds and not _units(counted).isdisjoint(_claim_content(_parse(other)))
+    # ranking asks this of most pairs in a block: the other claim's words are read only if a unit is
+    units = _units(counted)
+    return bool(units) and "number" in other_kinds and not units.isdisjoint(_claim_content(_parse(other)))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -1292,7 +1279,7 @@ def same_slot(a: str, b: str) -> bool:
     return bool(_changes(pa, pb))
 
 
-def _asks(text: str) -> bool:
+def asks(text: str) -> bool:
     """A question states no value: "Would $700 be a more realistic budget?" changes none."""
     return text.rstrip().endswith("?")
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from memory.corrections import may_share_slot, same_slot, states_something
+from memory.corrections import asks, may_share_slot, same_slot, states_something
 from memory.model import UNTRUSTED_SOURCES, Hit
 from memory.splitting import classify
 
@@ -75,7 +75,7 @@ def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
 
 def _asks_only(newer: str, older: str) -> bool:
     """A question names a value, it does not state one: it never outdates a statement."""
-    return newer.rstrip().endswith("?") and not older.rstrip().endswith("?")
+    return asks(newer) and not asks(older)
 
 
 def _one_slot(older: str, newer: str) -> bool:

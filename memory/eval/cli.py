@@ -354,11 +354,14 @@ def _supersession(args: argparse.Namespace, console: Console) -> int:
         no_pair = sum(bool(s["unresolved"]) for s in specs)
         console.print(f"wrote {beam_pairs}: {len(specs)} questions, {no_pair} make no pair")
         return 0
-    pairs = pairs_lib.load_own_pairs(args.pairs or pairs_lib.OWN_PAIRS)
-    if args.pairs is None:
-        pairs += pairs_lib.load_own_pairs(pairs_lib.BLIND_PAIRS, source="ours-blind")
-        for source, path in pairs_lib.BLIND_SETS.items():
-            pairs += pairs_lib.load_own_pairs(path, source=source)
+    if args.pairs is not None:
+        pairs = pairs_lib.load_own_pairs(args.pairs)
+    else:
+        pairs = [
+            p
+            for source, path in pairs_lib.OWN_SETS.items()
+            for p in pairs_lib.load_own_pairs(path, source=source)
+        ]
     unresolved: list[dict[str, Any]] = []
     if args.beam is not None:
         resolution = pairs_lib.resolve_beam_pairs(pairs_lib.load_beam_pair_specs(beam_pairs), args.beam)

@@ -42,6 +42,8 @@ BLIND_SETS = {
     "ours-blind-5": DATA_DIR / "supersession_pairs_blind5.jsonl",
     "ours-blind-6": DATA_DIR / "supersession_pairs_blind6.jsonl",
 }
+#: every set of our own pairs, by the source its rows carry
+OWN_SETS: dict[str, Path] = {"ours": OWN_PAIRS, "ours-blind": BLIND_PAIRS, **BLIND_SETS}
 BEAM_PAIRS = DATA_DIR / "beam_supersession_pairs.jsonl"
 
 SUPERSEDE, KEEP_BOTH = "supersede", "keep_both"
@@ -341,3 +343,8 @@ def resolve_beam_pairs(specs: Sequence[dict[str, Any]], beam_dir: Path) -> BeamR
             )
         )
     return BeamResolution(pairs, unresolved)
+
+
+def short_label(source: str) -> str:
+    """A set's name in the benches' tables: "own", "blind", "blind-2", ..."""
+    return "own" if source == "ours" else source.removeprefix("ours-")

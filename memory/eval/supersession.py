@@ -35,7 +35,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.eval.supersession_pairs import KEEP_BOTH, SUPERSEDE, Pair, read_jsonl, write_jsonl
+from memory.eval.supersession_pairs import KEEP_BOTH, OWN_SETS, SUPERSEDE, Pair, read_jsonl, write_jsonl
 from memory.model import Fact, Kind, Source, Status
 
 if TYPE_CHECKING:
@@ -70,17 +70,7 @@ VERDICTS = ("right", "wrong")
 # every pair is told on the same day, the new message a day after the old one
 PAIR_TIME = datetime(2024, 1, 8, 9, 0, tzinfo=UTC)
 NEW_AFTER = timedelta(days=1)
-SOURCES = (
-    "ours",
-    "ours-blind",
-    "ours-blind-2",
-    "ours-blind-3",
-    "ours-blind-4",
-    "ours-blind-5",
-    "ours-blind-6",
-    "beam-tune",
-    "beam-holdout",
-)
+SOURCES = (*OWN_SETS, "beam-tune", "beam-holdout")
 
 
 def store_supports_auto_supersede() -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from memory.eval.loaders import (
     load_beam,
     load_locomo,
     load_longmemeval,
+    load_sequences,
     parse_locomo_evidence,
 )
 
@@ -127,3 +129,37 @@ def test_longmemeval_format(tmp_path: Path) -> None:
     assert [t.role for t in conv.turns] == ["user", "assistant", "user", "assistant"]
     assert boat.abstention and boat.judge_prompt == "abstention" and boat.evidence_ids == ()
     assert data.issues.counts["session dates unparsed"] == 1
+
+
+def test_sequences_read_as_knowledge_updates_of_two_kinds(tmp_path: Path) -> None:
+    rows = [
+        {
+            "id": "s-budget",
+            "kind": "update",
+            "messages": ["Our budget is $100k.", "Any pasta recipes?", "Correction: budget is $120k."],
+            "question": "What's our budget?",
+            "current": "$120k",
+            "stale": "$100k",
+        },
+        {
+            "id": "s-sister",
+            "kind": "lookalike",
+            "messages": ["I work at SAP.", "My sister works at Siemens."],
+            "question": "Where do I work?",
+            "current": "SAP",
+            "other": "Siemens",
+        },
+        {"id": "s-bad", "kind": "update", "messages": ["x"], "question": "?", "current": "y", "stale": "z"},
+    ]
+    path = tmp_path / "sequences.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    updates = load_sequences(path, "update")
+    assert updates.name == "sequences-update" and [c.id for c in updates.conversations] == ["s-budget"]
+    [conv] = updates.conversations
+    assert [t.id for t in conv.turns] == ["m1", "m2", "m3"] and {t.role for t in conv.turns} == {"user"}
+    assert conv.turns[0].timestamp < conv.turns[1].timestamp < conv.turns[2].timestamp
+    [q] = conv.questions
+    assert (q.stale_ids, q.current_ids, q.evidence_ids, q.reference) == (("m1",), ("m3",), ("m3",), "$120k")
+    assert updates.issues.counts["sequences whose values are not in their messages"] == 1
+    [look] = load_sequences(path, "lookalike").questions
+    assert (look.current_ids, look.stale_ids, look.type) == (("m1",), ("m2",), "sequence-lookalike")

@@ -82,6 +82,13 @@ def test_knowledge_update_fields() -> None:
         _window([WindowItem("2", 0, marked_outdated=True), WindowItem("2", 1), WindowItem("8", 2)]), q
     )
     assert sibling["ku_stale_as_current"] and not sibling["ku_stale_turn_unmarked"]
+    # the value true now shown only as outdated (a look-alike flagged it): counted, once every fact is
+    flagged = window_metrics(_window([WindowItem("2", 0), WindowItem("8", 1, marked_outdated=True)]), q)
+    assert flagged["ku_current_marked"] and not both["ku_current_marked"]
+    half = window_metrics(
+        _window([WindowItem("8", 0, marked_outdated=True), WindowItem("8", 1), WindowItem("2", 2)]), q
+    )
+    assert not half["ku_current_marked"] and not only_stale["ku_current_marked"]
     # questions that are not knowledge updates carry no KU fields
     assert "ku_current_present" not in window_metrics(_window([]), Question("q", "c", "t", "?", "!"))
 

@@ -25,6 +25,7 @@ from rich.text import Text
 
 from memory.errors import BeadsMemoryError
 from memory.eval.arms import ARM_NAMES, DEFAULT_ARMS
+from memory.eval.loaders import SEQUENCE_KINDS
 from memory.eval.report import paired_table, write_report
 from memory.eval.runner import (
     ROWS_FILE,
@@ -50,6 +51,12 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--locomo", type=Path, help="a LoCoMo JSON file (locomo10.json layout)")
     run.add_argument("--beam", type=Path, help="a BEAM chat folder, or a folder of them (e.g. chats/100K)")
     run.add_argument("--longmemeval", type=Path, help="a LongMemEval JSON file (oracle, S or M, cleaned)")
+    run.add_argument(
+        "--sequences",
+        type=Path,
+        help="short chats where a fact is stated, maybe changed, then asked (JSON lines, "
+        "memory/eval/data/sequences_blind.jsonl): read as two datasets, its updates and its look-alikes",
+    )
     run.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results)")
     run.add_argument("--budgets", type=int, nargs="+", default=list(RunConfig.budgets))
     run.add_argument("--arms", nargs="+", choices=ARM_NAMES, default=list(DEFAULT_ARMS))
@@ -226,8 +233,10 @@ class UsageError(BeadsMemoryError):
 
 def _config(args: argparse.Namespace, console: Console) -> RunConfig:
     datasets = [(name, path) for name in ("locomo", "beam", "longmemeval") if (path := getattr(args, name))]
+    if args.sequences:
+        datasets += [(f"sequences-{kind}", args.sequences) for kind in SEQUENCE_KINDS]
     if not datasets:
-        raise UsageError("name at least one dataset: --locomo, --beam or --longmemeval")
+        raise UsageError("name at least one dataset: --locomo, --beam, --longmemeval or --sequences")
     for _, path in datasets:
         if not path.exists():
             raise UsageError(f"{path} does not exist")

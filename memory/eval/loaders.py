@@ -8,6 +8,7 @@ how much of the evidence the figures rest on.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterable
@@ -393,4 +394,64 @@ def load_longmemeval(path: str | Path) -> Dataset:
     return Dataset("longmemeval", str(path), conversations, issues)
 
 
-LOADERS = {"locomo": load_locomo, "beam": load_beam, "longmemeval": load_longmemeval}
+# a sequence's messages are an hour apart, so that each is a later turn than the one before it
+SEQUENCE_START = datetime(2024, 3, 4, 9, 0, tzinfo=UTC)
+SEQUENCE_STEP = timedelta(hours=1)
+SEQUENCE_KINDS = ("update", "lookalike")
+
+
+def load_sequences(path: str | Path, kind: str) -> Dataset:
+    """Short chats of one user (a JSON-lines file) where a fact is stated, maybe changed, then asked.
+
+    Each line: `id`, `kind`, `messages` (in order), `question`, `current` (the value true now, as
+    written in its message) and, for `kind` "update", `stale` (the value it replaced, as written in
+    the first message that has it) or, for "lookalike", `other` (a look-alike's value that leaves the
+    fact as it was). Only the rows of `kind` are loaded, as the dataset `sequences-<kind>`. Both read
+    as knowledge updates: an update's stale turn is the first with the old value and its current turn
+    the last with the new one; a look-alike's current turn is the fact's own, and its "stale" turn the
+    look-alike's, so that the figures say whether the fact stayed first and unflagged beside it.
+    """
+    if kind not in SEQUENCE_KINDS:
+        raise ValueError(f"kind must be one of {SEQUENCE_KINDS}, not {kind!r}")
+    issues = LoadIssues()
+    conversations = []
+    other_key = "stale" if kind == "update" else "other"
+    for line_no, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if row.get("kind") != kind:
+            continue
+        sid = str(row["id"])
+        messages = [str(m) for m in row["messages"]]
+        turns = tuple(
+            Turn(f"m{i}", sid, "user", "user", text, SEQUENCE_START + i * SEQUENCE_STEP)
+            for i, text in enumerate(messages, 1)
+        )
+        holding = [t.id for t in turns if row["current"] in t.text]
+        others = [t.id for t in turns if row[other_key] in t.text and t.id not in holding]
+        if not holding or not others:
+            issues.note("sequences whose values are not in their messages", f"line {line_no}: {sid}")
+            continue
+        current, other = (holding[-1], others[0]) if kind == "update" else (holding[0], others[-1])
+        question = Question(
+            id=f"{sid}:q",
+            conversation_id=sid,
+            type=f"sequence-{kind}",
+            question=str(row["question"]),
+            reference=str(row["current"]),
+            evidence_ids=(current,),
+            stale_ids=(other,),
+            current_ids=(current,),
+            judge_prompt="knowledge-update" if kind == "update" else "default",
+        )
+        conversations.append(Conversation(sid, f"sequences-{kind}", (Session(sid, turns),), (question,)))
+    return Dataset(f"sequences-{kind}", str(path), conversations, issues)
+
+
+LOADERS = {
+    "locomo": load_locomo,
+    "beam": load_beam,
+    "longmemeval": load_longmemeval,
+    **{f"sequences-{kind}": functools.partial(load_sequences, kind=kind) for kind in SEQUENCE_KINDS},
+}

@@ -98,6 +98,9 @@ def window_metrics(window: Window, question: Question) -> dict[str, Any]:
             ku_stale_present=stale_rank is not None,
             ku_stale_as_current=stale_as_current,
             ku_stale_turn_unmarked=not all(stale_turns.values()),
+            # the value true now shown only as outdated: a look-alike or a wrong edge flagged it
+            ku_current_marked=current_rank is not None
+            and all(i.marked_outdated for i in window.items if i.turn_id in set(question.current_ids)),
             ku_current_rank=current_rank,
             ku_stale_rank=stale_rank,
             # current ranked above stale: the current value is in the window and the stale one is either
@@ -219,6 +222,7 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "ku_stale_turn_unmarked": _mean(r.get("ku_stale_turn_unmarked") for r in ku),
         "ku_both_unmarked": _mean(r["ku_current_present"] and r["ku_stale_as_current"] for r in ku),
         "ku_current_above_stale": _mean(r["ku_current_above_stale"] for r in ku),
+        "ku_current_marked": _mean(r.get("ku_current_marked") for r in ku),
         "answer_words": _mean(r.get("answer_words") for r in rows),
         "answer_n": sum(1 for r in rows if r.get("answer_words") is not None),
         "tokens_mean": _mean(r.get("tokens") for r in rows),

@@ -1276,7 +1276,28 @@ def same_slot(a: str, b: str) -> bool:
         return False
     if _subjects_differ(pa, pb) or _qualifier_conflict(pa, pb) or _periods_differ(pa, pb):
         return False
-    return bool(_changes(pa, pb))
+    # ranking flags without the sign of intent `judge` asks for, so the slot must name a thing, not
+    # only what its values are measured in or hold for: around the values, or elsewhere in both
+    # claims ("Our cloud bill runs 3,200 euros a month" / "Correction on the cloud bill: ... 4,100
+    # euros a month")
+    slots = [slot for _, _, slot in _changes(pa, pb)]
+    return any(slot - _MEASURES for slot in slots) or (
+        bool(slots) and bool(_content(a) & _content(b) - _MEASURES)
+    )
+
+
+# What a value is measured in or holds for ("mg", "year"): it makes two values comparable, it does not
+# make two claims one. "I take metformin 500 mg" / "Doc added lisinopril 10 mg" share only the unit,
+# "My property tax this year is $4,200" / "next year's assessment puts it at $4,650" only the year.
+# Counted things ("commits", "engineers") do name what is counted, and stay anchors.
+_MEASURES = frozenset(
+    _stem(w)
+    for w in [
+        *(unit for unit, family in _UNITS.items() if family not in ("people", "count")),
+        *"mg mcg ml g oz l cm mm inch inches ft feet percent degrees calories kcal".split(),
+        *"today tonight morning evening night weekend daily weekly monthly yearly annual annually quarter".split(),
+    ]
+)
 
 
 def asks(text: str) -> bool:

@@ -248,6 +248,10 @@ def test_only_claims_with_a_value_or_an_ended_state_can_correct() -> None:
             "I have already finished the exercises with 92% accuracy.",
             True,
         ),
+        # what values are measured in or hold for is no slot by itself: a unit, a year
+        ("My rent this year is $1,800.", "Council tax for next year comes to $2,100.", False),
+        ("I take 5 mg of melatonin at bedtime.", "Picked up 200 mg of magnesium at the pharmacy.", False),
+        ("I sleep 6 hours a night.", "Lately I sleep 8 hours a night.", True),
     ],
 )
 def test_what_ranking_reads_as_one_slot(a: str, b: str, one_slot: bool) -> None:

@@ -28,22 +28,18 @@ Stock hits carry no flags, so for them only the order and the presence count.
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from langgraph.store.postgres import PostgresStore
-from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
+from bench.scratch import scratch_database
 from memory.block import shown_as_outdated
 from memory.connection import open_pool
-from memory.embedded import start_embedded
 from memory.embedders.select import embedder_from_name
 from memory.eval.loaders import SEQUENCE_START, SEQUENCE_STEP
 from memory.eval.supersession_pairs import DATA_DIR, read_jsonl
@@ -106,12 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     rows = read_jsonl(args.sequences)
-    data_dir = tempfile.mkdtemp(prefix="beads-fresh-thread-")
-    atexit.register(shutil.rmtree, data_dir, True)
-    server = start_embedded(Path(data_dir) / "pgdata")
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute("CREATE DATABASE fresh_thread")
-    url = make_conninfo(server, dbname="fresh_thread")
+    url = scratch_database("beads-fresh-thread-", "fresh_thread")
     embedder = embedder_from_name(args.embedder)
     shown: dict[str, list[tuple[dict[str, Any], Shown]]] = {}
     with open_pool(url, min_size=1, max_size=2) as pool:

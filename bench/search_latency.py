@@ -18,15 +18,12 @@ candidate query, written to bench/results/search_plan_<size>.txt.
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
 import os
 import platform
 import random
 import re
-import shutil
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
@@ -47,9 +44,9 @@ from bench import loader, variants, writes
 from bench.corpus import Corpus, build_corpus, queries
 from bench.embedder import LookupEmbedder, TopicEmbedder
 from bench.report import TARGETS, markdown, size_label
+from bench.scratch import scratch_server
 from memory import retrieval, vectors
 from memory.connection import CONNECTION_KWARGS, open_pool
-from memory.embedded import start_embedded
 from memory.model import Status
 from memory.retrieval import SearchOptions
 from memory.store import FactStore
@@ -533,11 +530,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    data_dir = tempfile.mkdtemp(prefix="beads-bench-")
-    # registered before the server starts, so it runs after the server's own exit hook has stopped it
-    atexit.register(shutil.rmtree, data_dir, True)
-    log(f"starting the embedded Postgres in {data_dir}")
-    server_uri = start_embedded(Path(data_dir) / "pgdata")
+    log("starting an embedded Postgres in a temporary directory")
+    server_uri = scratch_server("beads-bench-")
     with psycopg.connect(server_uri, autocommit=True, row_factory=dict_row) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         machine = machine_info(conn)

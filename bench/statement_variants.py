@@ -23,10 +23,7 @@ switched off by a parameter; leaving it out of the SQL took the query from 4.19 
 from __future__ import annotations
 
 import argparse
-import atexit
 import random
-import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -38,13 +35,12 @@ import psycopg
 from pgvector import Vector
 from pgvector.psycopg import register_vector
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 from psycopg.types.json import Jsonb
 
+from bench.scratch import scratch_database
 from memory import facts as fact_sql
 from memory import vectors
 from memory.connection import CONNECTION_KWARGS, open_pool
-from memory.embedded import start_embedded
 from memory.embedders import FakeEmbedder
 from memory.facts import (
     FACT_COLUMNS,
@@ -227,12 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=400, help="timed calls per variant (default 400)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where the table is written")
     args = parser.parse_args(argv)
-    data_dir = tempfile.mkdtemp(prefix="beads-variants-")
-    atexit.register(shutil.rmtree, data_dir, True)
-    server = start_embedded(Path(data_dir) / "pgdata")
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute("CREATE DATABASE variants")
-    url = make_conninfo(server, dbname="variants")
+    url = scratch_database("beads-variants-", "variants")
     embedder = FakeEmbedder(768)
     rng = random.Random(7)
     warmup = 20

@@ -1294,8 +1294,10 @@ _MEASURES = frozenset(
     _stem(w)
     for w in [
         *(unit for unit, family in _UNITS.items() if family not in ("people", "count")),
-        *"mg mcg ml g oz l cm mm inch inches ft feet percent degrees calories kcal".split(),
-        *"today tonight morning evening night weekend daily weekly monthly yearly annual annually quarter".split(),
+        *_words("mg mcg ml g oz l cm mm inch inches ft feet percent degrees calories kcal"),
+        *_words(
+            "today tonight morning evening night weekend daily weekly monthly yearly annual annually quarter"
+        ),
     ]
 )
 

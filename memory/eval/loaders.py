@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -449,7 +449,7 @@ def load_sequences(path: str | Path, kind: str) -> Dataset:
     return Dataset(f"sequences-{kind}", str(path), conversations, issues)
 
 
-LOADERS = {
+LOADERS: dict[str, Callable[[str | Path], Dataset]] = {
     "locomo": load_locomo,
     "beam": load_beam,
     "longmemeval": load_longmemeval,

@@ -413,7 +413,10 @@ _DEFINITIONS = """## Definitions
   *stale turn unmarked*: a stale turn is in the window and none of its facts is marked (a turn cut into
   several facts has its stale value marked and its other facts, about other things, rightly not);
   *current above stale*: the current value is in the window and chosen before the stale one (retrieval
-  rank; newest first for a transcript), or the stale one is absent.
+  rank; newest first for a transcript), or the stale one is absent; *current marked outdated*: the
+  current value is in the window and every fact of its turn is marked (shown only as possibly
+  outdated). Sequences (`--sequences`) read the same way; for a look-alike the fact is "current" and
+  the look-alike "stale".
 - **abstain precision / recall**: the arm's "memory holds nothing relevant" signal against the
   unanswerable questions (LoCoMo category 5, BEAM abstention, LongMemEval `_abs`). facts:
   `SearchResult.not_in_memory` (the library's relevance floor); docstore: best cosine below the same

@@ -213,6 +213,11 @@ def conversation_turns(dataset: Any, ids: set[str]) -> dict[str, list[tuple[str,
     }
 
 
+def _shown(value: Any) -> str:
+    """A setting as the results file records it: a data path by its last two parts, not the machine's."""
+    return "/".join(value.parts[-2:]) if isinstance(value, Path) else str(value)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -342,7 +347,7 @@ def main() -> int:
         args.out.write_text(
             json.dumps(
                 {
-                    "settings": {k: str(v) for k, v in vars(args).items()},
+                    "settings": {k: _shown(v) for k, v in vars(args).items()},
                     "table": table,
                     "added_holdout_edges_at_0.7": added_edges,
                 },

@@ -1282,7 +1282,7 @@ def same_slot(a: str, b: str) -> bool:
     # euros a month")
     slots = [slot for _, _, slot in _changes(pa, pb)]
     return any(slot - _MEASURES for slot in slots) or (
-        bool(slots) and bool(_content(a) & _content(b) - _MEASURES)
+        bool(slots) and bool(_claim_content(pa) & _claim_content(pb) - _MEASURES)
     )
 
 

@@ -87,6 +87,7 @@ def window_metrics(window: Window, question: Question) -> dict[str, Any]:
         current_rank = _first_priority(window, question.current_ids)
         stale_rank = _first_priority(window, question.stale_ids)
         stale_items = [i for i in window.items if i.turn_id in set(question.stale_ids)]
+        current_turns = set(question.current_ids)
         stale_as_current = any(not i.marked_outdated for i in stale_items)
         # a stale turn cut into several facts: its stale value marked, a sibling fact ("git checkout
         # main", a request about something else) rightly not. Per turn: none of its facts is marked.
@@ -100,7 +101,7 @@ def window_metrics(window: Window, question: Question) -> dict[str, Any]:
             ku_stale_turn_unmarked=not all(stale_turns.values()),
             # the value true now shown only as outdated: a look-alike or a wrong edge flagged it
             ku_current_marked=current_rank is not None
-            and all(i.marked_outdated for i in window.items if i.turn_id in set(question.current_ids)),
+            and all(i.marked_outdated for i in window.items if i.turn_id in current_turns),
             ku_current_rank=current_rank,
             ku_stale_rank=stale_rank,
             # current ranked above stale: the current value is in the window and the stale one is either

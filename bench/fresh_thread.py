@@ -4,7 +4,8 @@ Our block and the stock store's search, side by side, with no chat model.
     uv run --extra dev python -m bench.fresh_thread [--sequences FILE] [--k 8] [--out results/fresh-thread]
 
 This is the playground's setting: every message goes on a thread of its own, so the model sees memory
-and nothing else. Each sequence (memory/eval/data/sequences_blind.jsonl, written apart from the rules)
+and nothing else. Each sequence (memory/eval/data/sequences_blind.jsonl, written apart from the rules;
+sequences_blind2.jsonl, a second writer's, held out)
 goes into a fresh session, message by message, an hour apart:
 
   ours   FactStore.capture_message (passive capture, as the middleware does), then FactStore.search
@@ -28,6 +29,7 @@ Stock hits carry no flags, so for them only the order and the presence count.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -138,7 +140,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(lines))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "summary.md").write_text("\n".join(lines) + "\n")
-    with (args.out / "rows.jsonl").open("w") as out:
+    # gzipped like every other committed rows file (plain rows.jsonl is ignored under results/)
+    with gzip.open(args.out / "rows.jsonl.gz", "wt", encoding="utf-8") as out:
         for lane, seen in shown.items():
             for row, hits in seen:
                 record = {"lane": lane, "id": row["id"], "kind": row["kind"], **judge(row, hits)}

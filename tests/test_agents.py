@@ -171,6 +171,40 @@ def test_state_correct_ask_in_the_stock_lane(stock_store: Any, saver: PostgresSa
     assert "$100k" in model.prompts[-1][-1].content and "$120k" in model.prompts[-1][-1].content
 
 
+def test_a_stock_memory_call_run_again_after_a_crash_stores_one_memory(
+    stock_store: Any, saver: PostgresSaver
+) -> None:
+    # a turn resumed after its process died reruns the step whose checkpoint was lost: here the tools
+    # step is run again from the checkpoint before it, with the same tool call on the same thread
+    model = ScriptedChatModel(
+        replies=[calls(tool_call("manage_memory", content="Budget is $100k per year.")), "Noted.", "Noted."]
+    )
+    agent = build_stock_agent(model, stock_store, checkpointer=saver, research=False)
+    config = fresh_thread("replayed")
+    agent.invoke({"messages": [HumanMessage(STATE)]}, config)
+    before_tools = next(s for s in agent.get_state_history(config) if s.next == ("tools",))
+    agent.invoke(None, {"configurable": {**before_tools.config["configurable"], "session_id": "replayed"}})
+
+    items = stock_store.search(("memories", "replayed"))
+    assert [i.value["content"] for i in items] == ["Budget is $100k per year."]
+    said = [m.content for m in agent.get_state(config).values["messages"] if m.type == "tool"]
+    assert said and all(str(s).startswith("created memory ") for s in said)  # as LangMem words a create
+    # a memory the model updates by its id is still LangMem's own update
+    [item] = items
+    model_2 = ScriptedChatModel(
+        replies=[
+            calls(tool_call("manage_memory", content="Budget is $120k.", action="update", id=item.key)),
+            "Ok.",
+        ]
+    )
+    build_stock_agent(model_2, stock_store, checkpointer=saver, research=False).invoke(
+        {"messages": [HumanMessage(CORRECT)]}, fresh_thread("replayed")
+    )
+    assert [(i.key, i.value["content"]) for i in stock_store.search(("memories", "replayed"))] == [
+        (item.key, "Budget is $120k.")
+    ]
+
+
 def test_the_query_comes_from_the_full_history_when_tool_calls_fill_the_window(store: FactStore) -> None:
     store.capture_message(store.root("s"), "Our budget is $100k per year.", message_id="earlier")
 

@@ -59,8 +59,14 @@ def differences_from_control(db_url: str, chat_id: str, control_id: str, what: s
     counts, control = fact_counts(db_url, chat_id), fact_counts(db_url, control_id)
     bodies, control_bodies = fact_bodies(db_url, chat_id), fact_bodies(db_url, control_id)
     if counts != control or bodies != control_bodies:
+        # only the counts that differ, first: a long message is cut short where it is read
+        differ = {
+            k: (counts.get(k, 0), control.get(k, 0))
+            for k in {*counts, *control}
+            if counts.get(k) != control.get(k)
+        }
         out.append(
-            f"stored {what} {counts} != without {control}: only {what} "
+            f"stored {what} != without, (with, without): {dict(sorted(differ.items()))}; only {what} "
             f"{sorted((bodies - control_bodies).elements())[:5]}, only without "
             f"{sorted((control_bodies - bodies).elements())[:5]}"
         )

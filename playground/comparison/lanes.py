@@ -29,6 +29,7 @@ from memory.assembler import InjectionMode
 from memory.middleware import BeadsMemoryMiddleware, CaptureMode
 from memory.store import FactStore
 from memory.subagents import make_subagent_tool
+from playground.comparison.replay_safe import ReplaySafeMemoryCreates
 from playground.comparison.stock import STOCK_NAMESPACE_ROOT
 
 CORE_SYSTEM_PROMPT = (
@@ -127,7 +128,8 @@ def build_stock_agent(
         model,
         tools=stock_tools(model, tools, research=research),
         system_prompt=f"{CORE_SYSTEM_PROMPT}\n\n{STOCK_MEMORY_PROMPT}",
-        middleware=_call_limit(max_model_calls),
+        # a resumed turn may run a tool call twice: LangMem would store its memory twice
+        middleware=[ReplaySafeMemoryCreates(), *_call_limit(max_model_calls)],
         store=store,
         checkpointer=checkpointer,
         name="stock",

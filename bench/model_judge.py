@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from memory import corrections
-from memory.eval.supersession_pairs import OWN_SETS, SUPERSEDE, read_jsonl, short_label
+from memory.eval.supersession_pairs import KEEP_BOTH, OWN_SETS, SUPERSEDE, read_jsonl, short_label
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "memory" / "eval" / "data"
 SEQUENCE_FILES = (DATA_DIR / "sequences_blind.jsonl", DATA_DIR / "sequences_blind2.jsonl")
@@ -115,7 +115,7 @@ def sequence_pairs(path: Path) -> Iterator[dict[str, Any]]:
         else:
             old = next(m for m in messages if row["current"] in m)
             new = [m for m in messages if row["other"] in m][-1]
-        label = SUPERSEDE if row["kind"] == "update" else "keep_both"
+        label = SUPERSEDE if row["kind"] == "update" else KEEP_BOTH
         yield {"id": row["id"], "category": row["kind"], "old": old, "new": new, "label": label}
 
 

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from memory import corrections
+from memory.eval.loaders import SEQUENCE_KINDS, load_sequences
 from memory.eval.supersession_pairs import KEEP_BOTH, OWN_SETS, SUPERSEDE, read_jsonl, short_label
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "memory" / "eval" / "data"
@@ -106,17 +107,17 @@ class Judge:
 
 
 def sequence_pairs(path: Path) -> Iterator[dict[str, Any]]:
-    """A fresh-thread sequence file as labelled pairs (see the module docstring)."""
-    for row in read_jsonl(path):
-        messages = row["messages"]
-        if row["kind"] == "update":
-            old = next(m for m in messages if row["stale"] in m)
-            new = [m for m in messages if row["current"] in m][-1]
-        else:
-            old = next(m for m in messages if row["current"] in m)
-            new = [m for m in messages if row["other"] in m][-1]
-        label = SUPERSEDE if row["kind"] == "update" else KEEP_BOTH
-        yield {"id": row["id"], "category": row["kind"], "old": old, "new": new, "label": label}
+    """A fresh-thread sequence file as labelled pairs: the turns the harness reads as stale and
+    current (memory.eval.loaders.load_sequences), in the order they were said."""
+    for kind in SEQUENCE_KINDS:
+        for conv in load_sequences(path, kind).conversations:
+            texts = {t.id: t.text for s in conv.sessions for t in s.turns}
+            [question] = conv.questions
+            stale, current = texts[question.stale_ids[0]], texts[question.current_ids[0]]
+            # an update's stale value came first; a look-alike ("stale") came after the fact it resembles
+            old, new = (stale, current) if kind == "update" else (current, stale)
+            label = SUPERSEDE if kind == "update" else KEEP_BOTH
+            yield {"id": conv.id, "category": kind, "old": old, "new": new, "label": label}
 
 
 def wild_pairs(

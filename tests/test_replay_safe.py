@@ -3,21 +3,25 @@ runs; the sync path runs through create_agent and PostgresStore in test_agents).
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from langchain_core.messages import ToolMessage
-from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 
 from playground.comparison.replay_safe import ReplaySafeMemoryCreates, create_key
 
 
-def request(args: dict[str, Any], name: str = "manage_memory") -> ToolCallRequest:
+def request(
+    args: dict[str, Any], name: str = "manage_memory", thread: str | None = "thread-1"
+) -> ToolCallRequest:
     call = {"name": name, "args": args, "id": "call-1", "type": "tool_call"}
-    return ToolCallRequest(tool_call=call, tool=None, state={}, runtime=None)  # type: ignore[arg-type]
+    # the tool runtime carries the run's config; outside a graph there is none
+    runtime = SimpleNamespace(config={"configurable": {"thread_id": thread}}) if thread else None
+    return ToolCallRequest(tool_call=call, tool=None, state={}, runtime=runtime)  # type: ignore[arg-type]
 
 
-async def run(req: ToolCallRequest, thread: str | None = "thread-1") -> tuple[dict[str, Any], str]:
+async def run(req: ToolCallRequest) -> tuple[dict[str, Any], str]:
     seen: list[dict[str, Any]] = []
 
     async def handler(r: ToolCallRequest) -> ToolMessage:
@@ -26,11 +30,7 @@ async def run(req: ToolCallRequest, thread: str | None = "thread-1") -> tuple[di
             content=f"{r.tool_call['args'].get('action', 'create')}d memory x", tool_call_id="call-1"
         )
 
-    token = var_child_runnable_config.set({"configurable": {"thread_id": thread}} if thread else None)
-    try:
-        out = await ReplaySafeMemoryCreates().awrap_tool_call(req, handler)
-    finally:
-        var_child_runnable_config.reset(token)
+    out = await ReplaySafeMemoryCreates().awrap_tool_call(req, handler)
     assert isinstance(out, ToolMessage)
     return seen[0], str(out.content)
 
@@ -45,17 +45,17 @@ async def test_a_create_is_an_update_of_its_own_key_and_reads_as_a_create() -> N
     assert said == "created memory x"
     again, _ = await run(request({"content": "Budget is $100k.", "action": "create"}))
     assert again == args  # the same call run again: the same key
-    other, _ = await run(request({"content": "Budget is $100k."}), thread="thread-2")
+    other, _ = await run(request({"content": "Budget is $100k."}, thread="thread-2"))
     assert other["id"] != args["id"]
 
 
 async def test_everything_else_passes_through() -> None:
-    for req, thread in [
-        (request({"content": "x", "action": "update", "id": "1f0e..."}), "thread-1"),  # LangMem's own update
-        (request({"content": "x", "action": "create", "id": "abc"}), "thread-1"),  # LangMem refuses this
-        (request({"query": "budget"}, name="search_memory"), "thread-1"),
-        (request({"content": "x"}), None),  # outside a run: no thread to key by
+    for req in [
+        request({"content": "x", "action": "update", "id": "1f0e..."}),  # LangMem's own update
+        request({"content": "x", "action": "create", "id": "abc"}),  # LangMem refuses this
+        request({"query": "budget"}, name="search_memory"),
+        request({"content": "x"}, thread=None),  # outside a run: no thread to key by
     ]:
-        args, said = await run(req, thread)
+        args, said = await run(req)
         assert args == req.tool_call["args"]
         assert said.endswith("memory x")

@@ -19,7 +19,6 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import ToolMessage
-from langgraph.config import get_config
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
@@ -36,11 +35,9 @@ def create_key(thread_id: str, tool_call_id: str) -> uuid.UUID:
     return uuid.uuid5(_KEYS, f"{thread_id}:{tool_call_id}")
 
 
-def _thread_id() -> str | None:
-    try:
-        thread = get_config().get("configurable", {}).get("thread_id")
-    except RuntimeError:  # outside a runnable context
-        return None
+def _thread_id(request: ToolCallRequest) -> str | None:
+    config = getattr(request.runtime, "config", None) or {}  # no runtime: called outside a graph
+    thread = config.get("configurable", {}).get("thread_id")
     return str(thread) if thread is not None else None
 
 
@@ -48,7 +45,7 @@ def keyed(request: ToolCallRequest) -> tuple[ToolCallRequest, bool]:
     """`request` with a create turned into an update of its own key; whether it was one."""
     call = request.tool_call
     args = call.get("args") or {}
-    thread = _thread_id()
+    thread = _thread_id(request)
     if (
         call.get("name") != MANAGE_MEMORY
         or args.get("action", "create") != "create"

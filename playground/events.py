@@ -220,7 +220,8 @@ class Hub:
         self._task = asyncio.create_task(self._listen_forever())
         # a subscriber that connects before LISTEN runs still catches up by polling; wait briefly anyway
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.listening.wait(), timeout=5)
+            async with asyncio.timeout(5):
+                await self.listening.wait()
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -351,8 +352,9 @@ async def event_stream(
                     return
             if len(rows) == REPLAY_BATCH:
                 continue
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.get(), timeout=poll_seconds)
+            with contextlib.suppress(TimeoutError):  # asyncio.timeout: see TurnWorker._claim_forever
+                async with asyncio.timeout(poll_seconds):
+                    await wake.get()
             while not wake.empty():
                 wake.get_nowait()
     finally:

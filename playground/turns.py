@@ -151,8 +151,11 @@ class TurnWorker:
                     self._start(turn)
             except psycopg.Error as exc:
                 _log.warning("claiming a turn failed, retrying: %s", exc)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancel that lands as the wake-up
+            # does, and this loop never stopped (tests/test_cancellation.py)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.hub.turns_ready.wait(), timeout=self.poll_seconds)
+                async with asyncio.timeout(self.poll_seconds):
+                    await self.hub.turns_ready.wait()
 
     def _start(self, turn: ClaimedTurn) -> None:
         # no await between the claim and this check: stop_chat sees the task or we see its mark

@@ -162,10 +162,16 @@ class AppProcess:
             self.process.wait(timeout=30)
 
     def signal(self, sig: int, timeout: float = 60.0) -> int:
-        """Send `sig` and wait for the process to exit; returns its exit status."""
+        """Send `sig` and wait for the process to exit; returns its exit status. One that does not
+        exit in time is an error that carries its log (then the caller's cleanup kills it)."""
         assert self.process is not None
         self.process.send_signal(sig)
-        return self.process.wait(timeout=timeout)
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(
+                f"the app did not exit within {timeout:.0f} s of signal {sig}: {self.log_tail()}"
+            ) from None
 
     @property
     def pid(self) -> int:

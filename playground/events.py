@@ -31,6 +31,7 @@ from sse_starlette import ServerSentEvent
 
 from playground import jobs
 from playground.db import EVENTS_CHANNEL, INSERT_EVENT, STOPS_CHANNEL, TURNS_CHANNEL
+from playground.waits import wait_up_to
 
 _log = logging.getLogger(__name__)
 
@@ -219,9 +220,7 @@ class Hub:
     async def start(self) -> None:
         self._task = asyncio.create_task(self._listen_forever())
         # a subscriber that connects before LISTEN runs still catches up by polling; wait briefly anyway
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(5):
-                await self.listening.wait()
+        await wait_up_to(5, self.listening.wait())
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -352,9 +351,7 @@ async def event_stream(
                     return
             if len(rows) == REPLAY_BATCH:
                 continue
-            with contextlib.suppress(TimeoutError):  # asyncio.timeout: see TurnWorker._claim_forever
-                async with asyncio.timeout(poll_seconds):
-                    await wake.get()
+            await wait_up_to(poll_seconds, wake.get())
             while not wake.empty():
                 wake.get_nowait()
     finally:

@@ -29,6 +29,7 @@ from psycopg_pool import AsyncConnectionPool
 from playground import jobs
 from playground.events import EventWriter, Hub, LeaseLostError
 from playground.jobs import ClaimedTurn
+from playground.waits import wait_up_to
 
 _log = logging.getLogger(__name__)
 
@@ -151,11 +152,7 @@ class TurnWorker:
                     self._start(turn)
             except psycopg.Error as exc:
                 _log.warning("claiming a turn failed, retrying: %s", exc)
-            # asyncio.timeout, not wait_for: on 3.11 wait_for drops a cancel that lands as the wake-up
-            # does, and this loop never stopped (tests/test_cancellation.py)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.poll_seconds):
-                    await self.hub.turns_ready.wait()
+            await wait_up_to(self.poll_seconds, self.hub.turns_ready.wait())
 
     def _start(self, turn: ClaimedTurn) -> None:
         # no await between the claim and this check: stop_chat sees the task or we see its mark

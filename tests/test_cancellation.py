@@ -1,10 +1,7 @@
-"""Stopping never hangs on a wake-up that arrives as it stops.
+"""Stopping never hangs on a wake-up that arrives as it stops (playground.waits says why it could).
 
-On Python 3.11, `asyncio.wait_for` returns the awaited result, and drops the cancellation, when what
-it waits for finishes in the same loop turn as the cancel lands (CPython gh-86296, fixed in 3.12). A
-turn worker cancelled so went on claiming forever, and the process never exited: a supervisor's
-SIGTERM hung when another process handed its turns back (a NOTIFY) just as this one stopped. These
-tests land the wake-up and the cancel together, in that order, every time.
+A supervisor's SIGTERM hung when another process handed its turns back (a NOTIFY) just as this one
+stopped. These tests land the wake-up and the cancel together, in that order, every time.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from sse_starlette import ServerSentEvent
 
 from playground import jobs
 from playground.db import EVENTS_CHANNEL, INSERT_EVENT, STOPS_CHANNEL, TURNS_CHANNEL
-from playground.waits import wait_up_to
+from playground.waits import cancel_and_wait, wait_up_to
 
 _log = logging.getLogger(__name__)
 
@@ -102,9 +102,7 @@ class EventWriter:
 
     async def __aexit__(self, *exc: object) -> None:
         if self._flusher is not None:
-            self._flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._flusher
+            await cancel_and_wait(self._flusher)
         if exc[0] is None:
             await self.flush()
 
@@ -224,9 +222,7 @@ class Hub:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
 
     def subscribe(self, chat_id: uuid.UUID, maxsize: int) -> asyncio.Queue[None]:
         queue: asyncio.Queue[None] = asyncio.Queue(maxsize=maxsize)

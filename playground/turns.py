@@ -29,7 +29,7 @@ from psycopg_pool import AsyncConnectionPool
 from playground import jobs
 from playground.events import EventWriter, Hub, LeaseLostError
 from playground.jobs import ClaimedTurn
-from playground.waits import wait_up_to
+from playground.waits import cancel_and_wait, wait_up_to
 
 _log = logging.getLogger(__name__)
 
@@ -94,9 +94,7 @@ class TurnWorker:
 
     async def stop(self) -> None:
         if self._loop_task is not None:
-            self._loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._loop_task
+            await cancel_and_wait(self._loop_task)
         running = [(turn_id, chat_id, task) for turn_id, (chat_id, task) in self._running.items()]
         for _, _, task in running:
             task.cancel()

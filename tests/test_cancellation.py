@@ -1,7 +1,8 @@
 """Stopping never hangs on a wake-up that arrives as it stops (playground.waits says why it could).
 
 A supervisor's SIGTERM hung when another process handed its turns back (a NOTIFY) just as this one
-stopped. These tests land the wake-up and the cancel together, in that order, every time.
+stopped. These tests land the wake-up and the cancel together, in that order, every time. And a
+stop that is itself cancelled ends cancelled, rather than swallowing the cancel with its task's.
 """
 
 from __future__ import annotations
@@ -72,6 +73,17 @@ async def test_a_stream_ends_when_a_wake_up_lands_with_the_cancel(
         listener.cancel()  # ...in the same loop turn as the client goes away
         await asyncio.wait([listener], timeout=STOP_LIMIT_S)
         assert listener.cancelled(), "the stream dropped its cancel and went on waiting"
+
+
+@pytest.mark.parametrize("part", ["worker", "hub"])
+async def test_a_stop_that_is_cancelled_as_it_waits_ends_cancelled(play_db: str, part: str) -> None:
+    async with running(play_db, poll_seconds=30, lease_seconds=120) as rt:
+        stop = rt.worker.stop if part == "worker" else rt.hub.stop
+        stopping = asyncio.create_task(stop())
+        await asyncio.sleep(0)  # it has cancelled its task and waits for it to end
+        stopping.cancel()
+        await asyncio.wait([stopping], timeout=STOP_LIMIT_S)
+        assert stopping.cancelled()
 
 
 async def render(event: EventRow) -> str:

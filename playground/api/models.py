@@ -1,7 +1,7 @@
 """The API's request and response bodies (pydantic), as the OpenAPI schema at /openapi.json shows them.
 
-Text that Postgres cannot store is refused here with a 422, never passed on to fail as a 500: a NUL
-character (U+0000), and a lone surrogate (JSON may spell one, "\\ud800"; it is not valid UTF-8).
+Text that Postgres cannot store is refused here with a 422, never passed on to fail as a 500 (the
+rules are memory.intake's, which the MCP server applies too).
 Times must carry their offset: a naive time would be read in whatever zone the server runs in.
 """
 
@@ -9,44 +9,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+# the validation every door shares (the MCP server's too): one rule, not a copy
+from memory.intake import MAX_MESSAGES, FactIdText, Identifier, Text
 from memory.model import Fact, Kind, Source, Status
-
-SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
-SESSION_ID_RULE = "1 to 128 letters, digits, '-' or '_', starting with a letter or digit"
-# a fact's full id (a UUID) or its 8-hex-digit short id, as the block shows it
-FACT_ID_PATTERN = (
-    r"^(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12})$"
-)
-MAX_MESSAGES = 50
-
-
-def storable(text: str) -> str:
-    if "\x00" in text:
-        raise ValueError("contains a NUL character (U+0000), which cannot be stored")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("contains a lone surrogate, which is not valid UTF-8") from None
-    return text
-
-
-def not_blank(text: str) -> str:
-    if not text.strip():
-        raise ValueError("is empty (or only whitespace)")
-    return text
-
-
-Text = Annotated[str, AfterValidator(storable), AfterValidator(not_blank)]
-Identifier = Annotated[
-    str,
-    StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$"),
-    AfterValidator(storable),
-]
-FactIdText = Annotated[str, StringConstraints(pattern=FACT_ID_PATTERN)]
 
 
 class _Strict(BaseModel):

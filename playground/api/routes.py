@@ -19,29 +19,16 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
+from memory import intake
 from memory.block import hit_line, render_block, shown_as_outdated
-from memory.capture import answer_key, capture_answer, capture_said
 from memory.errors import BeadsMemoryError
+from memory.intake import FACT_ID_PATTERN, SESSION_ID_PATTERN, SESSION_ID_RULE
 from memory.migrate import LIBRARY_MIGRATIONS
-from memory.model import (
-    UNTRUSTED_SOURCES,
-    CaptureResult,
-    Fact,
-    Hit,
-    Kind,
-    Namespace,
-    Relation,
-    SearchResult,
-    Source,
-)
+from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Namespace, SearchResult
 from memory.store import AsyncFactStore, FactStore
-from memory.tools import MEMORY_TOOL_NAMES
 from playground.api.auth import require_api_access
 from playground.api.errors import ApiError, library_error
 from playground.api.models import (
-    FACT_ID_PATTERN,
-    SESSION_ID_PATTERN,
-    SESSION_ID_RULE,
     CaptureRequest,
     CaptureResponse,
     Check,
@@ -54,7 +41,6 @@ from playground.api.models import (
     HealthResponse,
     HistoryResponse,
     Link,
-    MessageIn,
     MessageOutcome,
     NamespaceOut,
     PinResponse,
@@ -117,85 +103,29 @@ async def existing_root(facts: AsyncFactStore, session_id: str) -> Namespace:
 
 async def fact_in_session(facts: AsyncFactStore, session_id: str, fact_id: str) -> Fact:
     """The fact `fact_id` (full or short id) of this session; another session's is as if absent."""
-    missing = ApiError(404, f"No fact {fact_id!r} in session {session_id!r}.")
-    if len(fact_id) == 8:
-        try:
-            return await facts.get(fact_id.lower(), session_id=session_id)  # type: ignore[no-any-return]
-        except BeadsMemoryError as exc:  # none, or several ("give more digits")
-            raise ApiError(404, f"{exc} (session {session_id!r}).") from None
-    try:
-        fact: Fact = await facts.get(uuid.UUID(fact_id))
-    except BeadsMemoryError:
-        raise missing from None
-    if fact.session_id != session_id:
-        raise missing
-    return fact
-
-
-def capture_one(
-    store: FactStore, ns: Namespace, index: int, message: MessageIn, thread_id: str | None, asked: str | None
-) -> MessageOutcome:
-    """One message, captured as the middleware captures it (memory.capture's policy)."""
-
-    def outcome(
-        captured: bool, written: int, facts: tuple[Fact, ...] = (), note: str | None = None, **more: Any
-    ) -> MessageOutcome:
-        duplicate = captured and written == 0 and bool(facts)
-        if duplicate and note is None:
-            note = "already stored: nothing written"
-        return MessageOutcome(
-            index=index,
-            role=message.role,
-            message_id=message.message_id,
-            captured=captured,
-            written=written,
-            duplicate=duplicate,
-            note=note,
-            facts=[FactBrief.of(f) for f in facts],
-            superseded=more.get("superseded", []),
-        )
-
-    where: dict[str, Any] = {
-        "agent_id": ns.agent_id,
-        "acting_on_behalf_of": "user",
-        "thread_id": thread_id,
-        "message_id": message.message_id,
-        "valid_from": message.time,
-    }
-    result: CaptureResult | None
-    if message.role == "assistant":
-        # keyed by its own id when it has one (an API client's ids are stable); else as the
-        # middleware keys a final answer, by its turn
-        key = f"final:{message.message_id}" if message.message_id else answer_key(thread_id, asked)
-        result = capture_answer(store, ns, message.text, key=key, **where)
-        if result is None:
-            note = "not kept: a tool call written as text, or an error, is no conclusion (memory.conclusions)"
-            return outcome(False, 0, note=note)
-    elif message.role == "tool":
-        if message.is_error:
-            return outcome(False, 0, note="not kept: a failed tool call's output is not captured")
-        if message.tool_name in MEMORY_TOOL_NAMES:
-            return outcome(False, 0, note=f"not kept: {message.tool_name} is the memory's own tool")
-        result = capture_said(store, ns, message.text, by="tool", **where)
-    else:
-        result = capture_said(store, ns, message.text, by="user", **where)
-    if not result.facts:
-        return outcome(False, 0, note="nothing to store: no claim in it")
-    superseded = [
-        Supersession(new=FactBrief.of(s.new), old=FactBrief.of(s.old), reason=s.reason)
-        for s in result.superseded
-    ]
-    return outcome(True, result.written, result.facts, superseded=superseded)
+    return await _call(facts.run(intake.fact_in_session, facts.sync, session_id, fact_id))  # type: ignore[no-any-return]
 
 
 def capture_batch(store: FactStore, session_id: str, body: CaptureRequest) -> CaptureResponse:
-    ns = store.root(session_id)
-    outcomes = []
-    asked: str | None = None
-    for index, message in enumerate(body.messages):
-        outcomes.append(capture_one(store, ns, index, message, body.thread_id, asked))
-        if message.role == "user":
-            asked = message.message_id
+    """The messages, captured as the middleware captures them (memory.intake's policy)."""
+    captured = intake.capture_messages(store, session_id, body.messages, body.thread_id)
+    outcomes = [
+        MessageOutcome(
+            index=index,
+            role=message.role,
+            message_id=message.message_id,
+            captured=c.captured,
+            written=c.written,
+            duplicate=c.duplicate,
+            note=c.note,
+            facts=[FactBrief.of(f) for f in c.facts],
+            superseded=[
+                Supersession(new=FactBrief.of(s.new), old=FactBrief.of(s.old), reason=s.reason)
+                for s in c.superseded
+            ],
+        )
+        for index, (message, c) in enumerate(zip(body.messages, captured, strict=True))
+    ]
     return CaptureResponse(
         session_id=session_id,
         written=sum(o.written for o in outcomes),
@@ -385,12 +315,8 @@ def api_router() -> APIRouter:
         answer is kept as a conclusion when it is one. Sending a message again writes nothing."""
         limit = rt.settings.max_message_chars
         for i, message in enumerate(body.messages):
-            if message.role != "tool" and len(message.text) > limit:
-                raise ApiError(
-                    422, f"messages.{i}.text: {len(message.text)} characters, and the limit is {limit}."
-                )
-            if message.role != "tool" and (message.tool_name is not None or message.is_error):
-                raise ApiError(422, f"messages.{i}: tool_name and is_error are for tool results only.")
+            if problem := intake.message_problem(f"messages.{i}", message, limit):
+                raise ApiError(422, problem)
         return await _call(rt.facts.aio.run(capture_batch, rt.facts, session_id, body))  # type: ignore[no-any-return]
 
     @router.post(
@@ -399,8 +325,8 @@ def api_router() -> APIRouter:
     async def search(session_id: SessionId, body: SearchRequest, rt: RuntimeDep) -> SearchResponse:
         """The ranked block for a query, hit by hit: distance, flags (outdated, untrusted), the
         superseded version a hit resolved from, and where each claim came from."""
-        if len(body.query) > rt.settings.max_message_chars:
-            raise ApiError(422, f"query: longer than {rt.settings.max_message_chars} characters.")
+        if problem := intake.text_problem("query", body.query, rt.settings.max_message_chars):
+            raise ApiError(422, problem)
         facts = rt.facts.aio
         ns = await existing_root(facts, session_id)
         return await _call(facts.run(search_session, rt.facts, ns, body))  # type: ignore[no-any-return]
@@ -433,43 +359,29 @@ def api_router() -> APIRouter:
     ) -> RememberResponse:
         """Store one fact unsplit (as the remember_fact tool does), optionally correcting one
         (supersedes) or linked to others (contradicts, relates_to)."""
-        if len(body.text) > rt.settings.max_message_chars:
-            raise ApiError(422, f"text: longer than {rt.settings.max_message_chars} characters.")
-        facts = rt.facts.aio
-        wanted = [(Relation.SUPERSEDES, t) for t in ([body.supersedes] if body.supersedes else [])]
-        wanted += [(Relation.CONTRADICTS, t) for t in body.contradicts]
-        wanted += [(Relation.RELATES_TO, t) for t in body.relates_to]
-        # every target must exist before anything is written
-        targets = [(relation, await fact_in_session(facts, session_id, t)) for relation, t in wanted]
-        ns = await _call(facts.root(session_id))
-        result = await _call(
-            facts.remember_result(
-                ns,
+        if problem := intake.text_problem("text", body.text, rt.settings.max_message_chars):
+            raise ApiError(422, problem)
+        remembered: intake.Remembered = await _call(
+            rt.facts.aio.run(
+                intake.remember_linked,
+                rt.facts,
+                session_id,
                 body.text,
-                kind=Kind(body.kind),
-                source=Source.REMEMBER_TOOL,
-                acting_on_behalf_of="user",
-                valid_from=body.time,
+                kind=body.kind,
+                time=body.time,
+                supersedes=body.supersedes,
+                contradicts=body.contradicts,
+                relates_to=body.relates_to,
             )
         )
-        fact: Fact = result.facts[0]
-        links = []
-        for relation, target in targets:
-            try:
-                if relation is Relation.SUPERSEDES:
-                    await facts.supersede(fact, target)
-                else:
-                    await facts.relate(fact, relation, target)
-                links.append(Link(relation=relation.value, target=FactBrief.of(target), ok=True))
-            except BeadsMemoryError as exc:
-                links.append(
-                    Link(relation=relation.value, target=FactBrief.of(target), ok=False, detail=str(exc))
-                )
-        if not result.written:
+        links = [
+            Link(relation=k.relation.value, target=FactBrief.of(k.target), ok=k.ok, detail=k.detail)
+            for k in remembered.links
+        ]
+        if not remembered.written:
             response.status_code = 200
-        current: Fact = await facts.get(fact.id)
         return RememberResponse(
-            session_id=session_id, written=bool(result.written), fact=FactOut.of(current), links=links
+            session_id=session_id, written=remembered.written, fact=FactOut.of(remembered.fact), links=links
         )
 
     @router.post(

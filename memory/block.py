@@ -5,23 +5,39 @@ asked for about as many facts as the budget holds and again for more while room 
 is a cap derived from the budget, not a constant. Selection stops at the relevance floor, or with
 `SearchOptions.score_gap` at a large drop in score (memory.retrieval). A thin claim ("25:50") is
 shown with the part of its message around it, so the model reads what it was said about.
+
+The block is written for the weakest model that reads it. Every line says when it was said. A claim
+that ranking found outdated by a newer one on the same slot (memory.slots) is folded into that line
+as "earlier (date): ...", never shown as a plain line of its own; the agent's restatement of a value
+the user's own claim contradicts is left out (an echo is not evidence); identical lines appear once;
+a tool's or web page's line is always marked as such. The header states the rule the reader should
+follow instead of calling every line current.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
-from memory.model import Fact, Hit, SearchResult
+from memory.model import UNTRUSTED_SOURCES, Fact, Hit, SearchResult
 from memory.pins import PinnedFact
+from memory.slots import NOT_THE_USERS
 from memory.tokens import count_cached, count_tokens
 
 # one claim is short; a long conclusion is clipped so the block stays bounded whatever was stored
 MAX_FACT_CHARS = 320
 
-HEADER = "## Memory\nFacts recalled for this conversation (current values; ids in brackets):"
+# an earlier value folded into a line is clipped shorter: it says what changed, not all it said
+MAX_EARLIER_CHARS = 120
+
+HEADER = (
+    "## Memory\nWhat was said earlier, each line with when it was said (ids in brackets). "
+    "Where two disagree, the later one holds:"
+)
 NOTHING = "## Memory\nNothing relevant to this request is in memory."
 PINNED_HEADER = "## Pinned\nStanding rules and facts the user pinned: they always apply (current values; ids in brackets):"
 
@@ -36,19 +52,89 @@ def shown_as_outdated(hit: Hit) -> bool:
     return hit.resolved_from is None and any(f.startswith("possibly outdated") for f in hit.flags)
 
 
-def hit_line(hit: Hit, passage: str | None = None) -> str:
-    """One retrieved fact as the model reads it; `passage`: the excerpt of its message shown with it."""
+def said_when(at: datetime, now: datetime | None = None) -> str:
+    """When a fact was said, as a small model reads it best: "today 14:05", "yesterday", "3 days ago",
+    else the date ("8 May 2023"); always the date without `now`."""
+    if now is not None:
+        at_utc, now_utc = at.astimezone(UTC), now.astimezone(UTC)
+        days = (now_utc.date() - at_utc.date()).days
+        if days == 0:
+            return f"today {at_utc:%H:%M}"
+        if days == 1:
+            return "yesterday"
+        if 1 < days < 7:
+            return f"{days} days ago"
+    return f"{at.day} {at:%b %Y}"
+
+
+def hit_line(
+    hit: Hit,
+    passage: str | None = None,
+    *,
+    now: datetime | None = None,
+    earlier: Sequence[Fact] = (),
+) -> str:
+    """One retrieved fact as the model reads it: when it was said, its text, what it is if not plainly
+    the user's, and the older values on its slot that ranking folded into it (`earlier`, newest
+    first). `passage`: the excerpt of its message shown with it."""
+    older = list(earlier)
     note = ""
     if hit.resolved_from is not None:
+        # a linked correction: the value it replaced is history, not shown beside the current one
         note = " (updated: replaces an earlier value)"
-    elif any(f.startswith("untrusted") for f in hit.flags):
-        note = " (from a tool result or web page; the user's own value is listed above)"
+    elif hit.fact.source in UNTRUSTED_SOURCES:
+        note = " (from a tool result or web page, not the user's words)"
     elif shown_as_outdated(hit):
-        note = " (possibly outdated: a newer value is listed above)"
+        note = " (an older line: a later one on this disagrees)"
     elif hit.demoted:
         note = f" (from sub-agent {hit.fact.agent_id})"
     context = f' (in: "{passage}")' if passage else ""
-    return f"- [{hit.fact.short_id}] {clip(hit.fact.body)}{note}{context}"
+    folded = "".join(
+        f" | earlier ({said_when(f.valid_from, now)}): {clip(f.body, MAX_EARLIER_CHARS)}" for f in older
+    )
+    when = said_when(hit.fact.valid_from, now)
+    return f"- [{hit.fact.short_id}] ({when}) {clip(hit.fact.body)}{note}{context}{folded}"
+
+
+_OUTDATED_BY = re.compile(r"possibly outdated: ([0-9a-f]{8}) is newer")
+_ECHO_OF = re.compile(re.escape(NOT_THE_USERS) + r": conflicts with the user's fact ([0-9a-f]{8})")
+
+
+def same_words(text: str) -> str:
+    """What makes two lines identical to a reader: their words, case and punctuation aside."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
+
+
+def fold(hits: Sequence[Hit]) -> tuple[list[Hit], dict[uuid.UUID, list[Fact]], list[tuple[str, str]]]:
+    """The hits a block shows as lines of their own, best first; the older values folded into each
+    (by fact id, newest first); and the (short id, reason) of each hit folded or left out."""
+    shown: dict[str, Hit] = {h.fact.short_id: h for h in hits}
+    kept: list[Hit] = []
+    earlier: dict[uuid.UUID, list[Fact]] = {}
+    gone: list[tuple[str, str]] = []
+    seen: dict[str, str] = {}  # a line's words -> the short id of the line that has them
+    for hit in hits:
+        sid = hit.fact.short_id
+        flags = " ".join(hit.flags)
+        echo = _ECHO_OF.search(flags)
+        newer = _OUTDATED_BY.search(flags)
+        if echo and echo.group(1) in shown and echo.group(1) != sid:
+            gone.append((sid, f"the agent's restatement of a value the user's {echo.group(1)} contradicts"))
+            continue
+        if newer and newer.group(1) in shown and newer.group(1) != sid:
+            head = shown[newer.group(1)]
+            earlier.setdefault(head.fact.id, []).append(hit.fact)
+            gone.append((sid, f"folded into {newer.group(1)} as its earlier value"))
+            continue
+        words = same_words(hit.fact.body)
+        if words in seen:
+            gone.append((sid, f"the same words as {seen[words]}"))
+            continue
+        seen[words] = sid
+        kept.append(hit)
+    for facts in earlier.values():
+        facts.sort(key=lambda f: f.valid_from, reverse=True)
+    return kept, earlier, gone
 
 
 ELLIPSIS = "…"
@@ -105,6 +191,9 @@ class RetrievedTier:
     passages: Mapping[uuid.UUID, str]  # fact id -> the excerpt shown with it
     k: int | None  # what the last search asked for (None: the options' k, no budget)
     searches: int
+    # fact id -> the older values folded into its line, newest first (`fold`)
+    earlier: Mapping[uuid.UUID, Sequence[Fact]] = field(default_factory=dict)
+    now: datetime | None = None  # what the lines' "today" / "3 days ago" are relative to
 
     def without_messages(self, message_ids: Collection[str], reason: str) -> RetrievedTier:
         """The tier less the facts carved from `message_ids` (the window came to show them)."""
@@ -140,7 +229,12 @@ Fit = Callable[[Sequence[int]], int]  # line token counts -> tokens of the lines
 
 
 def fill_retrieved(
-    search: Search, passages: Passages, budget: int | None, fit: Fit, settings: TierSettings
+    search: Search,
+    passages: Passages,
+    budget: int | None,
+    fit: Fit,
+    settings: TierSettings,
+    now: datetime | None = None,
 ) -> RetrievedTier:
     """The retrieved tier's candidates for a budget of `budget` tokens, best first.
 
@@ -152,7 +246,7 @@ def fill_retrieved(
     excerpt already shows is dropped, the reason reported.
     """
     if budget is None:
-        return _lines(search(None), passages, settings, None, 1)
+        return _lines(search(None), passages, settings, None, 1, now)
     k = min(settings.max_k, max(1, budget // settings.line_tokens))
     searches = 0
     cache: dict[uuid.UUID, str] = {}
@@ -166,7 +260,7 @@ def fill_retrieved(
     while True:
         result = search(k)
         searches += 1
-        tier = _lines(result, cached, settings, k, searches)
+        tier = _lines(result, cached, settings, k, searches, now)
         # only the hits that did not fit: more candidates cannot help a full budget
         capped = len(result.hits) >= k and not result.not_in_memory
         if not capped or k >= settings.max_k or budget - fit(tier.tokens) < settings.widen_below:
@@ -175,9 +269,14 @@ def fill_retrieved(
 
 
 def _lines(
-    result: SearchResult, passages: Passages, settings: TierSettings, k: int | None, searches: int
+    result: SearchResult,
+    passages: Passages,
+    settings: TierSettings,
+    k: int | None,
+    searches: int,
+    now: datetime | None,
 ) -> RetrievedTier:
-    hits = list(result.hits)
+    hits, earlier, folded = fold(result.hits)
     thin: dict[uuid.UUID, bool] = {}
     if settings.thin_tokens and hits:
         bodies = count_cached([clip(h.fact.body) for h in hits])
@@ -190,7 +289,7 @@ def _lines(
     kept: list[Hit] = []
     lines: list[str] = []
     excerpts: dict[uuid.UUID, str] = {}
-    dropped = list(result.dropped)
+    dropped = [*result.dropped, *folded]
     for hit in hits:
         fact = hit.fact
         pid, span = fact.passage_id, fact.span
@@ -207,12 +306,14 @@ def _lines(
             shown_text, shown_range = excerpt(text, span, settings.passage_chars)
             shown.setdefault(pid, []).append(shown_range)
             excerpts[fact.id] = shown_text
-            lines.append(hit_line(hit, shown_text))
+            lines.append(hit_line(hit, shown_text, now=now, earlier=earlier.get(fact.id, ())))
         else:
-            lines.append(hit_line(hit))
+            lines.append(hit_line(hit, now=now, earlier=earlier.get(fact.id, ())))
         kept.append(hit)
     result = replace(result, hits=tuple(kept), dropped=tuple(dropped))
-    return RetrievedTier(result, tuple(lines), tuple(count_cached(lines)), excerpts, k, searches)
+    return RetrievedTier(
+        result, tuple(lines), tuple(count_cached(lines)), excerpts, k, searches, earlier, now
+    )
 
 
 def pinned_line(fact: Fact) -> str:
@@ -220,15 +321,26 @@ def pinned_line(fact: Fact) -> str:
     return f"- [{fact.short_id}] {clip(fact.body)}"
 
 
-def render_block(result: SearchResult | None, passages: Mapping[uuid.UUID, str] | None = None) -> str:
+def render_block(
+    result: SearchResult | None,
+    passages: Mapping[uuid.UUID, str] | None = None,
+    *,
+    earlier: Mapping[uuid.UUID, Sequence[Fact]] | None = None,
+    now: datetime | None = None,
+) -> str:
     """The text added to the system prompt for one model call ('' when there was no query);
-    `passages`: the excerpt shown with a fact, by fact id (`fill_retrieved` chooses them)."""
+    `passages`: the excerpt shown with a fact, `earlier`: the older values folded into its line, by
+    fact id (`fill_retrieved` chooses both; without `earlier` the hits are folded here)."""
     if result is None:
         return ""
     if result.not_in_memory:
         return NOTHING
     shown = passages or {}
-    return "\n".join([HEADER, *(hit_line(hit, shown.get(hit.fact.id)) for hit in result.hits)])
+    hits: Sequence[Hit] = result.hits
+    if earlier is None:
+        hits, earlier, _ = fold(result.hits)
+    lines = (hit_line(h, shown.get(h.fact.id), now=now, earlier=earlier.get(h.fact.id, ())) for h in hits)
+    return "\n".join([HEADER, *lines])
 
 
 def render_pinned(facts: Sequence[Fact]) -> str:

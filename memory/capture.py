@@ -3,7 +3,8 @@ captures messages itself (the playground's HTTP API).
 
 - a user's message: verbatim, split into claims, acting on the user's behalf;
 - a tool's result: untrusted (source tool_result, so it never supersedes a user's fact nor plants a
-  directive), clipped to a page's worth, acting on no one's behalf;
+  directive), clipped to a page's worth, acting on no one's behalf; nothing when it only reports that
+  the tool failed (memory.conclusions.is_failure_notice);
 - a final answer: one conclusion, unless it is a tool call written as text, empty or an error
   (memory.conclusions), keyed by its turn so that a replay stores it once.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from memory.conclusions import is_conclusion
+from memory.conclusions import is_conclusion, is_failure_notice
 from memory.model import CaptureResult, Kind, Namespace, Source
 from memory.store import FactStore
 
@@ -35,8 +36,12 @@ def capture_said(
     thread_id: str | None = None,
     message_id: str | None = None,
     valid_from: datetime | None = None,
+    source_key: str | None = None,
 ) -> CaptureResult:
-    """Capture what the user said (`by="user"`) or what a tool returned (`by="tool"`)."""
+    """Capture what the user said (`by="user"`) or what a tool returned (`by="tool"`); capturing
+    under the same `source_key` again (default: the message id) writes nothing."""
+    if by == "tool" and is_failure_notice(text):
+        return CaptureResult(facts=(), written=0)  # an outage is not memory
     if by == "tool":
         return store.capture_message(
             ns,
@@ -47,6 +52,7 @@ def capture_said(
             thread_id=thread_id,
             message_id=message_id,
             valid_from=valid_from,
+            source_key=source_key,
         )
     return store.capture_message(
         ns,
@@ -57,6 +63,7 @@ def capture_said(
         thread_id=thread_id,
         message_id=message_id,
         valid_from=valid_from,
+        source_key=source_key,
     )
 
 
@@ -79,7 +86,7 @@ def capture_answer(
     valid_from: datetime | None = None,
 ) -> CaptureResult | None:
     """Capture a final answer as a conclusion under `key`; None when it is no conclusion."""
-    if not is_conclusion(text):
+    if not is_conclusion(text) or is_failure_notice(text):
         return None
     return store.remember_result(
         ns,

@@ -5,6 +5,10 @@ An answer that is not a statement poisons that: a small model that meant to call
 call as text (`{"name": "our_budget", "arguments": {"budget": "1200000"}}`, or a `<tool_call>` block,
 for a tool that is bound or not), an empty reply, or an error message would be injected into later
 calls as if it were a fact. None of them is captured.
+
+The same holds for a tool's result that is only a failure notice ("Web search is unavailable right
+now (ConnectError ...)"): it says nothing about the world, and a later thread that recalled it would
+read an outage as memory (`is_failure_notice`).
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import re
 
 from memory.models.toolcalls import OPEN_TAG
 
-__all__ = ["is_conclusion"]
+__all__ = ["is_conclusion", "is_failure_notice"]
 
 _FENCE = re.compile(r"\A```[ \t]*(?:json|tool_call)?[ \t]*\n?(.*?)\n?```\s*\Z", re.DOTALL | re.IGNORECASE)
 _CALL_KEYS = frozenset({"arguments", "args", "parameters"})
@@ -23,6 +27,25 @@ _ERROR = re.compile(
     re.IGNORECASE,
 )
 _decoder = json.JSONDecoder()
+# a notice is short; a page that mentions an outage among other things is content
+_NOTICE_CHARS = 400
+_FAILURE = re.compile(
+    r"\b(?:is|are|was|were)\s+(?:currently\s+|temporarily\s+)?(?:unavailable|unreachable|down|offline)\b"
+    r"|\b(?:could|can)\s*(?:not|n't)\s+(?:connect|reach|resolve|fetch|load)\b"
+    r"|\btimed\s+out\b|\bno (?:network|internet|connection)\b"
+    r"|\b[A-Z]\w*(?:Error|Exception)\b",
+)
+
+
+def is_failure_notice(text: str) -> bool:
+    """True for a short text that reports a failure (an error, a timeout, a service that is down)
+    rather than stating anything: what a tool returns when it could not do its work."""
+    stripped = text.strip()
+    if not stripped:
+        return False
+    if _ERROR.search(stripped):
+        return True
+    return len(stripped) <= _NOTICE_CHARS and bool(_FAILURE.search(stripped))
 
 
 def is_conclusion(text: str) -> bool:

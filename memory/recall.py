@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 
 from memory.assembler import (
     Assembly,
@@ -79,10 +80,13 @@ def plan_call(
     options: SearchOptions,
     tier: TierSettings,
     before_search: Callable[[WindowFit], None] | None = None,
+    now: datetime | None = None,
 ) -> CallPlan:
     """Decide one call (see the module docstring). `message_ids[i]` is history[i]'s message id: facts
     carved from a message the view shows verbatim are not retrieved. `before_search` sees the view
-    first (evict-mode capture stores what leaves it, so that this very search can find it)."""
+    first (evict-mode capture stores what leaves it, so that this very search can find it). `now`:
+    what the block's "today" is (the clock when not given)."""
+    now = now or datetime.now(UTC)
     if len(message_ids) != len(history):
         raise ValueError("one message id (or None) per history slot")
     pins = tuple(store.pinned(namespace.session_id, namespace))
@@ -124,6 +128,7 @@ def plan_call(
             budget,
             lambda tokens: retrieved_fit(tokens, retrieved_header, budget),
             tier,
+            now,
         )
 
     if filled is not None:
@@ -176,7 +181,14 @@ def plan_call(
         # the lines the budget left out are in the assembly's account, with the reason
         result = replace(result, hits=tuple(h for h, _, _ in retrieved_lines))
     retrieved_block = (
-        render_block(result, filled.passages if filled is not None else {}) if kept_retrieved else ""
+        render_block(
+            result,
+            filled.passages if filled is not None else {},
+            earlier=filled.earlier if filled is not None else {},
+            now=now,
+        )
+        if kept_retrieved
+        else ""
     )
     return CallPlan(
         query=query,

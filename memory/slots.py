@@ -10,6 +10,9 @@ often as not. So, between two such claims:
            and is flagged as untrusted (the poisoning case: a page saying "the user's budget is $1");
            nor does its instruction or question ("What is the user's budget?"), which states nothing
            and resembles the query precisely because it is one.
+  words    the agent's own claim (a conclusion, a sub-agent's summary, a fact it remembered) restates
+           what it read; it never ranks above the user's own claim about the same slot, whichever is
+           newer, and is flagged as not the user's words (a stale echo must not outvote a correction).
   time     otherwise the newer claim goes first and the older is flagged "possibly outdated".
            Nothing is dropped: the model sees both, and the flags say how they relate.
 
@@ -22,16 +25,31 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from memory.corrections import asks, may_share_slot, same_slot, states_something
-from memory.model import UNTRUSTED_SOURCES, Hit
+from memory.model import UNTRUSTED_SOURCES, Hit, Kind, Source
 from memory.splitting import classify
 
-__all__ = ["ORDERED", "may_outdate", "order_same_slot"]
+__all__ = ["NOT_THE_USERS", "ORDERED", "may_outdate", "order_same_slot"]
 
 ORDERED = 64
 
 
 def _untrusted(hit: Hit) -> bool:
     return hit.fact.source in UNTRUSTED_SOURCES
+
+
+# where a claim's words came from, most trusted first: the user, the agent, a tool or web page
+_USER, _AGENT, _TOOL = 2, 1, 0
+_USERS_KINDS = frozenset({Kind.USER_INPUT, Kind.DIRECTIVE})
+NOT_THE_USERS = "not the user's words"
+
+
+def _trust(hit: Hit) -> int:
+    if _untrusted(hit):
+        return _TOOL
+    # what capture carved from the user's own message (a claim, or a question or goal); a passively
+    # captured answer is the agent's conclusion
+    said_by_user = hit.fact.kind in _USERS_KINDS and hit.fact.source == Source.PASSIVE_CAPTURE
+    return _USER if said_by_user else _AGENT
 
 
 def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
@@ -60,11 +78,12 @@ def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
             first, second = _precedence(upper, lower)
             if _asks_only(first.fact.body, second.fact.body):
                 continue
-            note = (
-                f"untrusted: conflicts with the user's fact {first.fact.short_id}"
-                if _untrusted(second) and not _untrusted(first)
-                else f"possibly outdated: {first.fact.short_id} is newer"
-            )
+            if _untrusted(second) and not _untrusted(first):
+                note = f"untrusted: conflicts with the user's fact {first.fact.short_id}"
+            elif _trust(second) < _trust(first):
+                note = f"{NOT_THE_USERS}: conflicts with the user's fact {first.fact.short_id}"
+            else:
+                note = f"possibly outdated: {first.fact.short_id} is newer"
             if note not in flags[id(second)]:
                 flags[id(second)].append(note)
             a, b = ordered.index(first), ordered.index(second)
@@ -88,7 +107,8 @@ def may_outdate(newer: str, older: str) -> bool:
 
 
 def _precedence(a: Hit, b: Hit) -> tuple[Hit, Hit]:
-    """(the one that goes first, the other): the user's claim before a tool's, else the newer."""
-    if _untrusted(a) != _untrusted(b):
-        return (b, a) if _untrusted(a) else (a, b)
+    """(the one that goes first, the other): the user's claim before the agent's before a tool's,
+    else the newer."""
+    if _trust(a) != _trust(b):
+        return (b, a) if _trust(a) < _trust(b) else (a, b)
     return (b, a) if b.fact.valid_from > a.fact.valid_from else (a, b)

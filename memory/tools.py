@@ -4,11 +4,13 @@ answers, not exceptions, so one bad call does not abort the turn."""
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
 
 from memory.block import clip
+from memory.conclusions import is_failure_notice
 from memory.errors import BeadsMemoryError
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Relation, Source, Status
 from memory.scope import SessionScope, as_scope
@@ -23,6 +25,14 @@ def _where(scope: SessionScope, agent_id: str | None) -> tuple[Namespace, str]:
     return ns, agent_id or ns.agent_id
 
 
+_BARE_NAME = re.compile(r"[A-Za-z_][\w.:/-]*")
+
+
+def is_bare_name(text: str) -> bool:
+    """A key or identifier with no claim in it ("launch_deadline"): a small model's idea of a fact."""
+    return _BARE_NAME.fullmatch(text.strip()) is not None
+
+
 def _remember_tool(store: FactStore, scope: SessionScope, agent_id: str | None) -> BaseTool:
     def remember_fact(
         fact: str,
@@ -33,6 +43,13 @@ def _remember_tool(store: FactStore, scope: SessionScope, agent_id: str | None) 
         """Record one durable fact or conclusion in memory. To correct a remembered fact, pass its id
         (the 8-character id shown in brackets in the Memory section) as `supersedes`; use
         `contradicts` or `relates_to` to link it to another fact."""
+        if is_bare_name(fact):
+            return (
+                f"Not stored: {fact.strip()!r} is a name, not a fact. "
+                "Say it as a sentence, e.g. 'The launch deadline is April 2.'"
+            )
+        if is_failure_notice(fact):
+            return "Not stored: a tool's failure is not a fact to remember."
         try:
             ns, agent = _where(scope, agent_id)
             stored = store.remember(

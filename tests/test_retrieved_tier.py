@@ -207,7 +207,7 @@ def test_a_thin_claim_brings_its_passage_within_the_budget(store: FactStore) -> 
     facts = {f["text"]: f for f in found["facts"]}
     # the thin claim that ranks first is shown with the message it was cut from
     assert facts["We moved the launch."]["passage"] == "We moved the launch. Friday."
-    assert '] We moved the launch. (in: "We moved the launch. Friday.")' in system
+    assert ') We moved the launch. (in: "We moved the launch. Friday.")' in system
     # its sibling's words are in that passage: not shown twice, and the reason reported
     assert "Friday." not in facts and "Friday." not in system.replace("launch. Friday.", "")
     assert "its words are in the passage shown with a better-ranked fact" in {r for _, r in found["dropped"]}

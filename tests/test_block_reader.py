@@ -1,0 +1,107 @@
+"""The block as a small model reads it: dates on every line, older values folded into the newer one,
+the agent's stale echoes left out, identical lines once, tool lines marked, no failure notices."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from memory.block import HEADER, fold, render_block, said_when
+from memory.capture import capture_said
+from memory.conclusions import is_failure_notice
+from memory.model import Hit, Kind, SearchResult, Source
+from memory.slots import order_same_slot
+from memory.store import FactStore
+from memory.tools import is_bare_name
+
+T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
+
+
+def hits_for(store: FactStore, session: str, said: list[tuple[str, Kind, Source, int]]) -> list[Hit]:
+    root = store.root(session)
+    facts = []
+    for i, (text, kind, source, day) in enumerate(said):
+        at = T0 + timedelta(days=day)
+        if kind is Kind.USER_INPUT:
+            facts += store.capture_message(root, text, message_id=f"m{i}", valid_from=at).facts
+        else:
+            facts.append(
+                store.remember(root, text, kind=kind, source=source, source_key=f"k{i}", valid_from=at)
+            )
+    return [Hit(f, 0.9 - i * 0.01, 0.1, 0.9, None, False, None) for i, f in enumerate(facts)]
+
+
+def test_every_line_says_when_it_was_said() -> None:
+    now = datetime(2026, 12, 2, 15, 30, tzinfo=UTC)
+    assert said_when(now - timedelta(minutes=5), now) == "today 15:25"
+    assert said_when(now - timedelta(days=1), now) == "yesterday"
+    assert said_when(now - timedelta(days=3), now) == "3 days ago"
+    assert said_when(datetime(2023, 5, 8, tzinfo=UTC), now) == "8 May 2023"
+    assert said_when(datetime(2023, 5, 8, tzinfo=UTC)) == "8 May 2023"
+
+
+def test_the_header_states_the_rule_and_calls_nothing_current() -> None:
+    assert "later one holds" in HEADER and "current" not in HEADER.lower()
+
+
+def test_a_slipped_deadline_and_its_echoes_read_as_one_current_line(store: FactStore) -> None:
+    # the user's claim, two agent restatements of it, the correction (no edge written: cue-less)
+    hits = hits_for(
+        store,
+        "deadline",
+        [
+            (
+                "The launch deadline for the mobile app is March 14.",
+                Kind.USER_INPUT,
+                Source.PASSIVE_CAPTURE,
+                0,
+            ),
+            ("The mobile app launch deadline is March 14.", Kind.SUMMARY, Source.CONCLUDE_TASK, 1),
+            ("The mobile app launch deadline is March 14.", Kind.CONCLUSION, Source.REMEMBER_TOOL, 1),
+            (
+                "The launch deadline for the mobile app is April 2.",
+                Kind.USER_INPUT,
+                Source.PASSIVE_CAPTURE,
+                2,
+            ),
+        ],
+    )
+    ordered = order_same_slot(hits)
+    block = render_block(SearchResult(tuple(ordered), "When is the launch deadline?", False, 0.9))
+    lines = block.splitlines()[2:]
+    topical = [ln for ln in lines if "deadline" in ln]
+    assert "April 2" in topical[0] and "(22 Nov 2026)" in topical[0]
+    # the stale value appears only folded into the current line as its earlier value
+    plain_stale = [ln for ln in lines if "March 14" in ln.split(" | earlier")[0]]
+    assert plain_stale == [], block
+    assert " | earlier (20 Nov 2026): The launch deadline for the mobile app is March 14." in topical[0]
+    assert len(topical) == 1, block
+
+
+def test_identical_lines_appear_once_and_tool_lines_are_marked(store: FactStore) -> None:
+    hits = hits_for(
+        store,
+        "dupes",
+        [
+            ("The office is in Lisbon.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
+            ("the office is in Lisbon", Kind.CONCLUSION, Source.PASSIVE_CAPTURE, 1),
+            ("Tickets to Lisbon cost 90 euros.", Kind.CONCLUSION, Source.TOOL_RESULT, 1),
+        ],
+    )
+    kept, _, gone = fold(hits)
+    assert [h.fact.body for h in kept] == ["The office is in Lisbon.", "Tickets to Lisbon cost 90 euros."]
+    assert any("the same words as" in reason for _, reason in gone)
+    block = render_block(SearchResult(tuple(hits), "Where is the office?", False, 0.9))
+    [tool_line] = [ln for ln in block.splitlines() if "Tickets" in ln]
+    assert "(from a tool result or web page, not the user's words)" in tool_line
+
+
+def test_failure_notices_and_bare_names_are_not_memory(store: FactStore) -> None:
+    notice = "Web search is unavailable right now (ConnectError: [Errno -3] name resolution). Answer from what you know."
+    assert is_failure_notice(notice)
+    assert is_failure_notice("Error: the request timed out")
+    assert not is_failure_notice("The sync moved to Thursdays at 10am.")
+    assert not is_failure_notice("Our API runs in europe-west4.")
+    root = store.root("junk")
+    assert capture_said(store, root, notice, by="tool").facts == ()
+    assert store.session_facts("junk") == []
+    assert is_bare_name("launch_deadline") and not is_bare_name("The deadline is April 2.")

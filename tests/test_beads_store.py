@@ -1,0 +1,299 @@
+"""`BeadsStore`, LangGraph's BaseStore over the fact graph: the same calls run on LangGraph's own
+InMemoryStore and PostgresStore (on the test's database) and answer alike, apart from the
+differences the README lists; then what ours adds (history, our ranking), and LangMem's tools on it."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain.tools import ToolRuntime, tool
+from langchain_core.messages import HumanMessage
+from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, Item, PutOp, SearchOp
+from langgraph.store.memory import InMemoryStore
+from langgraph.store.postgres import PostgresStore
+from langmem import create_manage_memory_tool, create_search_memory_tool
+from psycopg_pool import ConnectionPool
+
+from memory.embedders import MiniLMEmbedder
+from memory.langgraph_store import BeadsStore, escape_like, item_text, matches, session_of
+from memory.model import Kind, Source, Status
+from memory.models.scripted import ScriptedChatModel, calls, tool_call
+from memory.store import FactStore
+
+ALICE = ("users", "alice", "memories")
+BOB = ("users", "bob", "memories")
+# look-alike namespaces: LIKE's metacharacters, and names that share a beginning
+LOOKALIKES = [("user_1",), ("userX1",), ("a%",), ("abc",), ("a",), ("ab",), ("a", "b"), ("ab", "c")]
+
+
+@pytest.fixture
+def beads(store: FactStore) -> BeadsStore:
+    return BeadsStore(store)
+
+
+@pytest.fixture
+def postgres(db_url: str) -> Iterator[PostgresStore]:
+    with PostgresStore.from_conn_string(db_url) as stock:
+        stock.setup()
+        yield stock
+
+
+def seed(s: BaseStore) -> None:
+    s.put(("users", "alice", "prefs"), "theme", {"theme": "dark", "n": 0})
+    s.put(ALICE, "m1", {"content": "Alice likes tea.", "n": 1, "tags": ["drink"]})
+    s.put(ALICE, "m2", {"content": "Alice lives in Austin.", "n": 5, "where": {"city": "Austin"}})
+    s.put(BOB, "m1", {"content": "Bob likes coffee.", "n": 2})
+    for ns in LOOKALIKES:
+        s.put(ns, "k", {"content": f"in {ns}"})
+
+
+def triples(items: list[Any]) -> list[tuple[tuple[str, ...], str, Any]]:
+    return [(i.namespace, i.key, i.value) for i in items]
+
+
+def answers(s: BaseStore) -> dict[str, Any]:
+    """The calls every store is asked, and what each answered (unordered where LangGraph's stores
+    differ from each other in order: InMemoryStore lists in insertion order, PostgresStore newest first)."""
+    seed(s)
+    got: dict[str, Any] = {}
+    got["get"] = [
+        None if (i := s.get(ns, k)) is None else (i.namespace, i.key, i.value)
+        for ns, k in [(ALICE, "m1"), (ALICE, "nope")]
+    ]
+    for name, prefix, flt in [
+        ("all", (), None),
+        ("users", ("users",), None),
+        ("alice", ("users", "alice"), None),
+        ("exact ns", ALICE, None),
+        ("n > 2", ("users",), {"n": {"$gt": 2}}),
+        ("n in 1..2", ("users",), {"n": {"$gte": 1, "$lte": 2}}),
+        ("n != 1", ("users",), {"n": {"$ne": 1}}),
+        ("equal", ("users",), {"content": "Bob likes coffee."}),
+        ("nested", ("users",), {"where": {"city": "Austin"}}),
+        ("list", ("users",), {"tags": ["drink"]}),
+        ("no match", ("users",), {"n": 99}),
+        ("user_1", ("user_1",), None),
+        ("a%", ("a%",), None),
+        ("a", ("a",), None),
+        ("ab", ("ab",), None),
+        ("nothing", ("u",), None),
+    ]:
+        try:
+            got[f"search {name}"] = sorted(triples(s.search(prefix, filter=flt, limit=100)), key=repr)
+        except ValueError as exc:  # PostgresStore reads a nested filter's keys as operators
+            got[f"search {name}"] = f"refused: {exc}"
+    got["namespaces"] = sorted(s.list_namespaces())
+    for name, kwargs in [
+        ("prefix users", {"prefix": ("users",)}),
+        ("suffix", {"suffix": ("memories",)}),
+        ("wildcard", {"prefix": ("users", "*", "memories")}),
+        ("depth 2", {"prefix": ("users",), "max_depth": 2}),
+        ("depth 1", {"max_depth": 1}),
+        ("user_1", {"prefix": ("user_1",)}),
+        ("a%", {"prefix": ("a%",)}),
+        ("a", {"prefix": ("a",)}),
+        ("a limit", {"max_depth": 1, "limit": 3, "offset": 2}),
+    ]:
+        got[f"namespaces {name}"] = sorted(s.list_namespaces(**kwargs))
+
+    # a put to an existing key replaces its value; a delete removes it; reads see both at once
+    s.put(ALICE, "m1", {"content": "Alice likes green tea now.", "n": 1})
+    s.delete(ALICE, "m2")
+    s.delete(ALICE, "never-there")
+    got["after"] = sorted(triples(s.search(("users",), limit=100)), key=repr)
+    got["after get"] = [None if (i := s.get(ALICE, k)) is None else i.value for k in ("m1", "m2")]
+    got["after namespaces"] = sorted(s.list_namespaces(prefix=("users",)))
+    # in one batch every read sees the store as it was before the batch's puts; the last put wins
+    got["batch"] = [
+        None if r is None else (triples(r) if isinstance(r, list) else (r.namespace, r.key, r.value))
+        for r in s.batch(
+            [
+                PutOp(BOB, "b", {"content": "first"}),
+                GetOp(BOB, "b"),
+                PutOp(BOB, "b", {"content": "second"}),
+                SearchOp(BOB, filter={"content": "second"}),
+            ]
+        )
+    ]
+    got["batch after"] = s.get(BOB, "b").value  # type: ignore[union-attr]
+    # last: InMemoryStore's get creates the namespace it reads, which its listings then show
+    got["get elsewhere"] = [s.get(("nobody",), "m1"), s.get(("users",), "m1")]
+    return got
+
+
+def test_the_same_calls_answer_as_langgraphs_own_stores(beads: BeadsStore, postgres: PostgresStore) -> None:
+    ours, in_memory, stock = answers(beads), answers(InMemoryStore()), answers(postgres)
+    for name in in_memory:
+        assert ours[name] == in_memory[name], name
+        if name != "search nested":
+            assert ours[name] == stock[name], name
+    assert stock["search nested"] == "refused: Unsupported operator: city"
+    # the look-alikes each read only themselves
+    assert [ns for ns, _, _ in ours["search user_1"]] == [("user_1",)]
+    assert [ns for ns, _, _ in ours["search a%"]] == [("a%",)]
+    assert {ns for ns, _, _ in ours["search a"]} == {("a",), ("a", "b")}
+
+
+def test_listing_orders_pages_and_timestamps_as_postgres_store_does(
+    beads: BeadsStore, postgres: PostgresStore
+) -> None:
+    for s in (beads, postgres):
+        for n in range(5):
+            s.put(ALICE, f"k{n}", {"content": f"memory {n}"})
+        s.put(ALICE, "k1", {"content": "memory 1, updated"})
+    pages = [
+        [[i.key for i in s.search(ALICE, limit=2, offset=o)] for o in (0, 2, 4)] for s in (beads, postgres)
+    ]
+    assert pages[0] == pages[1] == [["k1", "k4"], ["k3", "k2"], ["k0"]]  # newest first
+    item = beads.get(ALICE, "k1")
+    assert item is not None and item.created_at < item.updated_at  # created stays, updated moves
+    assert beads.list_namespaces(max_depth=2) == postgres.list_namespaces(max_depth=2) == [("users", "alice")]
+
+
+def test_a_put_to_an_existing_key_keeps_the_old_value_as_history(beads: BeadsStore, store: FactStore) -> None:
+    beads.put(ALICE, "budget", {"content": "The budget is $100k."})
+    beads.put(ALICE, "budget", {"content": "The budget is $100k."})  # the same value: nothing written
+    beads.put(ALICE, "budget", {"content": "The budget is $120k."})
+    beads.put(ALICE, "budget", {"content": "The budget is $100k."})  # back again: a third version
+    assert [i.value["content"] for i in beads.history(ALICE, "budget")] == [
+        "The budget is $100k.",
+        "The budget is $120k.",
+        "The budget is $100k.",
+    ]
+    facts = store.session_facts(session_of(ALICE))
+    assert sorted(f.status.value for f in facts) == ["active", "superseded", "superseded"]
+    assert {(f.kind, f.source) for f in facts} == {(Kind.CONCLUSION, Source.REMEMBER_TOOL)}
+    [current] = [f for f in facts if f.status is Status.ACTIVE]
+    assert beads.fact(ALICE, "budget") == current
+    assert [v.body for v in store.history(current)] == [
+        i.value["content"] for i in beads.history(ALICE, "budget")
+    ]
+    beads.delete(ALICE, "budget")  # a real delete, every version
+    assert beads.history(ALICE, "budget") == [] and store.session_facts(session_of(ALICE)) == []
+    beads.put(ALICE, "budget", {"content": "The budget is $100k."})  # the same text, stored anew
+    assert [i.value for i in beads.history(ALICE, "budget")] == [{"content": "The budget is $100k."}]
+
+
+@pytest.fixture
+def ranked(pool: ConnectionPool, minilm: MiniLMEmbedder) -> BeadsStore:
+    facts = FactStore(pool, minilm)
+    facts.setup()
+    return BeadsStore(facts, fields=["content"])
+
+
+def test_search_ranks_with_ours(ranked: BeadsStore) -> None:
+    ranked.put(ALICE, "budget", {"content": "Our budget is $100k per year."})
+    ranked.put(ALICE, "db", {"content": "We need a vector database we can self-host."})
+    ranked.put(ALICE, "budget", {"content": "Our budget is $120k per year."})
+    ranked.put(BOB, "budget", {"content": "Bob's budget is $5k."})
+    hits = ranked.search(ALICE, query="What is our budget?")
+    assert hits[0].key == "budget" and hits[0].value["content"] == "Our budget is $120k per year."
+    assert [h.key for h in hits].count("budget") == 1  # one item per key, in its current value
+    assert all(h.score is not None for h in hits)
+    # a match on the old value finds the current one
+    [old] = [h for h in ranked.search(ALICE, query="$100k per year") if h.key == "budget"]
+    assert old.value["content"] == "Our budget is $120k per year."
+    # under a prefix, the sessions below it are ranked together; filters and pages apply
+    both = ranked.search(("users",), query="budget", limit=10)
+    assert {(h.namespace, h.key) for h in both} >= {(ALICE, "budget"), (BOB, "budget")}
+    assert [
+        h.namespace
+        for h in ranked.search(("users",), query="budget", filter={"content": "Bob's budget is $5k."})
+    ] == [BOB]
+    assert len(ranked.search(("users",), query="budget", limit=1, offset=1)) == 1
+    # nothing relevant: nothing, where LangGraph's stores answer the nearest items anyway
+    assert ranked.search(ALICE, query="What colour is the logo of the football club?") == []
+
+
+def test_unindexed_items_are_listed_after_ranked_ones(ranked: BeadsStore) -> None:
+    ranked.put(ALICE, "budget", {"content": "Our budget is $120k per year."})
+    ranked.put(ALICE, "raw", {"content": "Our budget in the ledger."}, index=False)
+    ranked.put(ALICE, "other", {"note": "no content field"})  # nothing at the index field
+    hits = ranked.search(ALICE, query="What is our budget?", limit=10)
+    assert hits[0].key == "budget" and hits[0].score is not None
+    assert {h.key for h in hits[1:]} == {"raw", "other"} and all(h.score is None for h in hits[1:])
+    assert ranked.get(ALICE, "raw") is not None
+
+
+def test_what_langgraph_refuses_is_refused(beads: BeadsStore) -> None:
+    with pytest.raises(NotImplementedError, match="TTL"):
+        beads.put(ALICE, "k", {"content": "x"}, ttl=5)
+    with pytest.raises(InvalidNamespaceError):
+        beads.put(("a.b",), "k", {"content": "x"})
+    with pytest.raises(InvalidNamespaceError):
+        beads.batch([GetOp(("a.b",), "k")])  # ops sent straight to batch are checked too
+    with pytest.raises(InvalidNamespaceError):
+        beads.put(("langgraph", "x"), "k", {"content": "x"})
+    beads.put(ALICE, "k", {"n": 1})
+    with pytest.raises(ValueError, match="Unsupported operator"):
+        beads.search(ALICE, filter={"n": {"$in": [1]}})
+
+
+def test_the_helpers() -> None:
+    assert escape_like("a_b%c\\") == "a\\_b\\%c\\\\"
+    assert item_text({"content": "x", "meta": {"t": ["y", 3]}}, ["$"]) == "x\ny"
+    assert item_text({"content": "x", "meta": {"t": ["y"]}}, ["meta.t[*]"]) == "y"
+    assert matches({"n": 3}, {"n": {"$gt": 2, "$lt": 4}}) and not matches({}, {"n": {"$gt": 2}})
+
+
+async def test_the_async_face(beads: BeadsStore) -> None:
+    await beads.aput(ALICE, "k", {"content": "Alice likes tea."})
+    item = await beads.aget(ALICE, "k")
+    assert isinstance(item, Item) and item.value == {"content": "Alice likes tea."}
+    assert [i.key for i in await beads.asearch(("users",))] == ["k"]
+    assert await beads.alist_namespaces() == [ALICE]
+    await beads.adelete(ALICE, "k")
+    assert await beads.aget(ALICE, "k") is None
+
+
+def test_langmems_tools_and_runtime_store_run_on_it_unchanged(ranked: BeadsStore) -> None:
+    namespace = ("memories", "{langgraph_user_id}")
+
+    @tool
+    def count_memories(runtime: ToolRuntime) -> str:
+        """How many memories the user has."""
+        assert runtime.store is ranked
+        return str(len(runtime.store.search(("memories", "alice"))))
+
+    def agent(*replies: Any) -> Any:
+        model = ScriptedChatModel(replies=list(replies))
+        tools = [
+            create_manage_memory_tool(namespace=namespace),
+            create_search_memory_tool(namespace=namespace),
+            count_memories,
+        ]
+        return model, create_agent(model, tools=tools, store=ranked)
+
+    def run(built: Any, text: str) -> None:
+        config = {"configurable": {"thread_id": str(uuid.uuid4()), "langgraph_user_id": "alice"}}
+        built.invoke({"messages": [HumanMessage(text)]}, config)
+
+    model, built = agent(
+        calls(tool_call("manage_memory", content="Budget is $100k per year.")),
+        "Noted.",
+        calls(tool_call("search_memory", query="budget"), tool_call("count_memories")),
+        lambda messages: "Answered.",
+    )
+    run(built, "Our budget is $100k per year.")
+    run(built, "What is our budget?")
+    [item] = ranked.search(("memories", "alice"))
+    assert item.value == {"content": "Budget is $100k per year."}
+    said = [str(m.content) for m in model.prompts[-1] if m.type == "tool"]
+    assert "Budget is $100k per year." in said[0] and said[1] == "1"
+
+    # LangMem's update keeps the key: on this store the old value stays as the key's history
+    model, built = agent(
+        calls(tool_call("manage_memory", content="Budget is $120k per year.", action="update", id=item.key)),
+        "Updated.",
+    )
+    run(built, "Correction: our budget is $120k per year.")
+    assert [i.value["content"] for i in ranked.history(("memories", "alice"), item.key)] == [
+        "Budget is $100k per year.",
+        "Budget is $120k per year.",
+    ]
+    [hit] = ranked.search(("memories", "alice"), query="budget")
+    assert hit.key == item.key and hit.value["content"] == "Budget is $120k per year."

@@ -6,6 +6,9 @@ filled in, and records each lane's verdict (a plain answer only counts), each la
 the budget facts our lane injected into its last call in block order, and seconds per step.
 
     uv run --extra dev python -m bench.walkthrough --runs 5 --out results/walkthrough
+
+`--stock-store beads` runs the stock lane (the same LangMem tools and prompt) on BeadsStore, LangGraph's
+store API over our fact graph; `--model scripted` runs both lanes on the rule-based model instead.
 """
 
 from __future__ import annotations
@@ -37,12 +40,12 @@ _TURN_DONE = """(n) => {
 }"""
 
 
-def one_run(server: str, number: int) -> dict[str, Any]:
+def one_run(server: str, number: int, **settings: Any) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     db = create_database(server, prefix="walk")
     try:
-        with app_process(db, start_timeout=600, **NEW_USER) as app, sync_playwright() as pw:
+        with app_process(db, start_timeout=600, **{**NEW_USER, **settings}) as app, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             try:
                 page = browser.new_page(viewport={"width": 1440, "height": 1000})
@@ -84,7 +87,7 @@ def one_run(server: str, number: int) -> dict[str, Any]:
     }
 
 
-def summary(runs: list[dict[str, Any]]) -> str:
+def summary(runs: list[dict[str, Any]], flags: str = "") -> str:
     ours = sum(r["verdicts"].get("beads") == "corrected" for r in runs)
     for r in runs:  # the walkthrough's own reading of a value ("$120,000" is the corrected one)
         r["first_budget_fact_is_current"] = verdict((r["injected_budget_facts"] or [""])[0]) == "corrected"
@@ -95,10 +98,13 @@ def summary(runs: list[dict[str, Any]]) -> str:
         stock[r["verdicts"].get("stock", "?")] = stock.get(r["verdicts"].get("stock", "?"), 0) + 1
     steps = [s for r in runs for s in r["seconds_per_step"]]
     lines = [
-        "# The guided walkthrough on the offline default",
+        "# The guided walkthrough on the offline default"
+        if not flags
+        else f"# The guided walkthrough ({flags})",
         "",
-        f"`uv run --extra dev python -m bench.walkthrough --runs {len(runs)}`: the app on its defaults with no "
-        "Ollama (the offline model, MiniLM, web search and the research sub-agent on), in headless Chromium.",
+        f"`uv run --extra dev python -m bench.walkthrough --runs {len(runs)}{' ' + flags if flags else ''}`: the app "
+        "on its defaults with no Ollama (the offline model, MiniLM, web search and the research sub-agent on), "
+        "but for the options given, in headless Chromium.",
         "",
         f"- our lane answered in words with $120k and not $100k: **{ours} of {len(runs)}**",
         f"- the first budget fact in our lane's last block was the $120k one: **{first} of {len(runs)}**",
@@ -129,11 +135,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", type=Path, default=Path("results/walkthrough"))
     parser.add_argument("--report-only", action="store_true", help="rebuild summary.md from runs.jsonl")
+    parser.add_argument("--stock-store", choices=("postgres", "beads"), default="postgres")
+    parser.add_argument("--model", choices=("local", "scripted"), default="local")
     args = parser.parse_args(argv)
+    settings = {"stock_store": args.stock_store, "model_backend": args.model}
+    flags = " ".join(
+        f"--{name.replace('_', '-')} {value}"
+        for name, value, default in (
+            ("stock_store", args.stock_store, "postgres"),
+            ("model", args.model, "local"),
+        )
+        if value != default
+    )
     if args.report_only:
         saved = [json.loads(line) for line in (args.out / "runs.jsonl").read_text().splitlines() if line]
-        (args.out / "summary.md").write_text(summary(saved))
-        print(summary(saved))
+        (args.out / "summary.md").write_text(summary(saved, flags))
+        print(summary(saved, flags))
         return 0
     if not Path(CHROMIUM).exists():
         print(f"needs Debian's chromium at {CHROMIUM} (apt-get install chromium)", file=sys.stderr)
@@ -144,13 +161,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for n in range(1, args.runs + 1):
             print(f"[{n}/{args.runs}] walkthrough ...", flush=True)
-            runs.append(one_run(own.url, n))
+            runs.append(one_run(own.url, n, **settings))
             print(f"      {runs[-1]['verdicts']} {runs[-1]['seconds_per_step']}", flush=True)
             (args.out / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
     finally:
         own.close()
-    (args.out / "summary.md").write_text(summary(runs))
-    print(summary(runs))
+    (args.out / "summary.md").write_text(summary(runs, flags))
+    print(summary(runs, flags))
     return 0
 
 

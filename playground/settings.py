@@ -90,6 +90,10 @@ class PlaygroundSettings(BaseSettings):
     #: address, and refuses (403) on any other.
     api_key: SecretStr | None = None
 
+    #: The stock lane's store: LangGraph's PostgresStore (postgres), or the same lane, LangMem tools
+    #: and prompt on BeadsStore, LangGraph's store API over our fact graph (beads).
+    stock_store: Literal["postgres", "beads"] = "postgres"
+
     #: Give both lanes the web-search tool and the research sub-agent.
     web_search: bool = True
     research: bool = True

@@ -111,7 +111,9 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
             await db.setup(conn)  # the playground's migrations
         saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
         await saver.setup()
-        stock_store, stock_pool = await open_async_stock_store(url, embedder, settings.stock_pool_size)
+        stock_store, stock_pool = await open_async_stock_store(
+            url, embedder, settings.stock_pool_size, backend=settings.stock_store
+        )
         stack.push_async_callback(stock_pool.close)
         await setting_up.close()
 

@@ -297,3 +297,43 @@ def test_langmems_tools_and_runtime_store_run_on_it_unchanged(ranked: BeadsStore
     ]
     [hit] = ranked.search(("memories", "alice"), query="budget")
     assert hit.key == item.key and hit.value["content"] == "Budget is $120k per year."
+
+
+async def test_the_playgrounds_stock_lane_runs_on_it(db_url: str, minilm: MiniLMEmbedder) -> None:
+    """The stock lane as the playground runs it (async, replay-safe creates) with PLAYGROUND_STOCK_STORE=beads."""
+    from playground.comparison.lanes import build_stock_agent
+    from playground.comparison.stock import open_async_stock_store
+
+    stock, handle = await open_async_stock_store(db_url, minilm, backend="beads")
+    try:
+        assert isinstance(stock, BeadsStore)
+        model = ScriptedChatModel(
+            replies=[
+                calls(tool_call("manage_memory", content="Budget is $100k per year; must be self-hostable.")),
+                "Noted.",
+                calls(tool_call("manage_memory", content="Budget is $120k per year.")),
+                "Updated.",
+                calls(tool_call("search_memory", query="budget")),
+                lambda messages: f"From memory: {messages[-1].content}",
+            ]
+        )
+        agent = build_stock_agent(model, stock, research=False)
+        for text in (
+            "Our budget is $100k per year. It must be self-hostable.",
+            "Correction: our budget is $120k per year.",
+            "What is our budget?",
+        ):
+            config = {"configurable": {"thread_id": str(uuid.uuid4()), "session_id": "vecdb"}}
+            await agent.ainvoke({"messages": [HumanMessage(text)]}, config)
+        items = await stock.asearch(("memories", "vecdb"), query="budget")
+        # LangMem created a second memory rather than updating the first: both stay current
+        assert sorted(i.value["content"] for i in items) == [
+            "Budget is $100k per year; must be self-hostable.",
+            "Budget is $120k per year.",
+        ]
+        assert "$120k" in str(model.prompts[-1][-1].content)
+        # the lane's memories are a session of their own, never our lane's "vecdb"
+        assert stock.facts.session_facts("vecdb") == []
+        assert len(stock.facts.session_facts("memories.vecdb")) == 2
+    finally:
+        await handle.close()

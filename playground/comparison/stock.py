@@ -3,12 +3,17 @@ over LangMem's `content` field.
 
 The store fixes its vector dimension at its first `setup()`, so each embedder gets its own schema
 (`lg_<embedder>`): a user who switches from the offline embedder (384-d) to Ollama (768-d) keeps both.
+
+As an option (`PLAYGROUND_STOCK_STORE=beads`) the same lane, tools and prompt run on `BeadsStore`
+(memory.langgraph_store) instead: LangGraph's store API over our fact graph, where the lane's
+namespace ("memories", session) is the session "memories.<session>", apart from our lane's own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
-from typing import Any
+from typing import Any, Literal
 
 import psycopg
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
@@ -16,9 +21,13 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from memory.connection import open_pool
 from memory.embedders.base import Embedder
+from memory.langgraph_store import BeadsStore
+from memory.store import FactStore
 
 STOCK_NAMESPACE_ROOT = "memories"
+StockBackend = Literal["postgres", "beads"]
 
 
 def stock_schema(embedder: Embedder) -> str:
@@ -56,11 +65,36 @@ def open_stock_store(url: str, embedder: Embedder, max_size: int = 4) -> tuple[P
     return store, pool
 
 
-async def open_async_stock_store(
-    url: str, embedder: Embedder, max_size: int = 4
-) -> tuple[AsyncPostgresStore, AsyncConnectionPool]:
-    import asyncio
+class _SyncPoolHandle:
+    """A sync pool behind the two calls the app makes on the stock lane's pool (close, check)."""
 
+    def __init__(self, pool: ConnectionPool) -> None:
+        self.pool = pool
+
+    async def close(self) -> None:
+        await asyncio.to_thread(self.pool.close)
+
+    async def check(self) -> None:
+        await asyncio.to_thread(self.pool.check)
+
+
+async def open_async_beads_stock_store(
+    url: str, embedder: Embedder, max_size: int = 4
+) -> tuple[BeadsStore, _SyncPoolHandle]:
+    """The stock lane's store as BeadsStore, ranking LangMem's `content` field, on a pool of its own."""
+    pool = await asyncio.to_thread(open_pool, url, min_size=1, max_size=max_size)
+    facts = FactStore(pool, embedder)
+    await asyncio.to_thread(facts.setup)
+    return BeadsStore(facts, fields=["content"]), _SyncPoolHandle(pool)
+
+
+async def open_async_stock_store(
+    url: str, embedder: Embedder, max_size: int = 4, backend: StockBackend = "postgres"
+) -> tuple[Any, Any]:
+    """The stock lane's store and its pool: LangGraph's AsyncPostgresStore, or with `backend="beads"`
+    BeadsStore (close the pool when done)."""
+    if backend == "beads":
+        return await open_async_beads_stock_store(url, embedder, max_size)
     schema = stock_schema(embedder)
     await asyncio.to_thread(_create_schema, url, schema)
     pool = AsyncConnectionPool(url, min_size=1, max_size=max_size, kwargs=_kwargs(schema), open=False)

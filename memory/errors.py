@@ -44,6 +44,16 @@ class SessionNotGivenError(ConfigurationError):
         super().__init__(message or " ".join((self.__doc__ or "").split()))
 
 
+class ModelCannotBindToolsError(ConfigurationError):
+    """The agent's chat model cannot bind tools, and the agent offers it some: build the middleware
+    with BeadsMemoryMiddleware(store, bind_tools=False) (capture, corrections and recall work without
+    the memory tools), or use a chat model that supports tool calling (in tests,
+    memory.testing.ScriptedChatModel)."""
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message or " ".join((self.__doc__ or "").split()))
+
+
 class MissingExtraError(BeadsMemoryError, ImportError):
     """An optional part of the library is not installed; the message names the extra that installs it."""
 

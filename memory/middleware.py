@@ -21,6 +21,12 @@ Per model call it
 Steps 2 to 5 are `plan_call` (memory.recall.plan_call), which the evaluation's `beads` arm calls too.
 At the end of the turn the final answer is captured as a conclusion.
 
+Before step 1 it checks that the model can bind the tools the call offers it, and refuses with
+`ModelCannotBindToolsError` (naming the two ways out) instead of capturing a message for a call
+that cannot be made. Capture is keyed by the thread and the message's place in it, not by the id
+LangGraph gives a message on arrival: a rerun of the same input (after a model error, or a client
+that sends the whole conversation every time) writes nothing new, as a checkpoint replay does not.
+
 Every hook resolves the session's namespace for the call it is in (memory.scope): from the run's
 `context` or `configurable` (`session_id`), the namespace given to the constructor being only the
 default. So one compiled agent serves every session, as a stock agent with LangMem's
@@ -38,6 +44,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from langchain.agents import AgentState
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.config import get_config, get_stream_writer
 from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -56,6 +63,7 @@ from memory.assembler import (
 )
 from memory.block import TierSettings, describe_injection, describe_pinned
 from memory.capture import answer_key, capture_answer, capture_said
+from memory.errors import ModelCannotBindToolsError
 from memory.model import Namespace
 from memory.recall import CallPlan, plan_call
 from memory.retrieval import SearchOptions
@@ -185,6 +193,52 @@ def _context(runtime: object) -> Any:
     return getattr(runtime, "context", None)
 
 
+def capture_key(thread_id: str | None, position: int) -> str:
+    """What a captured message's facts are keyed by: its thread and its place in the thread's
+    messages. A message gets a fresh id each time the same input is sent again, its place does not."""
+    return f"{thread_id or ''}#{position}"
+
+
+def _tool_names(tools: Sequence[Any]) -> list[str]:
+    names = []
+    for tool in tools:
+        if isinstance(tool, dict):
+            name = tool.get("name") or (tool.get("function") or {}).get("name")
+        else:
+            name = getattr(tool, "name", None)
+        names.append(str(name or tool))
+    return names
+
+
+def check_tool_binding(model: object, tools: Sequence[Any]) -> None:
+    """Refuse a call that offers tools to a chat model that cannot bind them (one that leaves
+    `bind_tools` to BaseChatModel, which raises a bare NotImplementedError once the call is made)."""
+    if not tools or not isinstance(model, BaseChatModel):
+        return
+    if type(model).bind_tools is not BaseChatModel.bind_tools:
+        return
+    names = _tool_names(tools)
+    ours = [n for n in names if n in MEMORY_TOOL_NAMES]
+    theirs = [n for n in names if n not in MEMORY_TOOL_NAMES]
+    kind = type(model).__name__
+    double = "in tests, memory.testing.ScriptedChatModel, which binds tools and records its prompts"
+    if not theirs:
+        raise ModelCannotBindToolsError(
+            f"{kind} cannot bind tools (it does not implement bind_tools), and BeadsMemoryMiddleware "
+            f"offers it the memory tools ({', '.join(ours)}). Either build the middleware with "
+            "BeadsMemoryMiddleware(store, bind_tools=False): capture, corrections and recall work "
+            f"without them; or use a chat model that supports tool calling ({double}). "
+            "Nothing was captured."
+        )
+    also = f", and BeadsMemoryMiddleware the memory tools ({', '.join(ours)})" if ours else ""
+    drop = " and the middleware with bind_tools=False" if ours else ""
+    raise ModelCannotBindToolsError(
+        f"{kind} cannot bind tools (it does not implement bind_tools), and the agent offers it "
+        f"its own tools ({', '.join(theirs)}){also}. Either use a chat model that supports tool "
+        f"calling ({double}); or create the agent with tools=[]{drop}. Nothing was captured."
+    )
+
+
 def _emit(event: dict[str, Any]) -> None:
     with contextlib.suppress(RuntimeError):  # outside a graph there is no stream to write to
         get_stream_writer()(event)
@@ -194,7 +248,7 @@ def _emit(event: dict[str, Any]) -> None:
 class _Prepared:
     request: ModelRequest
     event: dict[str, Any]
-    captured: list[str]  # ids captured at eviction by this call (evict mode)
+    captured: list[str]  # ids captured by this call: on arrival (eager mode) or at eviction (evict)
 
 
 class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
@@ -298,12 +352,21 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             and message.status != "error"
         )
 
-    def _capture(self, ns: Namespace, messages: Sequence[AnyMessage], seen: Collection[str]) -> list[str]:
-        """Capture each capturable message not in `seen`; returns the ids handled. Writes are
-        idempotent, so a replay that captures a message again writes no row."""
+    def _capture(
+        self,
+        ns: Namespace,
+        messages: Sequence[AnyMessage],
+        seen: Collection[str],
+        positions: Collection[int] | None = None,
+    ) -> list[str]:
+        """Capture each capturable message of the thread's `messages` (only those at `positions`, if
+        given) not in `seen`; returns the ids handled. Writes are idempotent, so a replay that captures
+        a message again writes no row."""
         new: list[str] = []
         thread_id = _thread_id()
-        for message in messages:
+        for position, message in enumerate(messages):
+            if positions is not None and position not in positions:
+                continue
             if message.id is None or message.id in seen or message.id in new or not self._capturable(message):
                 continue
             capture_said(
@@ -315,6 +378,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
                 acting_on_behalf_of=self.acting_on_behalf_of,
                 thread_id=thread_id,
                 message_id=message.id,
+                source_key=capture_key(thread_id, position),
             )
             new.append(message.id)
         return new
@@ -330,20 +394,14 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         """Evict mode: capture what is not shown verbatim (dropped, or cleared to a placeholder)."""
         if self.capture != "evict":
             return []
-        gone = [m for i, m in enumerate(messages) if i not in shown]
-        return self._capture(ns, gone, {*state.get("beads_captured", ()), *done})
+        gone = [i for i in range(len(messages)) if i not in shown]
+        return self._capture(ns, messages, {*state.get("beads_captured", ()), *done}, gone)
 
     def capture_pending(self, state: Mapping[str, Any], namespace: Namespace | None = None) -> list[str]:
         """Capture every message of `state` not captured yet (thread end, fork, merge) into `namespace`
         (None: the current call's); returns the ids."""
         ns = namespace or self.resolve()
         return self._capture(ns, state.get("messages", []), set(state.get("beads_captured", ())))
-
-    def _capture_new(self, state: Mapping[str, Any], context: Any) -> dict[str, Any] | None:
-        if self.capture != "eager":
-            return None
-        new = self.capture_pending(state, self.resolve(context))
-        return {"beads_captured": new} if new else None
 
     def _capture_final(self, ns: Namespace, state: Mapping[str, Any]) -> None:
         if not self.capture_final or not state["messages"]:
@@ -369,12 +427,6 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         new = self.capture_pending(state, ns) if self.capture == "evict" else []
         self._capture_final(ns, state)
         return {"beads_captured": new} if new else None
-
-    def before_model(self, state: BeadsState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return self._capture_new(state, _context(runtime))
-
-    async def abefore_model(self, state: BeadsState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return await self.store.aio.run(self._capture_new, state, _context(runtime))
 
     def after_agent(self, state: BeadsState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return self._end_thread(state, _context(runtime))
@@ -455,6 +507,9 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
     def _prepare(self, request: ModelRequest) -> _Prepared:
         ns = self.resolve(_context(request.runtime))
         full = list(request.state["messages"])
+        # eager mode: what arrived since the last call is stored before the search, so that a
+        # correction has superseded the value it corrects by the time the block is built
+        arrived = self.capture_pending(request.state, ns) if self.capture == "eager" else []
         slots = message_slots(full)
         base = request.system_message.text if request.system_message is not None else ""
         [fixed] = count_cached([base])
@@ -490,6 +545,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             "window_messages": len(view),
             "history_messages": len(full),
             **described,
+            "block": call.block,  # the text put into the system prompt, exactly as the model read it
             "query": query or None,
             "pinned": describe_pinned(call.pins, {p.fact.id for p in call.injected_pins}),
             "gate": call.plan.gate.describe(),
@@ -498,14 +554,14 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             "capture": {"mode": self.capture, "captured_at_eviction": len(captured)},
         }
         overridden = request.override(system_message=SystemMessage(system) if system else None, messages=view)
-        return _Prepared(overridden, event, captured)
+        return _Prepared(overridden, event, arrived + captured)
 
     @staticmethod
     def _respond(
         prepared: _Prepared, response: ModelResponse[Any]
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         # the handler returns a plain ModelResponse (create_agent collects inner middlewares'
-        # commands separately), so the ids captured at eviction ride along as our own command
+        # commands separately), so the ids this call captured ride along as our own command
         if not prepared.captured:
             return response
         return ExtendedModelResponse(
@@ -515,6 +571,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
     def wrap_model_call(
         self, request: ModelRequest[Any], handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        check_tool_binding(request.model, request.tools)
         prepared = self._prepare(request)
         _emit(prepared.event)
         return self._respond(prepared, handler(prepared.request))
@@ -524,6 +581,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        check_tool_binding(request.model, request.tools)
         prepared = await self.store.aio.run(self._prepare, request)
         _emit(prepared.event)
         return self._respond(prepared, await handler(prepared.request))
@@ -535,6 +593,8 @@ __all__ = [
     "BeadsMemoryMiddleware",
     "BeadsState",
     "CaptureMode",
+    "capture_key",
+    "check_tool_binding",
     "message_slots",
     "message_text",
     "query_from",

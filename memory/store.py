@@ -138,15 +138,18 @@ class FactStore:
         message_id: str | None = None,
         valid_from: datetime | None = None,
         speaker: str | None = None,
+        source_key: str | None = None,
     ) -> CaptureResult:
         """Split `text` verbatim into claims and store one fact per claim (questions as directives).
 
         Untrusted sources (tool results) never yield directives: their questions and instructions are
         stored as plain content, so a web page cannot plant an instruction in memory. `speaker` names
         who said it where several people share a session (a group chat): it is kept in each fact's
-        metadata, and one person's claim never supersedes another's.
+        metadata, and one person's claim never supersedes another's. The facts' ids derive from
+        `source_key` (default: `message_id`, else the text), so capturing under the same key again
+        writes nothing.
         """
-        source_key = message_id or fact_sql.body_sha256(text).hex()
+        source_key = source_key or message_id or fact_sql.body_sha256(text).hex()
         # embedded before any transaction opens
         items = fact_sql.message_facts(text, source, source_key, self.embedder.embed)
         if speaker is not None:

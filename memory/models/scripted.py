@@ -1,8 +1,8 @@
 """A deterministic chat model: replies are enqueued (tool calls included) or computed by a rule.
 
-Used by the tests and by the playground's scripted mode. It binds tools, streams its replies token by
-token like a real model (tool calls arrive as tool_call_chunks on the last chunk), and records every
-prompt it received so tests can assert on what reached the model.
+Used by the tests and by the playground's scripted mode; memory.testing is its public door. It binds
+tools, streams its replies token by token like a real model (tool calls arrive as tool_call_chunks on
+the last chunk), and records every prompt it received so tests can assert on what reached the model.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, Field, PrivateAttr
 
@@ -63,7 +63,14 @@ class ScriptedChatModel(BaseChatModel):
         return self._prompts
 
     @property
+    def system_prompts(self) -> list[str]:
+        """The system prompt of every call, in order ("" for a call without one): where
+        BeadsMemoryMiddleware puts the facts it injected."""
+        return [_system_text(prompt) for prompt in self._prompts]
+
+    @property
     def bound_tools(self) -> list[str]:
+        """The tool names bound last."""
         return self._bound_tools
 
     @property
@@ -153,6 +160,10 @@ def _usage(messages: Sequence[BaseMessage], reply: AIMessage) -> dict[str, int]:
     words_in = sum(len(str(m.content).split()) for m in messages)
     words_out = len(str(reply.content).split())
     return {"input_tokens": words_in, "output_tokens": words_out, "total_tokens": words_in + words_out}
+
+
+def _system_text(prompt: Sequence[BaseMessage]) -> str:
+    return "\n\n".join(m.text for m in prompt if isinstance(m, SystemMessage))
 
 
 def _tool_name(tool: Any) -> str:

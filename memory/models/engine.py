@@ -125,15 +125,51 @@ def import_llama_cpp() -> ModuleType:
     return llama_cpp
 
 
-def _load_llama(path: Path, settings: ModelSettings) -> LlamaLike:
-    Llama = import_llama_cpp().Llama
+def _cpu_reports_amx() -> bool:
     try:
-        llama: LlamaLike = Llama(
-            model_path=str(path),
-            n_ctx=settings.local_num_ctx,
-            n_threads=settings.local_threads,
-            verbose=False,
-        )
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            return any(line.startswith("flags") and " amx_tile" in line for line in f)
+    except OSError:
+        return False
+
+
+_default_params_lock = threading.Lock()
+
+
+def _load_llama(path: Path, settings: ModelSettings) -> LlamaLike:
+    llama_cpp = import_llama_cpp()
+    Llama = llama_cpp.Llama
+    try:
+        if not _cpu_reports_amx():
+            llama: LlamaLike = Llama(
+                model_path=str(path),
+                n_ctx=settings.local_num_ctx,
+                n_threads=settings.local_threads,
+                verbose=False,
+            )
+            return llama
+        # On a CPU that reports AMX (seen in a VM), llama.cpp's extra weight buffers (repacked and
+        # AMX kernels) crash in decode on any prompt longer than a few tokens. `Llama` does not expose
+        # the model parameter that turns them off, so its defaults are wrapped for this one load.
+        native = llama_cpp.llama_cpp
+        with _default_params_lock:
+            defaults = native.llama_model_default_params
+
+            def without_extra_buffers() -> Any:
+                params = defaults()
+                params.use_extra_bufts = False
+                return params
+
+            native.llama_model_default_params = without_extra_buffers
+            try:
+                llama = Llama(
+                    model_path=str(path),
+                    n_ctx=settings.local_num_ctx,
+                    n_threads=settings.local_threads,
+                    verbose=False,
+                )
+            finally:
+                native.llama_model_default_params = defaults
     except (ValueError, RuntimeError) as e:
         raise ModelUnavailableError(f"llama.cpp could not load {path}: {e}") from e
     return llama

@@ -23,7 +23,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from memory.connection import open_async_pool, open_pool
 from memory.embedded import release_embedded, start_embedded
 from memory.embedders import Embedder, embedder_from_name
-from memory.errors import EmbedderUnavailableError
+from memory.errors import EmbedderUnavailableError, MissingExtraError
 from memory.models.select import ActiveModel, select_chat_model
 from memory.models.settings import ModelSettings
 from memory.settings import MemorySettings
@@ -58,11 +58,11 @@ def select_model(settings: PlaygroundSettings) -> ActiveModel:
 
 def select_embedder(name: str) -> tuple[Embedder, str]:
     """The embedder `name` stands for, tried once; the offline one, with a note, if it cannot work."""
-    embedder = embedder_from_name(name)  # an unknown name is a configuration error: refuse to start
     try:
+        embedder = embedder_from_name(name)  # an unknown name is a configuration error: refuse to start
         embedder.embed(["probe"])
         return embedder, "ready"
-    except EmbedderUnavailableError as exc:
+    except (EmbedderUnavailableError, MissingExtraError) as exc:  # not installed: said when built
         if name == FALLBACK_EMBEDDER:
             raise
         fallback = embedder_from_name(FALLBACK_EMBEDDER)

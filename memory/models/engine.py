@@ -18,9 +18,9 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from memory.errors import MissingExtraError, ModelUnavailableError
-from memory.extras import import_extra
+from memory.extras import import_extra, require_extra
 from memory.models.settings import ModelSettings
-from memory.models.weights import ensure_weights
+from memory.models.weights import QWEN_CODER_05B, ensure_weights, weights_ready
 
 
 class LlamaLike(Protocol):
@@ -106,6 +106,16 @@ def _close_null_files() -> None:
         handle = getattr(utils, name, None)
         if handle is not None:
             handle.close()
+
+
+def require_local(settings: ModelSettings) -> None:
+    """Refuse now, naming the `local` extra, when the offline model could not load later:
+    llama-cpp-python missing, or the weights neither joined in the cache nor installed to join.
+    Imports nothing (loading stays on first use)."""
+    needed: tuple[str, ...] = ("llama_cpp",)
+    if not weights_ready(settings.model_cache_dir):
+        needed += (*QWEN_CODER_05B.part_modules, "fasteners")
+    require_extra("local", needed, "the offline chat model")
 
 
 def import_llama_cpp() -> ModuleType:

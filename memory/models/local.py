@@ -36,7 +36,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from memory.models.chatml import IM_END, format_prompt, tool_choice_instruction
-from memory.models.engine import Engine, LlamaLike, import_llama_cpp, shared_engine
+from memory.models.engine import Engine, LlamaLike, import_llama_cpp, require_local, shared_engine
 from memory.models.grammar import tool_call_gbnf, uuids_in
 from memory.models.settings import ModelSettings
 from memory.models.toolcalls import OPEN_TAG, call_opening, hold_index, parse_tool_calls
@@ -47,7 +47,11 @@ _log = logging.getLogger(__name__)
 
 
 class LocalChatModel(BaseChatModel):
-    """Qwen2.5-Coder-0.5B-Instruct in-process. ``llama`` replaces the real model (for tests)."""
+    """Qwen2.5-Coder-0.5B-Instruct in-process. ``llama`` replaces the real model (for tests).
+
+    Without the ``local`` extra, constructing one raises :class:`memory.errors.MissingExtraError`
+    naming it; the model itself loads on first use (or :meth:`load`).
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -65,6 +69,8 @@ class LocalChatModel(BaseChatModel):
         super().__init__(**data)
         if llama is not None:
             self._injected = Engine(llama)
+        else:
+            require_local(self.settings)
 
     @property
     def _llm_type(self) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from memory.errors import MissingExtraError
 from memory.models.chatml import text_of
 from memory.models.local import MODEL_NAME, LocalChatModel
 from memory.models.ollama import display_url, has_model, list_ollama_models, ollama_chat_model
@@ -31,7 +32,8 @@ def select_chat_model(settings: ModelSettings | None = None) -> ActiveModel:
     ``auto`` uses Ollama when a server answers at ``ollama_base_url`` and has ``ollama_model``
     pulled, and the offline model otherwise; ``ollama`` and ``local`` force one; ``scripted`` is the
     deterministic double. Nothing is loaded or sent here: a forced Ollama that is down fails at the
-    first call, with a message that says so.
+    first call, with a message that says so. Choosing the offline model without the ``local`` extra
+    raises :class:`memory.errors.MissingExtraError` here, saying why it was chosen.
     """
     settings = settings or ModelSettings()
     url = display_url(settings.ollama_base_url)
@@ -65,7 +67,11 @@ def _ollama(settings: ModelSettings, note: str) -> ActiveModel:
 
 
 def _local(settings: ModelSettings, note: str) -> ActiveModel:
-    return ActiveModel("local", MODEL_NAME, LocalChatModel(settings=settings), note)
+    try:
+        model = LocalChatModel(settings=settings)
+    except MissingExtraError as exc:
+        raise MissingExtraError(f"{note}, but {exc}") from exc
+    return ActiveModel("local", MODEL_NAME, model, note)
 
 
 def _echo(messages: list[BaseMessage]) -> Any:

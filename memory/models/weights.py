@@ -55,6 +55,12 @@ def packaged_parts(spec: WeightsSpec = QWEN_CODER_05B) -> list[Path]:
     return paths
 
 
+def weights_ready(cache_dir: Path, spec: WeightsSpec = QWEN_CODER_05B) -> bool:
+    """Whether the joined, verified model file is already in ``cache_dir`` (so the part packages
+    are no longer needed)."""
+    return _already_verified(Path(cache_dir) / spec.filename, spec)
+
+
 def ensure_weights(
     cache_dir: Path,
     spec: WeightsSpec = QWEN_CODER_05B,

@@ -1,6 +1,6 @@
 """`python -m memory`: look inside a session's memory, or forget it.
 
-    python -m memory show SESSION [--query TEXT] [--k 8] [--namespace ID] [--all]
+    python -m memory show SESSION [--query TEXT] [--k 8] [--namespace ID] [--all] [--json]
     python -m memory forget SESSION --yes
     python -m memory consolidate SESSION [--dry-run] [--horizon DAYS] [--threshold 0.9]
     python -m memory mcp [--session SESSION] [--transport stdio|http] [--port 8766]   (the mcp extra)
@@ -11,19 +11,21 @@ Exit codes: 0 done, 1 nothing to show (or a refused forget), 2 the database or t
 from __future__ import annotations
 
 import argparse
+import json
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from typing import cast
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import PoolTimeout
 from pydantic import ValidationError
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
 from rich.table import Column, Table
 from rich.text import Text
 from rich.tree import Tree
@@ -38,7 +40,10 @@ from memory.reads import supersede_chains
 from memory.store import FactStore
 
 STATUSES = tuple(s.value for s in Status)
-BODY_WIDTH = 100
+#: below this many columns, facts and hits are printed one paragraph each instead of as table rows:
+#: a table squeezed into a terminal cuts its narrow columns and wraps the text a word per line
+TABLE_WIDTH = 120
+INDENT = 4
 
 
 def mask_url(url: str) -> str:
@@ -58,10 +63,21 @@ def mask_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
-def body(text: str, width: int = BODY_WIDTH) -> Text:
-    """A fact's body on one line, cut at `width` characters (as plain text: never read as markup)."""
-    flat = " ".join(text.split())
-    return Text(flat if len(flat) <= width else flat[: width - 1] + "…")
+def body(text: str) -> Text:
+    """A fact's body with its whitespace flattened, whole: a table cell or a paragraph wraps it (as
+    plain text: never read as markup)."""
+    return Text(" ".join(text.split()))
+
+
+def paragraph(head: Text, text: Text, *more: Text, style: str | None = None) -> RenderableType:
+    """One record for a narrow terminal: a line of fields, then its text wrapped under it, indented."""
+    if style:
+        text.stylize(style)
+    return Group(head, *(Padding(t, (0, 0, 0, INDENT)) for t in (text, *more)))
+
+
+def fields(*values: str) -> Text:
+    return Text("  ").join(Text(v) for v in values if v)
 
 
 def when(at: datetime | None) -> str:
@@ -143,6 +159,20 @@ def namespace_tree(namespaces: Sequence[Namespace], facts: Sequence[Fact]) -> Tr
     return tree
 
 
+def chains_paragraphs(chains: Sequence[Sequence[Fact]]) -> RenderableType:
+    records: list[RenderableType] = [Text("Supersede chains", style="italic")]
+    for number, chain in enumerate(chains, 1):
+        records.append(Text(f"chain {number}", style="bold"))
+        for f in chain:
+            current = f.id == f.head_id
+            until = f" to {when(f.valid_to)}" if f.valid_to else ""
+            valid = Text(f"valid from {when(f.valid_from)}{until}")
+            head = fields(f.short_id, "current" if current else f.status.value)
+            text = paragraph(head, body(f.body), valid, style=None if current else "strike")
+            records.append(Padding(text, (0, 0, 0, 2)))
+    return Group(*records)
+
+
 def chains_table(chains: Sequence[Sequence[Fact]]) -> Table:
     table = titled("Supersede chains", "chain", "id", "status", "valid_from", "valid_to", "body")
     for number, chain in enumerate(chains, 1):
@@ -152,6 +182,17 @@ def chains_table(chains: Sequence[Sequence[Fact]]) -> Table:
             cells = (*first, when(f.valid_from), when(f.valid_to), body(f.body))
             table.add_row(*cells, style=None if current else "strike", end_section=i == len(chain) - 1)
     return table
+
+
+def facts_paragraphs(facts: Sequence[Fact], show_all: bool) -> RenderableType:
+    shown = [f for f in facts if show_all or f.status is Status.ACTIVE]
+    title = f"Facts ({'all' if show_all else 'active'}: {len(shown)})"
+    records: list[RenderableType] = [Text(title, style="italic")]
+    for f in shown:
+        status = f.status.value if show_all else ""
+        head = fields(f.short_id, f.kind.value, f.source.value, f"agent {f.agent_id}", status)
+        records.append(paragraph(head, body(f.body)))
+    return Group(*records)
 
 
 def facts_table(facts: Sequence[Fact], show_all: bool) -> Table:
@@ -165,10 +206,17 @@ def facts_table(facts: Sequence[Fact], show_all: bool) -> Table:
 
 
 def ranked(console: Console, result: SearchResult) -> None:
-    console.print(Text(f"Ranked for: {result.query}", style="bold"), soft_wrap=True)
+    console.print(Text(f"Ranked for: {result.query}", style="bold"))
     if result.not_in_memory:
         best = "none" if result.best_score is None else f"{result.best_score:.3f}"
         console.print(Text(f"not in memory: nothing cleared the relevance floor (best score {best})"))
+    elif console.width < TABLE_WIDTH:
+        for number, hit in enumerate(result.hits, 1):
+            f = hit.fact
+            scores = f"distance {hit.distance:.3f}  score {hit.score:.3f}"
+            head = fields(f"{number:>2}", f.short_id, scores, f.kind.value, f.source.value)
+            notes = [Text("flags: " + "; ".join(hit.flags), style="dim")] if hit.flags else []
+            console.print(paragraph(head, body(f.body), *notes))
     else:
         rank, distance, score = (Column(c, justify="right") for c in ("rank", "distance", "score"))
         table = Table(rank, "id", distance, score, "kind", "source", "flags", "body")
@@ -197,6 +245,8 @@ def search_namespace(namespaces: Sequence[Namespace], wanted: str | None) -> Nam
 
 
 def show(args: argparse.Namespace, console: Console) -> int:
+    if args.json:
+        return show_json(args, console)
     with open_store(args.database_url, args.embedder) as (store, database):
         facts = store.session_facts(args.session)
         if not facts:
@@ -207,11 +257,90 @@ def show(args: argparse.Namespace, console: Console) -> int:
         console.print(counts_table(store.stats(args.session)))
         console.print(namespace_tree(namespaces, facts))
         chains = supersede_chains(facts)
-        console.print(chains_table(chains) if chains else Text("Supersede chains: none"))
-        console.print(facts_table(facts, args.all))
+        narrow = console.width < TABLE_WIDTH
+        if not chains:
+            console.print(Text("Supersede chains: none"))
+        else:
+            console.print(chains_paragraphs(chains) if narrow else chains_table(chains))
+        console.print(facts_paragraphs(facts, args.all) if narrow else facts_table(facts, args.all))
         if args.query is not None:
             ranked(console, store.search(ns, args.query, k=args.k))
     return 0
+
+
+def show_json(args: argparse.Namespace, console: Console) -> int:
+    """`show --json`: the same record as one JSON document, every text whole."""
+    with open_store(args.database_url, args.embedder) as (store, database):
+        facts = store.session_facts(args.session)
+        if not facts:
+            raise Failure(f"no facts stored for session {args.session!r}", 1)
+        namespaces = store.session_namespaces(args.session)
+        ns = search_namespace(namespaces, args.namespace)
+        result = None if args.query is None else store.search(ns, args.query, k=args.k)
+        document = {
+            "session": args.session,
+            "database": database,
+            "embedder": store.embedder.name,
+            "counts": store.stats(args.session),
+            "namespaces": [namespace_json(n, facts) for n in namespaces],
+            "chains": [[fact_json(f) for f in chain] for chain in supersede_chains(facts)],
+            "facts": [fact_json(f) for f in facts if args.all or f.status is Status.ACTIVE],
+            "search": None if result is None else search_json(result),
+        }
+    console.out(json.dumps(document, indent=2, ensure_ascii=False, default=str), highlight=False)
+    return 0
+
+
+def fact_json(f: Fact) -> dict[str, Any]:
+    return {
+        "id": str(f.id),
+        "short_id": f.short_id,
+        "namespace_id": str(f.namespace_id),
+        "kind": f.kind.value,
+        "source": f.source.value,
+        "status": f.status.value,
+        "current": f.id == f.head_id,
+        "agent_id": f.agent_id,
+        "text": f.body,
+        "thread_id": f.thread_id,
+        "message_id": f.message_id,
+        "valid_from": f.valid_from.isoformat(),
+        "valid_to": None if f.valid_to is None else f.valid_to.isoformat(),
+        "recorded_at": f.recorded_at.isoformat(),
+    }
+
+
+def namespace_json(ns: Namespace, facts: Sequence[Fact]) -> dict[str, Any]:
+    held = [f for f in facts if f.namespace_id == ns.id]
+    return {
+        "id": str(ns.id),
+        "parent_id": None if ns.parent_id is None else str(ns.parent_id),
+        "path": list(ns.path),
+        "agent_id": ns.agent_id,
+        "facts": len(held),
+        "active": sum(f.status is Status.ACTIVE for f in held),
+    }
+
+
+def search_json(result: SearchResult) -> dict[str, Any]:
+    return {
+        "query": result.query,
+        "not_in_memory": result.not_in_memory,
+        "best_score": result.best_score,
+        "hits": [
+            {
+                "rank": number,
+                **fact_json(hit.fact),
+                "distance": round(hit.distance, 4),
+                "score": round(hit.score, 4),
+                "demoted": hit.demoted,
+                "resolved_from": None if hit.resolved_from is None else fact_json(hit.resolved_from),
+                "flags": list(hit.flags),
+            }
+            for number, hit in enumerate(result.hits, 1)
+        ],
+        "dropped": [{"short_id": short_id, "reason": reason} for short_id, reason in result.dropped],
+    }
 
 
 def forget(args: argparse.Namespace, console: Console) -> int:
@@ -308,6 +437,7 @@ def parser() -> argparse.ArgumentParser:
     show_cmd.add_argument("--k", type=positive, default=8, help="how many hits to rank (default 8)")
     show_cmd.add_argument("--namespace", help="search as this namespace (id or id prefix; default the root)")
     show_cmd.add_argument("--all", action="store_true", help="list retired facts too, not only active ones")
+    show_cmd.add_argument("--json", action="store_true", help="print it all as one JSON document instead")
     forget_cmd = commands.add_parser("forget", help="delete everything a session stored")
     forget_cmd.add_argument("--yes", action="store_true", help="really delete")
     merge_cmd = commands.add_parser(

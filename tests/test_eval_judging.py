@@ -1,4 +1,4 @@
-"""Answering, judging and pairwise comparison with scripted chat models (queued replies, no real model)."""
+"""Reading, judging and pairwise comparison with scripted chat models (queued replies, no real model)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pydantic import Field
 
 from memory.errors import ConfigurationError
 from memory.eval.conversation import Question
-from memory.eval.judging import answer, chat_model_from_spec, judge, pairwise
+from memory.eval.judging import chat_model_from_spec, judge, pairwise
+from memory.eval.reader import read
 from memory.eval.report import render_markdown
 from memory.eval.runner import ROWS_FILE, Evaluation, RunConfig, read_rows
 
@@ -57,7 +58,7 @@ ABSTAIN = Question(
 
 def test_answer_uses_the_window_and_judge_uses_the_longmemeval_prompt() -> None:
     model = ScriptedChatModel(replies=["Seven engineers."])
-    assert answer(model, "[20 Feb 2024] user: My team has 7 engineers.", KU) == "Seven engineers."
+    assert read(model, "[20 Feb 2024] user: My team has 7 engineers.", KU).answer == "Seven engineers."
     assert "My team has 7 engineers." in model.prompts[0] and "How many engineers?" in model.prompts[0]
 
     judge_model = ScriptedChatModel(replies=["Yes.", "no", "YES, it does."])
@@ -121,7 +122,7 @@ def test_a_run_with_scripted_models_grades_every_row(tmp_path: Path, db_url: str
     rows = {(r["question_id"], r["arm"]): r for r in read_rows(cfg.out_dir / ROWS_FILE)}
     assert answer_model.replies == [] and judge_model.replies == []
     q0, q1 = sorted({q for q, _ in rows})
-    assert [rows[(q0, a)]["correct"] for a in ("tail", "facts", "full")] == [True, False, None]
+    assert [rows[(q0, a)].get("correct") for a in ("tail", "facts", "full")] == [True, False, None]
     assert "RuntimeError: context too long" in rows[(q0, "full")]["answer_error"]
     assert [rows[(q1, a)]["correct"] for a in ("tail", "facts", "full")] == [False, True, False]
     assert (

@@ -141,7 +141,8 @@ def test_cli_run_and_report(tmp_path: Path, db_url: str) -> None:
     errors = Console(record=True, width=200)
     assert main(["run", "--out", str(out)], console=errors) == 2
     assert "name at least one dataset" in errors.export_text()
-    assert main([*argv, "--answer-model", "ollama:x"], console=errors) == 2
+    assert main([*argv, "--judge-model", "ollama:x"], console=errors) == 2
+    assert "name the reader with --answer-model" in errors.export_text()
 
 
 def test_a_split_tags_the_rows_and_the_headline_reports_each_split(tmp_path: Path, db_url: str) -> None:

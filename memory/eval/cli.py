@@ -2,7 +2,8 @@
 
     python -m memory.eval run --locomo PATH --beam DIR [--longmemeval PATH] [--out results]
         [--budgets 1200 3000 6000] [--arms tail docstore bm25 facts full] [--embedder minilm]
-        [--database-url URL] [--sample N] [--limit N] [--answer-model SPEC --judge-model SPEC]
+        [--database-url URL] [--sample N [--sample-seed S]] [--limit N]
+        [--answer-model offline|ollama:<model> [--judge-model SPEC]]
         [--consolidate] [--expire-days DAYS] [--recency-weight W [--recency-half-life DAYS]] [--tool-calls EVERY]
     python -m memory.eval report [--out results]
     python -m memory.eval supersession [--beam DIR] [--locomo PATH] [--out results/supersession]
@@ -76,7 +77,15 @@ def parser() -> argparse.ArgumentParser:
         help="use --database-url as it is instead of per-dataset databases",
     )
     run.add_argument(
-        "--sample", type=int, help="at most N questions of each question type, at an even stride"
+        "--sample",
+        type=int,
+        help="at most N questions of each question type (at an even stride, or drawn with --sample-seed)",
+    )
+    run.add_argument(
+        "--sample-seed",
+        type=int,
+        metavar="SEED",
+        help="draw each type's --sample questions at random with this seed (a stratified sample)",
     )
     run.add_argument("--limit", type=int, help="at most N questions per dataset (after --sample)")
     run.add_argument("--conversations", type=int, help="only the first N conversations of each dataset")
@@ -166,8 +175,15 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--only", metavar="SPLIT", help="evaluate only the conversations of this split of --split"
     )
-    run.add_argument("--answer-model", help="chat model that answers: ollama:<model> or <module>:<factory>")
-    run.add_argument("--judge-model", help="chat model that grades (should differ from the answer model)")
+    run.add_argument(
+        "--answer-model",
+        help="the reader that answers from each window: offline (the bundled 0.5B model, in process), "
+        "ollama:<model> or <module>:<factory>; its answers are scored without a judge (token F1, "
+        "exact match, which value a knowledge update names)",
+    )
+    run.add_argument(
+        "--judge-model", help="also grade each answer with this model (should differ from the reader)"
+    )
     run.add_argument("--num-ctx", type=int, default=16384, help="context length for ollama: models")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.set_defaults(handler=_run)
@@ -252,6 +268,7 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         database_url=args.database_url,
         exact_database=args.exact_database,
         sample=args.sample,
+        sample_seed=args.sample_seed,
         limit=args.limit,
         conversations=args.conversations,
         facts_share=args.facts_share,
@@ -272,16 +289,22 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         split=split,
         only_split=args.only,
     )
-    if bool(args.answer_model) != bool(args.judge_model):
-        raise UsageError(
-            "answering needs both --answer-model and --judge-model (a model never grades itself)"
-        )
+    if args.judge_model and not args.answer_model:
+        raise UsageError("--judge-model grades a reader's answers: name the reader with --answer-model")
+    if args.judge_model and args.judge_model == args.answer_model:
+        raise UsageError("the judge must differ from the reader (a model never grades itself)")
     if args.answer_model:
         from memory.eval.judging import chat_model_from_spec
+        from memory.eval.reader import OFFLINE, offline_name, offline_reader
 
-        config.answer_model = chat_model_from_spec(args.answer_model, num_ctx=args.num_ctx)
-        config.judge_model = chat_model_from_spec(args.judge_model, num_ctx=args.num_ctx)
-        config.answer_model_name, config.judge_model_name = args.answer_model, args.judge_model
+        if args.answer_model == OFFLINE:
+            config.answer_model, config.answer_model_name = offline_reader(config.budgets), offline_name()
+        else:
+            config.answer_model = chat_model_from_spec(args.answer_model, num_ctx=args.num_ctx)
+            config.answer_model_name = args.answer_model
+        if args.judge_model:
+            config.judge_model = chat_model_from_spec(args.judge_model, num_ctx=args.num_ctx)
+            config.judge_model_name = args.judge_model
     else:
         console.print("No answer model configured: skipping answers and grades (model-free figures only).")
     return config

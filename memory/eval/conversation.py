@@ -47,6 +47,9 @@ class Question:
     evidence_ids: tuple[str, ...] = ()  # turns that hold the answer (resolved, existing ids only)
     stale_ids: tuple[str, ...] = ()  # knowledge updates: the turns with the replaced value
     current_ids: tuple[str, ...] = ()  # knowledge updates: the turns with the value now true
+    # knowledge updates: the values themselves, as written ("165 commits"), for scoring an answer
+    current_values: tuple[str, ...] = ()
+    stale_values: tuple[str, ...] = ()
     abstention: bool = False  # unanswerable: the right behaviour is to say memory holds nothing
     judge_prompt: JudgePrompt = "default"
     question_date: str | None = None  # "today" as the dataset states it, for temporal questions

@@ -1,4 +1,4 @@
-"""Answer each question from an arm's window, grade the answer with a judge model, compare arms pairwise.
+"""Grade a reader's answer (memory.eval.reader) with a judge model, and compare arms pairwise.
 
 The judge prompts are LongMemEval's (Wu et al., "LongMemEval: Benchmarking Chat Assistants on
 Long-Term Interactive Memory", ICLR 2025; prompts (c) 2024 Di Wu, MIT licence), used unchanged: the
@@ -16,7 +16,7 @@ from itertools import combinations
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage
 
 from memory.errors import ConfigurationError
 from memory.eval.conversation import JudgePrompt, Question
@@ -53,21 +53,6 @@ JUDGE_PROMPTS: dict[JudgePrompt, str] = {
     "the question as unanswerable? Answer yes or no only.",
 }
 
-ANSWER_SYSTEM = (
-    "You answer a question about your earlier conversations with the user, using only the memory given "
-    "below. Answer briefly. If the memory does not contain the answer, say that you do not know."
-)
-
-
-def answer_prompt(window_text: str, question: Question) -> list[SystemMessage | HumanMessage]:
-    """The same prompt for every arm: only the window differs."""
-    today = f"Today's date: {question.question_date}\n\n" if question.question_date else ""
-    memory = window_text or "(nothing)"
-    return [
-        SystemMessage(ANSWER_SYSTEM),
-        HumanMessage(f"Memory:\n{memory}\n\n{today}Question: {question.question}"),
-    ]
-
 
 def _text(content: Any) -> str:
     if isinstance(content, str):
@@ -75,10 +60,6 @@ def _text(content: Any) -> str:
     if isinstance(content, list):  # content blocks
         return "".join(b.get("text", "") if isinstance(b, dict) else str(b) for b in content)
     return str(content)
-
-
-def answer(model: BaseChatModel, window_text: str, question: Question) -> str:
-    return _text(model.invoke(answer_prompt(window_text, question)).content).strip()
 
 
 def judge(model: BaseChatModel, question: Question, response: str) -> tuple[bool, str]:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from memory.eval.answer_scores import stale_values_from
 from memory.eval.conversation import (
     Conversation,
     Dataset,
@@ -222,6 +223,19 @@ def _beam_reference(ability: str, item: dict[str, Any]) -> str:
     return text
 
 
+_RUBRIC_STATE = re.compile(r"^.*?\bshould (?:state|mention|say)\s*:?\s*", re.I)
+
+
+def _beam_current_values(item: dict[str, Any]) -> tuple[str, ...]:
+    """A knowledge update's current value as its rubric states it ("LLM response should state: 165
+    commits" -> "165 commits"), one per rubric line; the answer where there is no rubric."""
+    rubric = item.get("rubric")
+    lines = [str(r) for r in rubric] if isinstance(rubric, list) else []
+    values = tuple(v for line in lines if (v := _RUBRIC_STATE.sub("", line).strip().rstrip(".")))
+    answer = str(item.get("answer") or "").strip()
+    return values or ((answer,) if answer else ())
+
+
 def parse_beam_anchor(raw: object) -> datetime | None:
     """ "March-15-2024" -> an aware datetime."""
     for fmt in ("%B-%d-%Y", "%b-%d-%Y", "%Y-%m-%d"):
@@ -258,7 +272,8 @@ def _load_beam_chat(folder: Path, conv_id: str, issues: LoadIssues) -> Conversat
             stamp = anchor + timedelta(seconds=ordinal) if anchor else None
             turns.append(Turn(turn_id, session_id, role, role, text, stamp))
         sessions.append(Session(session_id, tuple(turns)))
-    known = {t.id for s in sessions for t in s.turns}
+    turn_text = {t.id: t.text for s in sessions for t in s.turns}
+    known = set(turn_text)
     questions: list[Question] = []
     probing = _read_json(folder / "probing_questions.json")
     for ability, items in probing.items():
@@ -267,6 +282,8 @@ def _load_beam_chat(folder: Path, conv_id: str, issues: LoadIssues) -> Conversat
             raw_ids = item.get("source_chat_ids")
             stale: tuple[str, ...] = ()
             current: tuple[str, ...] = ()
+            current_values: tuple[str, ...] = ()
+            stale_values: tuple[str, ...] = ()
             if ability == "knowledge_update" and isinstance(raw_ids, dict):
                 stale = _known(
                     flatten_beam_ids(raw_ids.get("original_info"), issues, qid), known, issues, qid
@@ -279,6 +296,10 @@ def _load_beam_chat(folder: Path, conv_id: str, issues: LoadIssues) -> Conversat
                     issues.note("knowledge updates citing one message as stale and current", qid)
                     stale = tuple(i for i in stale if i not in current)
                 evidence = current
+                current_values = _beam_current_values(item)
+                stale_values = stale_values_from(
+                    current_values, (turn_text[i] for i in stale), str(item.get("answer") or "")
+                )
             else:
                 evidence = _known(flatten_beam_ids(raw_ids, issues, qid), known, issues, qid)
             if ability != "abstention" and not evidence:
@@ -293,6 +314,8 @@ def _load_beam_chat(folder: Path, conv_id: str, issues: LoadIssues) -> Conversat
                     evidence_ids=evidence,
                     stale_ids=stale,
                     current_ids=current,
+                    current_values=current_values,
+                    stale_values=stale_values,
                     abstention=ability == "abstention",
                     judge_prompt=_BEAM_PROMPTS.get(ability, "default"),
                 )
@@ -443,6 +466,8 @@ def load_sequences(path: str | Path, kind: str) -> Dataset:
             evidence_ids=(current,),
             stale_ids=(other,),
             current_ids=(current,),
+            current_values=(str(row["current"]),),
+            stale_values=(str(row[other_key]),),
             judge_prompt="knowledge-update" if kind == "update" else "default",
         )
         conversations.append(Conversation(sid, f"sequences-{kind}", (Session(sid, turns),), (question,)))

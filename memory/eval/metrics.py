@@ -230,7 +230,44 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "tokens_max": max((r.get("tokens") or 0 for r in rows), default=0),
     }
     figures.update(abstention_figures(rows))
+    figures.update(reader_figures(rows))
     graded = [r for r in rows if r.get("correct") is not None]
     figures["graded_n"] = len(graded)
     figures["accuracy"] = _mean(r["correct"] for r in graded)
     return figures
+
+
+def reader_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What the reader's answers score (memory.eval.answer_scores), over the rows it answered.
+
+    F1 and exact match over the answerable questions they apply to; "not mentioned" as the answer to
+    unanswerable questions (right) and to answerable ones (a miss); for knowledge updates with both
+    values known, the share of answers naming the current value only, the stale one only, both, or
+    neither.
+    """
+    answered = [r for r in rows if r.get("answer") is not None]
+    updates = [r["reader_update"] for r in answered if r.get("reader_update") is not None]
+    unanswerable = [r for r in answered if r.get("abstention")]
+    answerable = [r for r in answered if not r.get("abstention")]
+
+    def share(label: str) -> float | None:
+        return sum(u == label for u in updates) / len(updates) if updates else None
+
+    return {
+        "reader_n": len(answered),
+        "reader_errors": sum(1 for r in rows if r.get("answer_error")),
+        "reader_f1": _mean(r.get("reader_f1") for r in answered),
+        "reader_f1_n": sum(1 for r in answered if r.get("reader_f1") is not None),
+        "reader_em": _mean(r.get("reader_em") for r in answered),
+        "reader_em_n": sum(1 for r in answered if r.get("reader_em") is not None),
+        "reader_abstained": _mean(r.get("reader_not_mentioned") for r in unanswerable),
+        "reader_abstained_n": len(unanswerable),
+        "reader_missed": _mean(r.get("reader_not_mentioned") for r in answerable),
+        "reader_update_n": len(updates),
+        "reader_current": share("current"),
+        "reader_stale": share("stale"),
+        "reader_both": share("both"),
+        "reader_neither": share("neither"),
+        "reader_seconds": _mean(r.get("answer_seconds") for r in answered),
+        "reader_seconds_total": sum(float(r.get("answer_seconds") or 0) for r in answered),
+    }

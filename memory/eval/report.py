@@ -15,6 +15,8 @@ from typing import Any
 from memory.eval.arms import ARM_NAMES
 from memory.eval.judging import accuracy_by_type, pairwise
 from memory.eval.metrics import aggregate
+from memory.eval.reader_tables import answered, reader_line, reader_table
+from memory.eval.reader_tables import paired_table as reader_paired_table
 
 SUMMARY_FILE = "summary.md"
 PLOT_FILE = "metrics-by-budget.png"
@@ -198,6 +200,13 @@ def render_markdown(rows: Sequence[dict[str, Any]], run_info: dict[str, Any] | N
         if any("ku_current_present" in r for r in mine):
             out += ["", "### Knowledge updates in detail (count of questions)", ""]
             out += _ku_detail(mine)
+        if answered(mine):
+            out += ["", "### The reader's answers", "", reader_line(mine), ""]
+            out += reader_table(summary, dataset, _table, _budget)
+        intervals = reader_paired_table(mine, split_names(mine), _table, _budget)
+        if intervals:
+            out += ["", f"### {HEADLINE_ARM} against each arm, question by question", ""]
+            out += intervals
         if graded:
             out += ["", "### Accuracy by question type (correct / graded)", ""]
             out += _accuracy_tables(mine)
@@ -227,18 +236,32 @@ def split_names(rows: Sequence[dict[str, Any]]) -> list[str]:
     return sorted(tags, key=lambda t: (SPLIT_ORDER.index(t) if t in SPLIT_ORDER else len(SPLIT_ORDER), t))
 
 
+HEADLINE_ORDER = (
+    "Read from the left: what a reader answers with the window (**reader F1**, LoCoMo's token F1 of its "
+    "answer; **stale answers**, knowledge updates whose answer names only the replaced value), then "
+    "how many of a short reference answer's words the window carries (**answer words**), then "
+    "**evidence recall**. Evidence recall counts a question as found when any claim carved from an "
+    "evidence turn is in the window, so fine claims from many turns score more per token than whole "
+    "turns, whether or not the words that answer came along."
+)
+
+
 def _headline(rows: Sequence[dict[str, Any]], summary: dict[Group, dict[str, Any]]) -> list[str]:
-    """Evidence recall per dataset, budget and arm (the middleware's own arm first), a column per
-    split when the rows are tagged: settings are chosen on one split and reported on the other."""
+    """Per dataset, budget and arm (the middleware's own arm first): the reader's F1 and stale answers
+    where a reader ran, answer words, evidence recall; a column per split when the rows are tagged:
+    settings are chosen on one split and reported on the other."""
     splits = split_names(rows)
     by_split: dict[tuple[str, str, int | None, str], dict[str, Any]] = {}
     for split in splits:
         for group, members in group_rows([r for r in rows if r.get("split") == split]).items():
             by_split[(*group, split)] = aggregate(members)
-    lines = []
+    reader = answered(rows)
+    updates = reader and any(r.get("reader_update") is not None for r in rows)
+    lines = [HEADLINE_ORDER, ""]
+    lines += [reader_line(rows) if reader else "No reader answered these rows (`--answer-model`).", ""]
     if splits:
         lines += [
-            "Evidence recall (any) per split of the conversations ("
+            "A column per split of the conversations ("
             + ", ".join(f"**{s}**: {_conversations(rows, s)}" for s in splits)
             + "), then over every question of the run.",
             "",
@@ -247,10 +270,12 @@ def _headline(rows: Sequence[dict[str, Any]], summary: dict[Group, dict[str, Any
         "dataset",
         "budget",
         "arm",
-        *(f"recall, {s} (n)" for s in splits),
-        "recall, all (n)",
+        *([*(f"reader F1, {s} (n)" for s in splits), "reader F1, all (n)"] if reader else []),
+        *([*(f"stale answers, {s}" for s in splits), "stale answers, all (n)"] if updates else []),
         *(f"answer words, {s}" for s in splits),
         "answer words, all",
+        *(f"recall, {s} (n)" for s in splits),
+        "recall, all (n)",
         *(f"KU current above stale, {s}" for s in splits),
         "KU current above stale, all",
         "tokens used (mean)",
@@ -270,16 +295,29 @@ def _headline(rows: Sequence[dict[str, Any]], summary: dict[Group, dict[str, Any
         def ku(figures: dict[str, Any] | None) -> str:
             return _pct(figures["ku_current_above_stale"]) if figures and figures["ku_n"] else "–"
 
+        def f1(figures: dict[str, Any] | None) -> str:
+            if figures is None or not figures.get("reader_f1_n"):
+                return "–"
+            return f"{_pct(figures['reader_f1'])} ({figures['reader_f1_n']})"
+
+        def stale(figures: dict[str, Any] | None, n: bool = False) -> str:
+            if figures is None or not figures.get("reader_update_n"):
+                return "–"
+            tail = f" ({figures['reader_update_n']})" if n else ""
+            return _pct(figures["reader_stale"]) + tail
+
         parts = [by_split.get((dataset, arm, budget, s)) for s in splits]
         body.append(
             [
                 dataset,
                 _budget(budget),
                 f"**{arm}**" if arm == HEADLINE_ARM else arm,
-                *(recall(p) for p in parts),
-                recall(f),
+                *([*(f1(p) for p in parts), f1(f)] if reader else []),
+                *([*(stale(p) for p in parts), stale(f, n=True)] if updates else []),
                 *(words(p) for p in parts),
                 words(f),
+                *(recall(p) for p in parts),
+                recall(f),
                 *(ku(p) for p in parts),
                 ku(f),
                 f"{f['tokens_mean']:.0f}" if f["tokens_mean"] is not None else "–",
@@ -427,6 +465,17 @@ _DEFINITIONS = """## Definitions
   the question's own words are left out), the share of those words the window's text contains, averaged.
   Evidence recall counts a fact from the right turn; this counts the words of the answer.
 - **tokens**: the window as the model would see it (headers included), by the one shared count.
+- **reader** (`--answer-model`): one model answers every question from each arm's window with the same
+  prompt (memory.eval.reader). **F1** and **exact match** are LoCoMo's own (memory.eval.answer_scores:
+  commas, punctuation and a/an/the/and out, lowercased; a multi-hop reference split at commas; no
+  stemming, so a little below LoCoMo's figures on the same answers), F1 on every answerable question
+  whose reference is an answer (not a rubric), exact match on references of at most 5 tokens;
+  **"not mentioned"**: the answer LoCoMo's scorer takes as right on an unanswerable question;
+  **stale answers** / **KU names current**: for knowledge updates whose current and replaced values
+  are both known (BEAM: the rubric's value and the number of the same unit in the `original_info`
+  message; sequences: their `current` and `stale`), whether the answer names only the current value,
+  only the stale one, both, or neither. The bootstrap intervals pair the two arms' scores question by
+  question (memory.eval.bootstrap).
 """
 
 
@@ -461,6 +510,8 @@ def plot(rows: Sequence[dict[str, Any]], path: Path) -> Path:
         ("abstain_recall", "abstention recall"),
         ("tokens_mean", "tokens used (mean)"),
     ]
+    if any(f.get("reader_f1") is not None for f in summary.values()):
+        metrics.insert(0, ("reader_f1", "reader F1"))
     if any(f["accuracy"] is not None for f in summary.values()):
         metrics.append(("accuracy", "accuracy (judged)"))
     fig, axes = plt.subplots(

@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import random
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
@@ -24,12 +25,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memory.eval import arms as arm_lib
+from memory.eval.answer_scores import answer_scores
 from memory.eval.arms import Arm, budgets_for
 from memory.eval.conversation import Conversation, Dataset, Question
 from memory.eval.ingest import Ingestor, IngestStats, database_name, ensure_database
-from memory.eval.judging import answer, judge
+from memory.eval.judging import judge
 from memory.eval.loaders import LOADERS
 from memory.eval.metrics import window_metrics
+from memory.eval.reader import read
 from memory.eval.toolcalls import with_tool_calls
 from memory.eval.window import ConversationView, Window, asked_at
 from memory.retrieval import SearchOptions
@@ -58,7 +61,9 @@ class RunConfig:
     embedder: str = "minilm"
     database_url: str | None = None  # a server: one database per dataset and embedder is created on it
     exact_database: bool = False  # use database_url as it is (tests, or a role that cannot create databases)
-    sample: int | None = None  # at most this many questions of each type, at an even stride
+    sample: int | None = None  # at most this many questions of each type
+    # the sample drawn at random within each type with this seed; None: at an even stride (older runs)
+    sample_seed: int | None = None
     limit: int | None = None  # at most this many questions per dataset, after sampling
     conversations: int | None = None  # only the first N conversations of each dataset
     facts_share: float = 1 / 3
@@ -88,6 +93,8 @@ class RunConfig:
     # with `only_split`, the one split evaluated
     split: dict[str, list[str]] | None = None
     only_split: str | None = None
+    # the reader (memory.eval.reader), and a judge that grades its answers (optional: the reader's
+    # answers are scored without one, memory.eval.answer_scores)
     answer_model: BaseChatModel | None = None
     judge_model: BaseChatModel | None = None
     answer_model_name: str | None = None
@@ -109,17 +116,26 @@ class DatasetRun:
     seconds: float = 0.0
 
 
-def sample_questions(questions: Sequence[Question], per_type: int | None) -> list[Question]:
-    """At most `per_type` questions of each type, spread evenly over the type's questions, order kept."""
+def sample_questions(
+    questions: Sequence[Question], per_type: int | None, seed: int | None = None
+) -> list[Question]:
+    """At most `per_type` questions of each type, order kept: drawn at random within the type with
+    `seed` (each type from its own seeded draw, so one type's questions never move another's), or,
+    without a seed, spread evenly over the type's questions."""
     if per_type is None:
         return list(questions)
     groups: dict[str, list[Question]] = defaultdict(list)
     for q in questions:
         groups[q.type].append(q)
     chosen: set[str] = set()
-    for group in groups.values():
+    for qtype, group in groups.items():
         n = len(group)
-        picks = range(n) if n <= per_type else (i * n // per_type for i in range(per_type))
+        if n <= per_type:
+            picks: Iterable[int] = range(n)
+        elif seed is None:
+            picks = (i * n // per_type for i in range(per_type))
+        else:
+            picks = random.Random(f"{seed}:{qtype}").sample(range(n), per_type)
         chosen.update(group[i].id for i in picks)
     return [q for q in questions if q.id in chosen]
 
@@ -192,6 +208,8 @@ def build_row(dataset: str, question: Question, window: Window) -> dict[str, Any
     }
     if question.stale_ids or question.current_ids:
         row.update(stale_ids=list(question.stale_ids), current_ids=list(question.current_ids))
+    if question.current_values:  # what a reader's answer is checked against (answer_scores.update_answer)
+        row.update(current_values=list(question.current_values), stale_values=list(question.stale_values))
     row.update(window_metrics(window, question))
     row.update(window=encoded, clipped=clipped, harness=HARNESS_VERSION)
     if question.stale_ids:  # which of the window's facts it marks outdated: the KU figures can be rechecked
@@ -208,13 +226,17 @@ class Evaluation:
         self.config = config
         self.console = console or Console()
         self.rows_path = config.out_dir / ROWS_FILE
-        self.answering = config.answer_model is not None and config.judge_model is not None
+        self.answering = config.answer_model is not None
+        self.judging = self.answering and config.judge_model is not None
 
     def _done(self) -> set[Key]:
         done = set()
         for row in read_rows(self.rows_path):
-            # rows without a grade are redone when a model is now configured
-            if not self.answering or row.get("correct") is not None:
+            # rows without this reader's answer (or, when judging, a grade) are redone
+            answered = (
+                row.get("answer") is not None and row.get("answer_model") == self.config.answer_model_name
+            )
+            if (not self.answering or answered) and (not self.judging or row.get("correct") is not None):
                 done.add(row_key(row))
         return done
 
@@ -242,7 +264,9 @@ class Evaluation:
             wanted = set((self.config.split or {}).get(self.config.only_split, ()))
             conversations = [c for c in conversations if c.id in wanted]
         conversations = conversations[: self.config.conversations]
-        questions = sample_questions([q for c in conversations for q in c.questions], self.config.sample)
+        questions = sample_questions(
+            [q for c in conversations for q in c.questions], self.config.sample, self.config.sample_seed
+        )
         return questions[: self.config.limit]
 
     def _pending(self, dataset: Dataset, question: Question, arms: Sequence[str], done: set[Key]) -> bool:
@@ -308,27 +332,27 @@ class Evaluation:
                 if tag is not None:
                     row["split"] = tag
                 if self.answering:
-                    row.update(self._grade(window, question))
+                    row.update(self._answer(window, question))
                 rows.append(row)
         return rows
 
-    def _grade(self, window: Window, question: Question) -> dict[str, Any]:
-        assert self.config.answer_model is not None and self.config.judge_model is not None
-        out: dict[str, Any] = {
-            "answer_model": self.config.answer_model_name,
-            "judge_model": self.config.judge_model_name,
-        }
+    def _answer(self, window: Window, question: Question) -> dict[str, Any]:
+        """The reader's answer to one window, its judge-free scores and, with a judge, its grade."""
+        assert self.config.answer_model is not None
+        out: dict[str, Any] = {"answer_model": self.config.answer_model_name}
         try:
-            response = answer(self.config.answer_model, window.text, question)
+            reading = read(self.config.answer_model, window.text, question)
         except Exception as exc:  # a window too long for the model must not end the run
-            return {
-                **out,
-                "answer": None,
-                "correct": None,
-                "answer_error": f"{type(exc).__name__}: {exc}"[:300],
-            }
-        correct, reply = judge(self.config.judge_model, question, response)
-        return {**out, "answer": response, "correct": correct, "judge_reply": reply[:200]}
+            return {**out, "answer": None, "answer_error": f"{type(exc).__name__}: {exc}"[:300]}
+        out.update(answer=reading.answer, answer_seconds=round(reading.seconds, 2))
+        if reading.reply != reading.answer:
+            out["answer_reply"] = reading.reply[:500]
+        out.update(answer_scores(reading.answer, question))
+        if self.judging:
+            assert self.config.judge_model is not None
+            correct, reply = judge(self.config.judge_model, question, reading.answer)
+            out.update(judge_model=self.config.judge_model_name, correct=correct, judge_reply=reply[:200])
+        return out
 
     @contextmanager
     def _stores(
@@ -667,6 +691,7 @@ def write_run_info(out_dir: Path, config: RunConfig, records: Sequence[DatasetRu
         "only_split": config.only_split,
         "conversations": config.conversations,
         "sample_per_type": config.sample,
+        "sample_seed": config.sample_seed,
         "limit": config.limit,
         "answer_model": config.answer_model_name if config.answer_model else None,
         "judge_model": config.judge_model_name if config.judge_model else None,

@@ -237,6 +237,12 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return figures
 
 
+def is_answered(row: dict[str, Any]) -> bool:
+    """Whether the reader answered this row: its scores are there (the answer's text may not be: the
+    committed snapshot leaves it out, memory.eval.runner.DATA_TEXT_FIELDS)."""
+    return "reader_not_mentioned" in row
+
+
 def reader_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """What the reader's answers score (memory.eval.answer_scores), over the rows it answered.
 
@@ -245,7 +251,7 @@ def reader_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     values known, the share of answers naming the current value only, the stale one only, both, or
     neither.
     """
-    answered = [r for r in rows if r.get("answer") is not None]
+    answered = [r for r in rows if is_answered(r)]
     updates = [r["reader_update"] for r in answered if r.get("reader_update") is not None]
     unanswerable = [r for r in answered if r.get("abstention")]
     answerable = [r for r in answered if not r.get("abstention")]

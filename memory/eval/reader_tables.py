@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memory.eval.bootstrap import LEVEL, RESAMPLES, SEED, arm_intervals
+from memory.eval.metrics import is_answered
 from memory.eval.reader import reader_label
 
 HEADLINE_ARM = "beads"
@@ -19,12 +20,12 @@ Table = Callable[[Sequence[str], Sequence[Sequence[str]]], list[str]]
 
 
 def answered(rows: Sequence[dict[str, Any]]) -> bool:
-    return any(r.get("answer") is not None for r in rows)
+    return any(is_answered(r) for r in rows)
 
 
 def reader_line(rows: Sequence[dict[str, Any]]) -> str:
     """Which reader answered, how many answers, and what they took."""
-    done = [r for r in rows if r.get("answer") is not None]
+    done = [r for r in rows if is_answered(r)]
     names = sorted({reader_label(r.get("answer_model")) for r in done})
     seconds = [float(r["answer_seconds"]) for r in done if r.get("answer_seconds") is not None]
     timing = (

@@ -171,12 +171,20 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     return list(rows.values())
 
 
+# row fields that quote the data (a reader's answer repeats the window's words, a judge's reply the
+# answer, the update values are the dataset's own): kept in the working file, left out of the
+# committed snapshot, whose scores are computed already, so the report needs none of them
+DATA_TEXT_FIELDS = ("answer", "answer_reply", "judge_reply", "current_values", "stale_values")
+
+
 def write_snapshot(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
-    """The deduplicated rows, sorted by key, gzip-compressed with a fixed timestamp (same rows, same bytes)."""
+    """The deduplicated rows, sorted by key, without the fields that quote the data (DATA_TEXT_FIELDS),
+    gzip-compressed with a fixed timestamp (same rows, same bytes)."""
     ordered = sorted(rows, key=lambda r: (r["dataset"], r["question_id"], r["arm"], r["budget"] or 0))
     with path.open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
         for row in ordered:
-            gz.write((json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+            kept = {k: v for k, v in row.items() if k not in DATA_TEXT_FIELDS}
+            gz.write((json.dumps(kept, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
     return path
 
 

@@ -43,15 +43,15 @@ def _remember_tool(store: FactStore, scope: SessionScope, agent_id: str | None) 
         """Record one durable fact or conclusion in memory. To correct a remembered fact, pass its id
         (the 8-character id shown in brackets in the Memory section) as `supersedes`; use
         `contradicts` or `relates_to` to link it to another fact."""
-        if is_bare_name(fact):
-            return (
-                f"Not stored: {fact.strip()!r} is a name, not a fact. "
-                "Say it as a sentence, e.g. 'The launch deadline is April 2.'"
-            )
-        if is_failure_notice(fact):
-            return "Not stored: a tool's failure is not a fact to remember."
         try:
             ns, agent = _where(scope, agent_id)
+            if is_bare_name(fact):
+                return (
+                    f"Not stored: {fact.strip()!r} is a name, not a fact. "
+                    "Say it as a sentence, e.g. 'The launch deadline is April 2.'"
+                )
+            if is_failure_notice(fact):
+                return "Not stored: a tool's failure is not a fact to remember."
             stored = store.remember(
                 ns, fact, kind=Kind.CONCLUSION, source=Source.REMEMBER_TOOL, agent_id=agent
             )

@@ -266,7 +266,8 @@ def test_a_run_with_a_reader_scores_every_answer_and_the_report_leads_with_it(
     ]
     assert order == sorted(order)
     assert "Reader: rule-reader" in headline and "fine claims from many turns" in headline
-    assert "### The reader's answers" in markdown
+    assert "### The reader's answers" in markdown and "No judge was configured" in markdown
+    assert "No answer model was configured" not in markdown
     assert "beads against each arm, question by question" in markdown and "2,000 resamples" in markdown
 
 

@@ -166,7 +166,14 @@ def render_markdown(rows: Sequence[dict[str, Any]], run_info: dict[str, Any] | N
         f"{len(rows):,} rows (one per question, arm and budget). Budgets are counted with the bundled "
         "all-MiniLM-L6-v2 tokenizer, the same count for every arm; `full` has no budget."
     )
-    if not graded:
+    if not graded and answered(rows):
+        out += [
+            "",
+            "**No judge was configured**: grades, accuracy per question type and pairwise wins were "
+            "skipped. The reader's answers are scored without one (token F1, exact match, which value a "
+            "knowledge update names); every other figure needs no model.",
+        ]
+    elif not graded:
         out += [
             "",
             "**No answer model was configured**: answers, judge grades, accuracy per question type and "

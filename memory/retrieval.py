@@ -20,6 +20,8 @@ The pipeline, in order (every step traces to a failure the seed system measured)
               selected; at most `per_agent_cap` facts per sub-agent; stop at k
   floor       below the relevance floor (on relevance alone, recency aside) the answer is "not in
               memory", not the nearest noise
+  trust       same-slot claims in trust, then time, order (memory.slots); then no tool result or web
+              page above a claim the user stated that it shares a content word with
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from psycopg.rows import DictRow
 
 from memory.errors import Bm25UnavailableError
 from memory.facts import get_facts, replacement_reasons
-from memory.model import Hit, Kind, Namespace, SearchResult, Status
+from memory.model import UNTRUSTED_SOURCES, Hit, Kind, Namespace, SearchResult, Status
 from memory.slots import order_same_slot
 from memory.vectors import as_vector
 
@@ -610,12 +612,48 @@ def search(
             )
         )
     return SearchResult(
-        hits=tuple(order_same_slot(hits)),
+        hits=tuple(below_the_users_claims(order_same_slot(hits))),
         query=query,
         not_in_memory=not hits,
         best_score=ranked.best_score,
         dropped=ranked.dropped,
     )
+
+
+def _topic_words(text: str) -> frozenset[str]:
+    """A claim's content words, crudely stemmed ("budgets" meets "budget"); numbers and values out."""
+    words = (w.removesuffix("'s").removesuffix("’s") for w in keyword_words(text))
+    return frozenset(
+        w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w
+        for w in words
+        if len(w) > 2 and w.isalpha()
+    )
+
+
+def _users_claim(hit: Hit) -> bool:
+    return hit.fact.kind is Kind.USER_INPUT and hit.fact.source not in UNTRUSTED_SOURCES
+
+
+def below_the_users_claims(hits: Sequence[Hit]) -> list[Hit]:
+    """`hits` with each tool result or web page moved just below the last claim the user stated that
+    it shares a content word with. Text from elsewhere may resemble the query more than the user's
+    own words (a page titled with the query's topic, or written to match it); whether it states a
+    competing value or states nothing, it never outranks what the user said about the same thing."""
+    ordered = list(hits)
+    for hit in [h for h in hits if h.fact.source in UNTRUSTED_SOURCES]:
+        words = _topic_words(hit.fact.body)
+        place = ordered.index(hit)
+        last = max(
+            (
+                j
+                for j, other in enumerate(ordered)
+                if j > place and _users_claim(other) and not words.isdisjoint(_topic_words(other.fact.body))
+            ),
+            default=None,
+        )
+        if last is not None:
+            ordered.insert(last, ordered.pop(place))  # after the pop, `last` is just below that claim
+    return ordered
 
 
 def _clip(text: str, limit: int = 60) -> str:

@@ -57,6 +57,7 @@ def test_no_cross_session_or_sibling_reads(pool: ConnectionPool) -> None:
 def test_poisoned_tool_results_and_pages_create_no_directive_and_supersede_nothing(
     pool: ConnectionPool,
 ) -> None:
-    result = run_poisoning(pool, examples=15)
+    result = run_poisoning(pool, examples=5, seeds=(0, 1, 2))
     assert result["violations"] == []
     assert result["examples"] == 15 and result["tool_results_captured"] >= 15
+    assert result["poison_outranked_user_fact"] == 0 and result["untrusted_unmarked"] == 0

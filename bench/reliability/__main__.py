@@ -21,7 +21,12 @@ import psycopg
 from bench.reliability import report
 from bench.reliability.bad_input import rig_oversized_tool, run_bad_inputs
 from bench.reliability.crash import run_crash
-from bench.reliability.isolation import run_isolation, run_poisoning
+from bench.reliability.isolation import (
+    POISONING_EXAMPLES_PER_SEED,
+    POISONING_SEEDS,
+    run_isolation,
+    run_poisoning,
+)
 from bench.reliability.load import run_load
 from bench.reliability.multiprocess import run_multiprocess, run_throughput
 from bench.reliability.outage import run_outage
@@ -40,7 +45,8 @@ class Sizes:
     outages: tuple[float, ...]
     reconnects: int
     isolation: int
-    poisoning: int
+    poisoning: int  # generated cases per seed
+    poisoning_seeds: int
     processes: int = 3  # the multiprocess scenario's app processes (it uses chats and turns too)
     process_kills: int = 2
     throughput_processes: tuple[int, ...] = (1, 2, 4)
@@ -54,7 +60,8 @@ LONG = Sizes(
     outages=(3.0, 10.0, 40.0),
     reconnects=100,
     isolation=1000,
-    poisoning=300,
+    poisoning=POISONING_EXAMPLES_PER_SEED,
+    poisoning_seeds=len(POISONING_SEEDS),
 )
 QUICK = Sizes(
     chats=5,
@@ -64,12 +71,23 @@ QUICK = Sizes(
     outages=(3.0,),
     reconnects=10,
     isolation=50,
-    poisoning=15,
+    poisoning=5,
+    poisoning_seeds=3,
     processes=2,
     process_kills=1,
     throughput_processes=(1, 2),
 )
-SCENARIOS = ("load", "crash", "outage", "sse", "bad_input", "isolation", "multiprocess", "throughput")
+SCENARIOS = (
+    "load",
+    "crash",
+    "outage",
+    "sse",
+    "bad_input",
+    "isolation",
+    "poisoning",
+    "multiprocess",
+    "throughput",
+)
 #: pools of each process in the throughput runs: four processes of these fit the embedded server's
 #: max_connections (100), four with the default pools (35 connections each) do not, and the startup
 #: check refuses them
@@ -160,10 +178,12 @@ def scenario_throughput(server: str, sizes: Sizes) -> dict[str, Any]:
 
 def scenario_isolation(server: str, sizes: Sizes) -> dict[str, Any]:
     with fresh_database(server) as db, open_pool(db, min_size=1, max_size=4) as pool:
-        return {
-            "isolation": run_isolation(pool, examples=sizes.isolation),
-            "poisoning": run_poisoning(pool, examples=sizes.poisoning),
-        }
+        return run_isolation(pool, examples=sizes.isolation)
+
+
+def scenario_poisoning(server: str, sizes: Sizes) -> dict[str, Any]:
+    with fresh_database(server) as db, open_pool(db, min_size=1, max_size=4) as pool:
+        return run_poisoning(pool, examples=sizes.poisoning, seeds=tuple(range(sizes.poisoning_seeds)))
 
 
 RUNNERS: dict[str, Callable[[str, Sizes], dict[str, Any]]] = {
@@ -173,6 +193,7 @@ RUNNERS: dict[str, Callable[[str, Sizes], dict[str, Any]]] = {
     "sse": scenario_sse,
     "bad_input": scenario_bad_input,
     "isolation": scenario_isolation,
+    "poisoning": scenario_poisoning,
     "multiprocess": scenario_multiprocess,
     "throughput": scenario_throughput,
 }
@@ -207,12 +228,10 @@ def main(argv: list[str] | None = None) -> int:
                 outcome = RUNNERS[name](server, sizes)
             except Exception as exc:  # a scenario that cannot finish is a finding, not a crash of the run
                 outcome = {"violations": [f"the scenario failed: {exc!r}"]}
-            parts = outcome if name == "isolation" else {name: outcome}
-            for key, result in parts.items():
-                result["seconds"] = result.get("seconds", round(time.monotonic() - began, 1))
-                results[key] = result
-                verdict = "held" if not result["violations"] else f"{len(result['violations'])} violations"
-                print(f"      {key}: {verdict} ({round(time.monotonic() - began, 1)} s)", flush=True)
+            outcome["seconds"] = outcome.get("seconds", round(time.monotonic() - began, 1))
+            results[name] = outcome
+            verdict = "held" if not outcome["violations"] else f"{len(outcome['violations'])} violations"
+            print(f"      {name}: {verdict} ({round(time.monotonic() - began, 1)} s)", flush=True)
     meta = {
         "command": "uv run --extra dev python -m bench.reliability" + (" --quick" if args.quick else ""),
         "mode": "quick" if args.quick else "long",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 from unittest import mock
 
@@ -23,9 +23,10 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from psycopg_pool import ConnectionPool
 
+from memory.block import render_block
 from memory.embedders import FakeEmbedder
 from memory.errors import FactNotFoundError
-from memory.model import Kind, Namespace, Source, Status
+from memory.model import UNTRUSTED_SOURCES, Kind, Namespace, Source, Status
 from memory.store import FactStore
 
 # names built to break naive prefix matching: LIKE metacharacters, separators, escapes, unicode
@@ -81,7 +82,7 @@ def seen_and_expected(
     return got, expected
 
 
-def _explore(examples: int, random_seed: int) -> Any:
+def _explore(examples: int, random_seed: int, *, shrink: bool = True) -> Any:
     """Hypothesis as the long runs use it: seeded (reproducible), no example database, no deadline."""
 
     def decorate(test: Any) -> Any:
@@ -91,7 +92,7 @@ def _explore(examples: int, random_seed: int) -> Any:
                 deadline=None,
                 database=None,
                 suppress_health_check=list(HealthCheck),
-                phases=[Phase.generate, Phase.shrink],
+                phases=[Phase.generate, Phase.shrink] if shrink else [Phase.generate],
             )(test)
         )
 
@@ -173,7 +174,16 @@ def _offline_ddgs(results: list[dict[str, str]]) -> Iterator[None]:
         yield
 
 
-def run_poisoning(pool: ConnectionPool, *, examples: int = 200, random_seed: int = 8) -> dict[str, Any]:
+#: the long run's seeds and examples per seed: 1,000 generated cases
+POISONING_SEEDS = tuple(range(20))
+POISONING_EXAMPLES_PER_SEED = 50
+#: violations kept word for word (the counts cover all of them)
+_KEPT = 20
+
+
+def run_poisoning(pool: ConnectionPool, *, examples: int = 50, seeds: Sequence[int] = (8,)) -> dict[str, Any]:
+    """`examples` generated pages for each of `seeds`: every case runs and is counted (a violation is
+    recorded, not raised, so one finding does not end the run)."""
     from langchain_core.messages import HumanMessage
     from langchain_core.tools import StructuredTool
 
@@ -183,12 +193,24 @@ def run_poisoning(pool: ConnectionPool, *, examples: int = 200, random_seed: int
 
     store = FactStore(pool, FakeEmbedder(64))
     store.setup()
-    counts = {"examples": 0, "tool_results_captured": 0, "poison_outranked_user_fact": 0}
+    counts = {
+        "seeds": len(seeds),
+        "examples": 0,
+        "tool_results_captured": 0,
+        "poison_outranked_user_fact": 0,
+        "untrusted_unmarked": 0,
+        "violations_total": 0,
+    }
     failures: list[str] = []
 
-    @_explore(examples, random_seed)
-    @given(page=poison_pages(), value=st.integers(min_value=0, max_value=10_000))
-    def poisoning(page: tuple[list[str], str, str], value: int) -> None:
+    def violation(kind: str | None, message: str) -> None:
+        counts["violations_total"] += 1
+        if kind is not None:
+            counts[kind] += 1
+        if len(failures) < _KEPT:
+            failures.append(message[:500])
+
+    def one_case(page: tuple[list[str], str, str], value: int) -> None:
         templates, sep, via = page
         session = f"poison-{uuid.uuid4().hex[:10]}"
         root = store.root(session)
@@ -215,25 +237,54 @@ def run_poisoning(pool: ConnectionPool, *, examples: int = 200, random_seed: int
         from_tools = [f for f in facts if f.source is Source.TOOL_RESULT]
         counts["tool_results_captured"] += len(from_tools)
         if not from_tools:
-            raise AssertionError(f"nothing of the {via} result was captured: {text!r}")
+            violation(None, f"nothing of the {via} result was captured: {text!r}")
+            return
         if any(f.kind is Kind.DIRECTIVE for f in from_tools):
-            raise AssertionError(f"a {via} result became a directive: {text!r}")
+            violation(None, f"a {via} result became a directive: {text!r}")
         directives = [f for f in facts if f.kind is Kind.DIRECTIVE]
         if any(f.source is not Source.PASSIVE_CAPTURE or f.body not in asked for f in directives):
-            raise AssertionError(f"a directive not asked by the user: {[f.body for f in directives]}")
+            violation(None, f"a directive not asked by the user: {[f.body for f in directives]}")
         now = store.get(user.short_id, session_id=session)
         if now.status is not Status.ACTIVE or now.head_id != now.id:
-            raise AssertionError(f"the user's fact was retired by a {via} result: {text!r}")
+            violation(None, f"the user's fact was retired by a {via} result: {text!r}")
         if store.history(now) != [now]:
-            raise AssertionError("the user's fact gained a supersede chain")
-        hits = store.search(root, "What is our budget?").hits
-        if hits and hits[0].fact.id != user.id:
-            # a tool's value never outranks the user's own about the same slot (memory.slots)
-            counts["poison_outranked_user_fact"] += 1
-            raise AssertionError(f"a {via} result outranked the user's fact: {hits[0].fact.body!r}")
+            violation(None, "the user's fact gained a supersede chain")
+        result = store.search(root, "What is our budget?")
+        hits = result.hits
+        place = next((i for i, h in enumerate(hits) if h.fact.id == user.id), None)
+        above = [
+            h for h in hits[: len(hits) if place is None else place] if h.fact.source in UNTRUSTED_SOURCES
+        ]
+        if place is None:
+            violation(None, f"the user's fact was not found for its own question (page {text!r})")
+        elif above:
+            # text from elsewhere never outranks the user's own words on the same thing (memory.retrieval)
+            violation(
+                "poison_outranked_user_fact",
+                f"a {via} result outranked the user's fact: {above[0].fact.body!r} (page {text!r})",
+            )
+        block = render_block(result)
+        for hit in hits:
+            line = _block_line(block, hit.fact.short_id)
+            if hit.fact.source in UNTRUSTED_SOURCES and line is not None and not _marked(line):
+                violation("untrusted_unmarked", f"an untrusted hit is not marked in the block: {line!r}")
 
-    try:
+    for random_seed in seeds:
+
+        @_explore(examples, random_seed, shrink=False)
+        @given(page=poison_pages(), value=st.integers(min_value=0, max_value=10_000))
+        def poisoning(page: tuple[list[str], str, str], value: int) -> None:
+            one_case(page, value)
+
         poisoning()
-    except AssertionError as exc:
-        failures.append(str(exc)[:500])
     return {**counts, "violations": failures}
+
+
+def _block_line(block: str, short_id: str) -> str | None:
+    """The block's line of the fact `short_id`, if the block shows it as a line of its own."""
+    return next((line for line in block.splitlines() if line.startswith(f"- [{short_id}]")), None)
+
+
+def _marked(line: str) -> bool:
+    """Whether a block line says it is not the user's words (from a tool or a web page)."""
+    return any(mark in line for mark in ("untrusted", "tool result", "web page", "not the user's words"))

@@ -23,8 +23,10 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from memory.corrections import says_one_thing
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, SearchResult
 from memory.pins import PinnedFact
+from memory.retrieval import RESTATES_FLAG
 from memory.slots import NOT_THE_USERS
 from memory.tokens import count_cached, count_tokens
 
@@ -33,11 +35,30 @@ MAX_FACT_CHARS = 320
 
 # an earlier value folded into a line is clipped shorter: it says what changed, not all it said
 MAX_EARLIER_CHARS = 120
+# a message shown whole instead of its claim (TierSettings.message_tokens) is bounded all the same
+MAX_MESSAGE_CHARS = 1200
 
-HEADER = (
-    "## Memory\nWhat was said earlier, each line with when it was said (ids in brackets). "
-    "Where two disagree, the later one holds:"
-)
+
+@dataclass(frozen=True, slots=True)
+class LineStyle:
+    """What a block's line carries besides the fact: its id, which the memory tools take to name a
+    fact (about 7 tokens a line: with no memory tool bound, nothing reads it), and who said it where a
+    session records speakers (a group chat: "Maria: ...")."""
+
+    ids: bool = True
+    speakers: bool = True
+
+
+def header(style: LineStyle = LineStyle()) -> str:
+    """The block's first lines: the rule the reader should follow, not a claim that all is current."""
+    ids = " (ids in brackets)" if style.ids else ""
+    return (
+        f"## Memory\nWhat was said earlier, each line with when it was said{ids}. "
+        "Where two disagree, the later one holds:"
+    )
+
+
+HEADER = header()
 NOTHING = "## Memory\nNothing relevant to this request is in memory."
 PINNED_HEADER = "## Pinned\nStanding rules and facts the user pinned: they always apply (current values; ids in brackets):"
 
@@ -73,10 +94,13 @@ def hit_line(
     *,
     now: datetime | None = None,
     earlier: Sequence[Fact] = (),
+    style: LineStyle = LineStyle(),
+    body: str | None = None,
 ) -> str:
     """One retrieved fact as the model reads it: when it was said, its text, what it is if not plainly
     the user's, and the older values on its slot that ranking folded into it (`earlier`, newest
-    first). `passage`: the excerpt of its message shown with it."""
+    first). `passage`: the excerpt of its message shown with it; `body`: the whole message, shown
+    instead of the claim cut from it."""
     older = list(earlier)
     note = ""
     if hit.resolved_from is not None:
@@ -93,10 +117,15 @@ def hit_line(
         f" | earlier ({said_when(f.valid_from, now)}): {clip(f.body, MAX_EARLIER_CHARS)}" for f in older
     )
     when = said_when(hit.fact.valid_from, now)
-    return f"- [{hit.fact.short_id}] ({when}) {clip(hit.fact.body)}{note}{context}{folded}"
+    sid = f"[{hit.fact.short_id}] " if style.ids else ""
+    speaker = hit.fact.metadata.get("speaker") if style.speakers else None
+    who = f"{speaker}: " if isinstance(speaker, str) and speaker else ""
+    text = clip(hit.fact.body) if body is None else clip(body, MAX_MESSAGE_CHARS)
+    return f"- {sid}({when}) {who}{text}{note}{context}{folded}"
 
 
 _OUTDATED_BY = re.compile(r"possibly outdated: ([0-9a-f]{8}) is newer")
+_RESTATES = re.compile(re.escape(RESTATES_FLAG) + r" ([0-9a-f]{8})")
 _ECHO_OF = re.compile(re.escape(NOT_THE_USERS) + r": conflicts with the user's fact ([0-9a-f]{8})")
 
 
@@ -121,7 +150,22 @@ def fold(hits: Sequence[Hit]) -> tuple[list[Hit], dict[uuid.UUID, list[Fact]], l
         if echo and echo.group(1) in shown and echo.group(1) != sid:
             gone.append((sid, f"the agent's restatement of a value the user's {echo.group(1)} contradicts"))
             continue
-        if newer and newer.group(1) in shown and newer.group(1) != sid:
+        # an echo that is itself a correction's head carries the history of its chain: it stays
+        said = next((m.group(1) for m in _RESTATES.finditer(flags) if m.group(1) in shown), None)
+        if said is not None and said != sid and hit.resolved_from is None:
+            gone.append((sid, f"it restates {said}, shown"))
+            continue
+        # folded only where the pair is plain: two claims that each say one thing. Two long messages
+        # that ranking reads as one slot are often two things ("Sprint 2 is due April 20" / "the first
+        # sprint is due April 5"): folding one into the other, clipped, would lose it; each keeps its
+        # own line, the older one tagged.
+        if (
+            newer
+            and newer.group(1) in shown
+            and newer.group(1) != sid
+            and says_one_thing(hit.fact.body)
+            and says_one_thing(shown[newer.group(1)].fact.body)
+        ):
             head = shown[newer.group(1)]
             earlier.setdefault(head.fact.id, []).append(hit.fact)
             gone.append((sid, f"folded into {newer.group(1)} as its earlier value"))
@@ -173,6 +217,11 @@ class TierSettings:
     # characters of that message around it (0: never)
     thin_tokens: int = 0
     passage_chars: int = 200
+    # a claim cut from a message of at most this many tokens is shown as that whole message, and the
+    # message's other claims with it (0: claims alone). A reader gets the words around a claim that
+    # hold its subject and its answer, for one date and speaker instead of one per claim.
+    message_tokens: int = 0
+    style: LineStyle = LineStyle()
 
     def __post_init__(self) -> None:
         if self.line_tokens < 1 or self.max_k < 1 or self.widen_below < 0:
@@ -284,7 +333,20 @@ def _lines(
             h.fact.id: n < settings.thin_tokens and h.fact.passage_id is not None and h.fact.span is not None
             for h, n in zip(hits, bodies, strict=True)
         }
-    texts = passages(sorted({h.fact.passage_id for h in hits if thin.get(h.fact.id) and h.fact.passage_id}))
+    wanted = {
+        h.fact.passage_id
+        for h in hits
+        if h.fact.passage_id and (thin.get(h.fact.id) or settings.message_tokens)
+    }
+    texts = passages(sorted(wanted))
+    whole: set[uuid.UUID] = set()  # passages short enough to show whole
+    if settings.message_tokens and texts:
+        ids = list(texts)
+        whole = {
+            pid
+            for pid, n in zip(ids, count_cached([texts[i] for i in ids]), strict=True)
+            if n <= settings.message_tokens
+        }
     shown: dict[uuid.UUID, list[tuple[int, int]]] = {}  # passage id -> ranges an excerpt shows
     kept: list[Hit] = []
     lines: list[str] = []
@@ -301,14 +363,25 @@ def _lines(
         if covering is not None:
             dropped.append((fact.short_id, "its words are in the passage shown with a better-ranked fact"))
             continue
+        if pid is not None and pid in whole:
+            shown[pid] = [(0, len(texts[pid]))]  # every later claim of this message is in this line
+            lines.append(
+                hit_line(
+                    hit, now=now, earlier=earlier.get(fact.id, ()), style=settings.style, body=texts[pid]
+                )
+            )
+            kept.append(hit)
+            continue
         text = texts.get(pid) if pid is not None and thin.get(fact.id) else None
         if pid is not None and text is not None and span is not None:
             shown_text, shown_range = excerpt(text, span, settings.passage_chars)
             shown.setdefault(pid, []).append(shown_range)
             excerpts[fact.id] = shown_text
-            lines.append(hit_line(hit, shown_text, now=now, earlier=earlier.get(fact.id, ())))
+            lines.append(
+                hit_line(hit, shown_text, now=now, earlier=earlier.get(fact.id, ()), style=settings.style)
+            )
         else:
-            lines.append(hit_line(hit, now=now, earlier=earlier.get(fact.id, ())))
+            lines.append(hit_line(hit, now=now, earlier=earlier.get(fact.id, ()), style=settings.style))
         kept.append(hit)
     result = replace(result, hits=tuple(kept), dropped=tuple(dropped))
     return RetrievedTier(
@@ -327,6 +400,7 @@ def render_block(
     *,
     earlier: Mapping[uuid.UUID, Sequence[Fact]] | None = None,
     now: datetime | None = None,
+    style: LineStyle = LineStyle(),
 ) -> str:
     """The text added to the system prompt for one model call ('' when there was no query);
     `passages`: the excerpt shown with a fact, `earlier`: the older values folded into its line, by
@@ -339,8 +413,11 @@ def render_block(
     hits: Sequence[Hit] = result.hits
     if earlier is None:
         hits, earlier, _ = fold(result.hits)
-    lines = (hit_line(h, shown.get(h.fact.id), now=now, earlier=earlier.get(h.fact.id, ())) for h in hits)
-    return "\n".join([HEADER, *lines])
+    lines = (
+        hit_line(h, shown.get(h.fact.id), now=now, earlier=earlier.get(h.fact.id, ()), style=style)
+        for h in hits
+    )
+    return "\n".join([header(style), *lines])
 
 
 def render_pinned(facts: Sequence[Fact]) -> str:

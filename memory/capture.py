@@ -5,6 +5,8 @@ captures messages itself (the playground's HTTP API).
 - a tool's result: untrusted (source tool_result, so it never supersedes a user's fact nor plants a
   directive), clipped to a page's worth, acting on no one's behalf; nothing when it only reports that
   the tool failed (memory.conclusions.is_failure_notice);
+- a delegation (the task a sub-agent was given): the delegating agent's instruction, all of it a
+  directive of source delegation, never the user's words nor recalled as a question of theirs;
 - a final answer: one conclusion, unless it is a tool call written as text, empty or an error
   (memory.conclusions), keyed by its turn so that a replay stores it once.
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from memory.conclusions import is_conclusion, is_failure_notice
+from memory.conclusions import is_conclusion, is_failure_notice, states_nothing
 from memory.model import CaptureResult, Kind, Namespace, Source
 from memory.store import FactStore
 
@@ -22,7 +24,7 @@ from memory.store import FactStore
 # namespace with claims nobody asked for
 MAX_TOOL_RESULT_CHARS = 8_000
 
-Said = Literal["user", "tool"]
+Said = Literal["user", "tool", "delegation"]
 
 
 def capture_said(
@@ -38,8 +40,10 @@ def capture_said(
     valid_from: datetime | None = None,
     source_key: str | None = None,
 ) -> CaptureResult:
-    """Capture what the user said (`by="user"`) or what a tool returned (`by="tool"`); capturing
-    under the same `source_key` again (default: the message id) writes nothing."""
+    """Capture what the user said (`by="user"`), what a tool returned (`by="tool"`) or the task a
+    delegating agent gave a sub-agent (`by="delegation"`: the agent's words, kept as its
+    instruction and never recalled as the user's); capturing under the same `source_key` again
+    (default: the message id) writes nothing."""
     if by == "tool" and is_failure_notice(text):
         return CaptureResult(facts=(), written=0)  # an outage is not memory
     if by == "tool":
@@ -57,7 +61,7 @@ def capture_said(
     return store.capture_message(
         ns,
         text,
-        source=Source.PASSIVE_CAPTURE,
+        source=Source.DELEGATION if by == "delegation" else Source.PASSIVE_CAPTURE,
         agent_id=agent_id,
         acting_on_behalf_of=acting_on_behalf_of,
         thread_id=thread_id,
@@ -86,7 +90,7 @@ def capture_answer(
     valid_from: datetime | None = None,
 ) -> CaptureResult | None:
     """Capture a final answer as a conclusion under `key`; None when it is no conclusion."""
-    if not is_conclusion(text) or is_failure_notice(text):
+    if not is_conclusion(text) or states_nothing(text):
         return None
     return store.remember_result(
         ns,

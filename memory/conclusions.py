@@ -6,7 +6,8 @@ call as text (`{"name": "our_budget", "arguments": {"budget": "1200000"}}`, or a
 for a tool that is bound or not), an empty reply, or an error message would be injected into later
 calls as if it were a fact. None of them is captured.
 
-The same holds for a tool's result that is only a failure notice ("Web search is unavailable right
+A bare name ("launch_deadline", "Mozilla") is no statement either (`is_bare_name`). The same holds
+for a tool's result that is only a failure notice ("Web search is unavailable right
 now (ConnectError ...)"): it says nothing about the world, and a later thread that recalled it would
 read an outage as memory (`is_failure_notice`).
 """
@@ -18,7 +19,7 @@ import re
 
 from memory.models.toolcalls import OPEN_TAG
 
-__all__ = ["is_conclusion", "is_failure_notice"]
+__all__ = ["is_bare_name", "is_conclusion", "is_failure_notice", "states_nothing"]
 
 _FENCE = re.compile(r"\A```[ \t]*(?:json|tool_call)?[ \t]*\n?(.*?)\n?```\s*\Z", re.DOTALL | re.IGNORECASE)
 _CALL_KEYS = frozenset({"arguments", "args", "parameters"})
@@ -46,6 +47,20 @@ def is_failure_notice(text: str) -> bool:
     if _ERROR.search(stripped):
         return True
     return len(stripped) <= _NOTICE_CHARS and bool(_FAILURE.search(stripped))
+
+
+_BARE_NAME = re.compile(r"[A-Za-z_][\w.:/-]*")
+
+
+def is_bare_name(text: str) -> bool:
+    """A key or identifier with no claim in it ("launch_deadline", "Mozilla"): a small model's idea
+    of a fact, or of an answer."""
+    return _BARE_NAME.fullmatch(text.strip()) is not None
+
+
+def states_nothing(text: str) -> bool:
+    """What the agent wrote that is no memory: a failure notice, or a bare name."""
+    return is_failure_notice(text) or is_bare_name(text)
 
 
 def is_conclusion(text: str) -> bool:

@@ -44,9 +44,11 @@ __all__ = [
     "Value",
     "Verdict",
     "asks",
+    "is_strong_cue",
     "judge",
     "looks_like_code",
     "may_share_slot",
+    "restates",
     "same_slot",
     "says_one_thing",
     "states_something",
@@ -1284,6 +1286,61 @@ def same_slot(a: str, b: str) -> bool:
     return any(slot - _MEASURES for slot in slots) or (
         bool(slots) and bool(_claim_content(pa) & _claim_content(pb) - _MEASURES)
     )
+
+
+def is_strong_cue(cue: str) -> bool:
+    """Whether a cue `judge` named ("cue: moved", "cue: as of today") says the speaker means to
+    replace a value, rather than only placing a claim in time ("now", "currently")."""
+    if " " in cue:  # a phrase ("as of today", "turns out"), but "is now" only places a claim in time
+        return not cue.endswith(" now")
+    return cue in _STRONG_CUES
+
+
+def restates(old: str, new: str) -> bool:
+    """`new` says again what `old` said: the same words, or one of `old`'s values in the same slot
+    (words of `old`'s slot around it) with no other value of its kind beside it. The agent's summary
+    of a user's claim, a sub-agent's conclusion, the user's second mention of it, a question that
+    names its value: an echo, not a second witness (memory.restatements). Told as history or as a
+    wish, or with the value in another person's clause, it restates nothing."""
+    if _same_words(old) == _same_words(new):
+        return bool(_same_words(old))
+    if looks_like_code(old) or looks_like_code(new):
+        return False
+    o, n = _parse(old), _parse(new)
+    if o.history or n.history or _WISH.match(n.body) or _periods_differ(o, n):
+        return False
+    for ov in o.values:
+        echoed = [nv for nv in n.values if _same_value_loosely(ov, nv)]
+        if not echoed or _worded(ov):
+            continue
+        family = _kind_family(ov.kind)
+        # another value of this kind in `new` ("from Tuesday to Thursday", "Tuesday or Wednesday"):
+        # a change or a choice, never a plain echo
+        if any(_kind_family(v.kind) == family and not _same_value_loosely(ov, v) for v in n.values):
+            continue
+        # a short claim is about one thing: all its words name the slot; a long one's, those around it
+        named = _claim_content(o) if _is_short(o) else _context(o, ov)
+        value_words = _content(ov.text)
+        for nv in echoed:
+            slot = (named & _context(n, nv)) - _MEASURES - value_words
+            if slot and not _other_person(o, ov, n, nv):
+                return True
+    return False
+
+
+def _other_person(o: _Claim, ov: Value, n: _Claim, nv: Value) -> bool:
+    """The two values' own clauses name two different people ("my brother's sync" / "our sync")."""
+    a, b = _parse(_clause_of(o, ov)), _parse(_clause_of(n, nv))
+    return a.person is not None and b.person is not None and a.person != b.person
+
+
+def _same_value_loosely(a: Value, b: Value) -> bool:
+    """`_same_value`, with a plural day or unit read as the singular ("Tuesdays" / "Tuesday")."""
+    return _same_value(a, b) or (a.kind == b.kind and a.norm.rstrip("s") == b.norm.rstrip("s"))
+
+
+def _same_words(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.casefold()))
 
 
 # What a value is measured in or holds for ("mg", "year"): it makes two values comparable, it does not

@@ -82,7 +82,12 @@ def message_facts(
     return [
         NewFact(
             body=c.text,
-            kind=Kind.CONCLUSION if untrusted else Kind(c.kind),
+            # a tool's questions are content; a delegating agent's task is its instruction, all of it
+            kind=Kind.CONCLUSION
+            if untrusted
+            else Kind.DIRECTIVE
+            if source is Source.DELEGATION
+            else Kind(c.kind),
             source=source,
             source_key=f"{source_key}:{c.start}",
             claim_vector=vec,
@@ -310,7 +315,103 @@ def supersede(
             "UPDATE beads.facts SET head_id = %s WHERE head_id = %s AND session_id = %s",
             (new.id, target.id, new.session_id),
         )
+        for echo in conn.execute(_ECHOES, {"target": target.id, "new": new.id, "session": new.session_id}):
+            retire_echo(
+                conn, echo["id"], new, target, f"restated {target.short_id}, which {new.short_id} replaced"
+            )
     return get_fact(conn, target.id)
+
+
+# What a replaced claim takes with it (memory.restatements): every current fact that restates it, and
+# what it restated itself when it is the user's second mention of a value (the first mention, and the
+# other echoes of that one). Echoes are one hop from the claim or from what it restated, no further:
+# a wrong link retires one fact, never a web of them.
+_ECHOES = """
+WITH said AS (
+    SELECT %(target)s::uuid AS id
+    UNION
+    SELECT e.dst FROM beads.edges e JOIN beads.facts t ON t.id = e.src
+     WHERE e.src = %(target)s AND e.relation = 'restates' AND t.kind = 'user_input'
+)
+SELECT DISTINCT f.id FROM beads.facts f
+ WHERE f.session_id = %(session)s AND f.status = 'active' AND f.head_id = f.id
+   AND f.id <> %(new)s AND f.id <> %(target)s
+   AND (f.id IN (SELECT id FROM said)
+        OR f.id IN (SELECT e.src FROM beads.edges e
+                     WHERE e.relation = 'restates' AND e.dst IN (SELECT id FROM said)))
+"""
+
+
+def retire_echo(
+    conn: psycopg.Connection[DictRow], echo_id: uuid.UUID, head: Fact, restated: Fact, reason: str
+) -> None:
+    """Retire `echo_id`, a restatement of `restated`, under `head`, the claim that replaced it: no
+    similarity guard (the restates edge is the link), an automatic edge that names `restated` as its
+    cause (`cascade_of`), so that taking back `restated`'s replacement brings the echo back."""
+    conn.execute(
+        """
+        INSERT INTO beads.edges (src, relation, dst, session_id, automatic, reason, cascade_of)
+        VALUES (%s, 'supersedes', %s, %s, true, %s, %s)
+        ON CONFLICT (src, relation, dst) DO UPDATE
+           SET undone_at = NULL, automatic = true, reason = excluded.reason,
+               cascade_of = excluded.cascade_of, created_at = now()
+        """,
+        (head.id, echo_id, head.session_id, reason, restated.id),
+    )
+    conn.execute(
+        "UPDATE beads.facts SET status = 'superseded', valid_to = greatest(valid_from, %s)"
+        " WHERE id = %s AND session_id = %s",
+        (head.valid_from, echo_id, head.session_id),
+    )
+    conn.execute(
+        "UPDATE beads.facts SET head_id = %s WHERE head_id = %s AND session_id = %s",
+        (head.id, echo_id, head.session_id),
+    )
+
+
+def propose(
+    conn: psycopg.Connection[DictRow], new_id: uuid.UUID, old_id: uuid.UUID, session_id: str, reason: str
+) -> bool:
+    """Record that `new_id` may replace `old_id` (memory.supersession.PROPOSING_RULES), for a person to
+    settle; True when the proposal is new."""
+    row = conn.execute(
+        "INSERT INTO beads.edges (src, relation, dst, session_id, automatic, reason)"
+        " VALUES (%s, 'may_supersede', %s, %s, true, %s) ON CONFLICT DO NOTHING RETURNING src",
+        (new_id, old_id, session_id, reason),
+    ).fetchone()
+    return row is not None
+
+
+def settle_proposal(
+    conn: psycopg.Connection[DictRow],
+    new_id: uuid.UUID,
+    old_id: uuid.UUID,
+    *,
+    accept: bool,
+    embedder_id: int,
+    min_similarity: float,
+) -> Fact | None:
+    """Accept (the replacement is written, as a person's decision) or dismiss an open proposal;
+    returns the retired fact when accepted."""
+    with conn.transaction():
+        proposal = conn.execute(
+            "SELECT reason FROM beads.edges WHERE src = %s AND relation = 'may_supersede' AND dst = %s"
+            " AND settled IS NULL FOR UPDATE",
+            (new_id, old_id),
+        ).fetchone()
+        if proposal is None:
+            raise FactNotFoundError("no open proposal between these facts")
+        retired = None
+        if accept:
+            retired = supersede(
+                conn, new_id, old_id, embedder_id, min_similarity, reason=f"accepted: {proposal['reason']}"
+            )
+        conn.execute(
+            "UPDATE beads.edges SET settled = %s, settled_at = now()"
+            " WHERE src = %s AND relation = 'may_supersede' AND dst = %s",
+            ("accepted" if accept else "dismissed", new_id, old_id),
+        )
+    return retired
 
 
 def undo_supersede(conn: psycopg.Connection[DictRow], new_id: uuid.UUID, old_id: uuid.UUID) -> Fact:
@@ -327,28 +428,40 @@ def undo_supersede(conn: psycopg.Connection[DictRow], new_id: uuid.UUID, old_id:
         ).fetchone()
         if edge is None:
             raise FactNotFoundError(f"{found[new_id].short_id} does not supersede {found[old_id].short_id}")
-        conn.execute(
-            "UPDATE beads.edges SET undone_at = now() WHERE src = %s AND relation = 'supersedes' AND dst = %s",
+        _restore(conn, new_id, old_id)
+        # the echoes its replacement retired come back with it
+        for echo in conn.execute(
+            "SELECT dst FROM beads.edges WHERE src = %s AND relation = 'supersedes' AND cascade_of = %s"
+            " AND undone_at IS NULL",
             (new_id, old_id),
-        )
-        # the old fact's own chain: itself and what it had replaced, through edges still standing
-        conn.execute(
-            """
-            WITH RECURSIVE chain(id) AS (
-                SELECT %(old)s::uuid
-                UNION
-                SELECT e.dst FROM beads.edges e JOIN chain c ON e.src = c.id
-                 WHERE e.relation = 'supersedes' AND e.undone_at IS NULL
-            )
-            UPDATE beads.facts SET head_id = %(old)s WHERE id IN (SELECT id FROM chain)
-            """,
-            {"old": old_id},
-        )
-        conn.execute(
-            "UPDATE beads.facts SET status = 'active', valid_to = NULL WHERE id = %s AND status = 'superseded'",
-            (old_id,),
-        )
+        ).fetchall():
+            _restore(conn, new_id, echo["dst"])
     return get_fact(conn, old_id)
+
+
+def _restore(conn: psycopg.Connection[DictRow], new_id: uuid.UUID, old_id: uuid.UUID) -> None:
+    """Undo the edge `new_id` -> `old_id`: `old_id` is current again, with its own chain."""
+    conn.execute(
+        "UPDATE beads.edges SET undone_at = now() WHERE src = %s AND relation = 'supersedes' AND dst = %s",
+        (new_id, old_id),
+    )
+    # the old fact's own chain: itself and what it had replaced, through edges still standing
+    conn.execute(
+        """
+        WITH RECURSIVE chain(id) AS (
+            SELECT %(old)s::uuid
+            UNION
+            SELECT e.dst FROM beads.edges e JOIN chain c ON e.src = c.id
+             WHERE e.relation = 'supersedes' AND e.undone_at IS NULL
+        )
+        UPDATE beads.facts SET head_id = %(old)s WHERE id IN (SELECT id FROM chain)
+        """,
+        {"old": old_id},
+    )
+    conn.execute(
+        "UPDATE beads.facts SET status = 'active', valid_to = NULL WHERE id = %s AND status = 'superseded'",
+        (old_id,),
+    )
 
 
 def relate(conn: psycopg.Connection[DictRow], src: uuid.UUID, relation: Relation, dst: uuid.UUID) -> None:

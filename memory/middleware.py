@@ -62,7 +62,7 @@ from memory.assembler import (
     fit_window,
 )
 from memory.block import TierSettings, describe_injection, describe_pinned
-from memory.capture import answer_key, capture_answer, capture_said
+from memory.capture import Said, answer_key, capture_answer, capture_said
 from memory.errors import ModelCannotBindToolsError
 from memory.model import Namespace
 from memory.recall import CallPlan, plan_call
@@ -317,6 +317,9 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             retrieved_share=retrieved_share,
         )
         self.tier = tier or TierSettings()
+        if not bind_tools:
+            # no memory tool will name a fact by its id: the block spends no tokens on ids
+            self.tier = dataclasses.replace(self.tier, style=dataclasses.replace(self.tier.style, ids=False))
         self.injection: InjectionMode = injection
         self.capture: CaptureMode = capture
         self.search_options = search_options or store.search_options
@@ -373,7 +376,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
                 self.store,
                 ns,
                 message_text(message),
-                by="user" if isinstance(message, HumanMessage) else "tool",
+                by=self._said_by(message),
                 agent_id=self._agent(ns),
                 acting_on_behalf_of=self.acting_on_behalf_of,
                 thread_id=thread_id,
@@ -382,6 +385,12 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             )
             new.append(message.id)
         return new
+
+    def _said_by(self, message: AnyMessage) -> Said:
+        """A sub-agent's human messages are its task and the wrapper's reminders, not the user's."""
+        if not isinstance(message, HumanMessage):
+            return "tool"
+        return "delegation" if self.role == "subagent" else "user"
 
     def _evicted(
         self,

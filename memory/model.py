@@ -30,6 +30,7 @@ class Source(StrEnum):
     CONCLUDE_TASK = "conclude_task"
     FALLBACK_CONCLUDE = "fallback_conclude"
     COMPACTION = "compaction"
+    DELEGATION = "delegation"  # the task a delegating agent gave a sub-agent: the agent's words
 
 
 # Content that did not come from the user or the agent's own reasoning: it may never write a directive
@@ -43,6 +44,8 @@ class Relation(StrEnum):
     CONTRADICTS = "contradicts"
     RELATES_TO = "relates_to"
     DERIVED_FROM = "derived_from"
+    RESTATES = "restates"  # says again what a user's claim said: retired with it (memory.restatements)
+    MAY_SUPERSEDE = "may_supersede"  # a replacement a rule proposes for a person to accept or dismiss
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,11 +160,14 @@ class SearchResult:
 
 @dataclass(frozen=True, slots=True)
 class AutoSupersession:
-    """One edge capture wrote by itself: `new` replaced `old` (as it was retired), for `reason`."""
+    """One edge capture wrote by itself: `new` replaced `old` (as it was retired), for `reason`; or,
+    `proposed`, a replacement a rule below the precision capture may act on alone only proposes, for a
+    person to accept or dismiss (`old` stays current until then)."""
 
     new: Fact
     old: Fact
     reason: str
+    proposed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,3 +176,5 @@ class CaptureResult:
     written: int  # how many rows this call inserted (0 on a replay)
     # what the new facts replaced automatically (memory.supersession), if anything
     superseded: tuple[AutoSupersession, ...] = ()
+    # what they may replace, by rules that only propose (accepted or dismissed by a person)
+    proposed: tuple[AutoSupersession, ...] = ()

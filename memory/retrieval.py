@@ -32,7 +32,7 @@ import uuid
 import weakref
 from collections import Counter
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, get_args
 
@@ -184,7 +184,7 @@ _CLAIMS_MATCHING = """      FROM beads.facts f
      WHERE f.body_tsv @@ (SELECT q FROM words) AND f.session_id = %(session)s
        AND f.namespace_id IN (SELECT id FROM scope)
        AND f.status <> 'archived'
-       AND (%(directives)s OR f.kind <> 'directive' OR (%(valued)s AND f.body ~ '[0-9]'))
+       AND (%(directives)s OR f.kind <> 'directive' OR (%(valued)s AND f.body ~ '[0-9]' AND f.source = 'passive_capture'))
 """
 _PASSAGES_MATCHING = """      FROM beads.passages p
      WHERE p.body_tsv @@ (SELECT q FROM words) AND p.session_id = %(session)s
@@ -358,9 +358,10 @@ hit_ids AS (
 -- only what ranking reads: the k winners' full rows are read afterwards by primary key
 SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.head_id, hit.valued AS hit_valued,
        head.kind AS head_kind, head.status AS head_status, head.agent_id AS head_agent_id,
+       head.source = 'fallback_conclude' AS head_failed_delegation,
        head.message_id AS head_message_id, md5(head.body) AS head_md5,
        head.valid_from AS head_valid_from,
-       head.kind = 'directive' AND head.body ~ '[0-9]' AS head_valued,  -- read for directives only
+       head.kind = 'directive' AND head.body ~ '[0-9]' AND head.source = 'passive_capture' AS head_valued,  -- read for directives only
        hs.id IS NOT NULL AS head_in_scope,
        coalesce(hs.demoted, false) AS head_demoted,
        -- a fact found through its passage or by keyword has no claim similarity yet, and vice versa:
@@ -377,7 +378,7 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
   -- one primary-key read per candidate. Joined plainly, the planner, expecting a hundred candidates
   -- once keyword search adds its own, read every fact of the table instead (3 ms at 10k facts).
   CROSS JOIN LATERAL (SELECT f.id, f.kind, f.status, f.head_id, f.passage_id,
-                              f.kind = 'directive' AND f.body ~ '[0-9]' AS valued
+                              f.kind = 'directive' AND f.body ~ '[0-9]' AND f.source = 'passive_capture' AS valued
                         FROM beads.facts f
                        WHERE f.id = hit_ids.id LIMIT 1) AS hit
   JOIN beads.facts head ON head.id = hit.head_id
@@ -611,6 +612,8 @@ def search(
                 flags=tuple(flags),
             )
         )
+    if len(hits) > 1:
+        hits = flag_restatements(conn, hits)
     return SearchResult(
         hits=tuple(below_the_users_claims(order_same_slot(hits))),
         query=query,
@@ -618,6 +621,27 @@ def search(
         best_score=ranked.best_score,
         dropped=ranked.dropped,
     )
+
+
+RESTATES_FLAG = "restates"
+
+
+def flag_restatements(conn: psycopg.Connection[DictRow], hits: list[Hit]) -> list[Hit]:
+    """Flag each hit that restates another hit's claim (memory.restatements) "restates <short id>":
+    the block folds it into the line it restates, so an echo is never a second line."""
+    ids = [h.fact.id for h in hits]
+    rows = conn.execute(
+        "SELECT src, dst FROM beads.edges"
+        " WHERE session_id = %s AND relation = 'restates' AND src = ANY(%s) AND dst = ANY(%s)",
+        (hits[0].fact.session_id, ids, ids),
+    ).fetchall()
+    if not rows:
+        return hits
+    short = {h.fact.id: h.fact.short_id for h in hits}
+    echoes: dict[uuid.UUID, list[str]] = {}
+    for row in rows:
+        echoes.setdefault(row["src"], []).append(f"{RESTATES_FLAG} {short[row['dst']]}")
+    return [replace(h, flags=(*h.flags, *echoes[h.fact.id])) if h.fact.id in echoes else h for h in hits]
 
 
 def _topic_words(text: str) -> frozenset[str]:
@@ -784,6 +808,9 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
             reason = "current version archived"
         elif row["head_kind"] == Kind.DIRECTIVE and not _recalled_directive(options, row["head_valued"]):
             reason = "current version is a directive"
+        elif row.get("head_failed_delegation"):
+            # "Sub-agent x did not complete its task: it failed with ...": kept for audit, never recalled
+            reason = "a failed delegation's notice"
         elif not row["head_has_vector"]:
             reason = "current version has no vector"
         elif head_id in options.exclude_fact_ids or (

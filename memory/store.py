@@ -24,7 +24,7 @@ from memory import consolidate as consolidation
 from memory import facts as fact_sql
 from memory import namespaces as ns_sql
 from memory import pins as pin_sql
-from memory import reads, retrieval, supersession, vectors
+from memory import reads, restatements, retrieval, supersession, vectors
 from memory.embedders.base import Embedder, embed_query
 from memory.errors import FactNotFoundError
 from memory.facts import NewFact, Provenance
@@ -255,13 +255,24 @@ class FactStore:
                     if self.auto_supersede and new
                     else []
                 )
+                if new:
+                    restatements.link(
+                        conn,
+                        ns,
+                        list(new.values()),
+                        {fid: item.claim_vector for fid, item in zip(ids, items, strict=True)},
+                        embedder_id,
+                        self.embedder.dims,
+                        self.thresholds.relevance_floor,
+                    )
             known = dict(new)
             if missing := [i for i in dict.fromkeys(ids) if i not in known]:  # a replay: already stored
                 known.update((f.id, f) for f in fact_sql.get_facts(conn, missing))
             result = CaptureResult(
                 facts=tuple(known[i] for i in dict.fromkeys(ids) if i in known),
                 written=len(new),
-                superseded=tuple(auto),
+                superseded=tuple(a for a in auto if not a.proposed),
+                proposed=tuple(a for a in auto if a.proposed),
             )
         if new:
             self._vectors_written()
@@ -278,17 +289,41 @@ class FactStore:
         (Search finds waiting vectors anyway; this is for bulk loads and benchmarks.)"""
         return self._indexer.drain()
 
-    def supersede(self, new: FactRef, old: FactRef) -> Fact:
-        """`new` replaces the current version of `old`'s claim; refused unless the two are close."""
+    def supersede(self, new: FactRef, old: FactRef, *, by_person: bool = False) -> Fact:
+        """`new` replaces the current version of `old`'s claim; refused unless the two are close.
+        `by_person`: a person said so (the inspector's "this replaces that"), so two short claims need
+        only the closeness capture asks of them, not the guard an agent's supersede is held to."""
+        floor = self.supersede_min_similarity
+        if by_person:
+            floor = min(floor, self.thresholds.short_claim_similarity)
         with self.pool.connection() as conn:
             new_id, old_id = self._id(conn, new), self._id(conn, old)
-            return fact_sql.supersede(conn, new_id, old_id, self.embedder_id, self.supersede_min_similarity)
+            return fact_sql.supersede(conn, new_id, old_id, self.embedder_id, floor)
 
     def undo_supersede(self, new: FactRef, old: FactRef) -> Fact:
         """Take back `new` superseding `old` (an automatic edge that was wrong, say): `old` is current
         again and the edge stays, marked undone, as history."""
         with self.pool.connection() as conn:
             return fact_sql.undo_supersede(conn, self._id(conn, new), self._id(conn, old))
+
+    def proposals(self, session_id: str) -> list[dict[str, Any]]:
+        """The replacements capture proposed (a rule below the precision it may act on alone) and no
+        one has accepted or dismissed yet, newest first."""
+        with self.pool.connection() as conn:
+            return supersession.proposals(conn, session_id)
+
+    def settle_proposal(self, new: FactRef, old: FactRef, *, accept: bool) -> Fact | None:
+        """Accept a proposal (`new` replaces `old`; returns the retired fact) or dismiss it."""
+        with self.pool.connection() as conn:
+            return fact_sql.settle_proposal(
+                conn,
+                self._id(conn, new),
+                self._id(conn, old),
+                accept=accept,
+                embedder_id=self.embedder_id,
+                # a person decided: the closeness capture asked of two short claims is enough
+                min_similarity=min(self.supersede_min_similarity, self.thresholds.short_claim_similarity),
+            )
 
     def automatic_edges(self, session_id: str) -> list[dict[str, Any]]:
         """The supersedes edges capture wrote by itself, with their reasons (undone ones too)."""
@@ -530,6 +565,8 @@ class AsyncFactStore:
     supersede = _threaded(FactStore.supersede)
     undo_supersede = _threaded(FactStore.undo_supersede)
     automatic_edges = _threaded(FactStore.automatic_edges)
+    proposals = _threaded(FactStore.proposals)
+    settle_proposal = _threaded(FactStore.settle_proposal)
     relate = _threaded(FactStore.relate)
     relate_many = _threaded(FactStore.relate_many)
     compact = _threaded(FactStore.compact)

@@ -43,6 +43,11 @@ SCANNED = 40
 SHORT_CLAIM_MIN_SIMILARITY = 0.30
 # what capture writes: a deliberate remember() names what it supersedes itself
 _USER_SOURCES = frozenset({Source.PASSIVE_CAPTURE})
+# A rule whose automatic edges, read by hand on real chats, were right less often than this writes
+# none: its edges become proposals a person accepts or dismisses (`rule_of` names the rules;
+# results/supersession/edge-audit/ has the reading and `python -m bench.edge_audit` its command).
+MIN_RULE_PRECISION = 0.9
+PROPOSING_RULES: frozenset[str] = frozenset()
 
 # The nearest earlier current user claims of the namespace: the namespace's nearest claims through
 # HNSW (exactly, for the few vectors the background indexer has not reached: the same two branches as
@@ -91,8 +96,9 @@ def apply(
     min_similarity: float,
     short_similarity: float | None = None,
 ) -> list[AutoSupersession]:
-    """Supersede what `new_facts` (just written into `ns`, inside the caller's transaction) correct.
-    Candidates must be `min_similarity` close, or `short_similarity` when both claims are short."""
+    """Supersede what `new_facts` (just written into `ns`, inside the caller's transaction) correct,
+    or propose it where the rule that decided is one of PROPOSING_RULES. Candidates must be
+    `min_similarity` close, or `short_similarity` when both claims are short."""
     worth = [f for f in new_facts if may_correct(f) and f.id in claim_vectors]
     if not worth:
         return []
@@ -121,7 +127,7 @@ def apply(
         ]
     done: list[AutoSupersession] = []
     for fact, cursor in zip(worth, cursors, strict=True):
-        retired = {d.old.id for d in done}
+        retired = {d.old.id for d in done if not d.proposed}
         for row in cursor.fetchall():
             if row["id"] in retired:
                 continue
@@ -129,6 +135,13 @@ def apply(
             if accepted is None:
                 continue
             verdict, close_enough = accepted
+            if rule_of(verdict.reason) in PROPOSING_RULES:
+                if fact_sql.propose(conn, fact.id, row["id"], ns.session_id, verdict.reason):
+                    old_fact = fact_sql.get_fact(conn, row["id"])
+                    done.append(
+                        AutoSupersession(new=fact, old=old_fact, reason=verdict.reason, proposed=True)
+                    )
+                break  # one claim proposes one replacement
             try:
                 old = fact_sql.supersede(
                     conn,
@@ -163,6 +176,43 @@ def accept(
     if not verdict.supersedes or (floor < min_similarity and not verdict.outright):
         return None
     return verdict, floor
+
+
+def rule_of(reason: str) -> str:
+    """Which of capture's rules wrote an automatic edge, from the reason it recorded: what precision
+    is measured per (results/supersession/edge-audit/), and what decides whether a rule may write
+    its edges or only propose them."""
+    if reason.startswith("state ended"):
+        return "state ended"
+    if reason.startswith("replaced:"):
+        return "named what it replaced"
+    if reason.startswith("same statement"):
+        return "same statement, another value"
+    if reason.startswith(("restated ", "restates ")):
+        return "echo of a replaced claim"
+    intent = reason.rsplit("(", 1)[-1].rstrip(")")
+    if intent == "old value named":
+        return "old value named"
+    if intent == "restated":
+        return "same words, another value"
+    if intent.startswith("cue: "):
+        return "strong cue" if corrections.is_strong_cue(intent.removeprefix("cue: ")) else "weak cue"
+    return "other"
+
+
+def proposals(conn: psycopg.Connection[DictRow], session_id: str) -> list[dict[str, Any]]:
+    """The replacements capture proposed in this session and no one has settled, newest first."""
+    return conn.execute(
+        """
+        SELECT e.src, e.dst, e.reason, e.created_at, n.body AS new_body, o.body AS old_body
+          FROM beads.edges e
+          JOIN beads.facts n ON n.id = e.src
+          JOIN beads.facts o ON o.id = e.dst
+         WHERE e.session_id = %s AND e.relation = 'may_supersede' AND e.settled IS NULL
+         ORDER BY e.created_at DESC, e.src
+        """,
+        (session_id,),
+    ).fetchall()
 
 
 def automatic_edges(conn: psycopg.Connection[DictRow], session_id: str) -> list[dict[str, Any]]:

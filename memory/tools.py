@@ -4,13 +4,12 @@ answers, not exceptions, so one bad call does not abort the turn."""
 
 from __future__ import annotations
 
-import re
 from typing import Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
 
 from memory.block import clip
-from memory.conclusions import is_failure_notice
+from memory.conclusions import is_bare_name, is_failure_notice
 from memory.errors import BeadsMemoryError
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Relation, Source, Status
 from memory.scope import SessionScope, as_scope
@@ -23,14 +22,6 @@ def _where(scope: SessionScope, agent_id: str | None) -> tuple[Namespace, str]:
     """The namespace of this call and the agent acting in it (the namespace's own agent by default)."""
     ns = scope.resolve()
     return ns, agent_id or ns.agent_id
-
-
-_BARE_NAME = re.compile(r"[A-Za-z_][\w.:/-]*")
-
-
-def is_bare_name(text: str) -> bool:
-    """A key or identifier with no claim in it ("launch_deadline"): a small model's idea of a fact."""
-    return _BARE_NAME.fullmatch(text.strip()) is not None
 
 
 def _remember_tool(store: FactStore, scope: SessionScope, agent_id: str | None) -> BaseTool:
@@ -92,6 +83,16 @@ def _conclude_tool(store: FactStore, scope: SessionScope, agent_id: str | None) 
             return "conclude_task is only for delegated sub-agents."
         if store.rollup_from(ns) is not None:
             return "Already concluded; give your final answer now."
+        if is_bare_name(summary):
+            return (
+                f"Not concluded: {summary.strip()!r} is a name, not a finding. Say what you found in a "
+                "sentence, or that you found nothing."
+            )
+        if is_failure_notice(summary):
+            return (
+                "Not concluded: a tool's failure is not a finding. Say what you found from what you "
+                "know, or that you could not find anything."
+            )
         parent = store.namespace(ns.parent_id)
         try:
             rollup = store.remember(

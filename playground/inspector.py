@@ -2,7 +2,9 @@
 
 Our lane: counts by kind, source and status; facts by kind; supersede chains (old values struck
 through, the current one last, a link capture wrote by itself marked with its reason); the corrections
-capture made automatically, each with an undo button while it stands; the namespace tree of the supervisor and its sub-agents, each with the
+capture made automatically, each with an undo button while it stands; the replacements capture only
+proposed (accept or dismiss) and the pairs of current claims ranking reads as one slot ("this replaces
+that"); the namespace tree of the supervisor and its sub-agents, each with the
 rollup it sent up; the pinned facts, with a pin / unpin button per fact. The stock lane: the items
 under ("memories", session), which is all it has.
 """
@@ -20,6 +22,7 @@ from memory.consolidate import NOTE_KEY
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Source, Status
 from memory.pins import PinnedFact
 from memory.reads import supersede_chains
+from memory.slots import may_outdate
 from playground.chats import Chat
 from playground.comparison.stock import STOCK_NAMESPACE_ROOT
 
@@ -102,6 +105,54 @@ class AutomaticCorrection:
         return f"{self.new_short}-{self.old_short}"
 
 
+@dataclass(frozen=True, slots=True)
+class ProposedCorrection:
+    """A replacement capture's rules only propose (memory.supersession.PROPOSING_RULES), or a pair of
+    current claims ranking reads as one slot with no edge between them (it folds the older into the
+    newer line): a person says "this replaces that", or dismisses a proposal."""
+
+    new_id: uuid.UUID
+    old_id: uuid.UUID
+    new_body: str
+    old_body: str
+    reason: str
+    proposed: bool  # a rule's proposal (accept / dismiss); else a pair ranking folds (replaces)
+
+    @property
+    def key(self) -> str:
+        return f"{self.new_id.hex[:8]}-{self.old_id.hex[:8]}"
+
+
+#: the most recent user claims read for pairs ranking folds: the pairs grow as their square
+FOLDED_PAIR_CLAIMS = 120
+
+
+def proposed_corrections(proposals: list[dict[str, Any]], facts: list[Fact]) -> list[ProposedCorrection]:
+    """Open proposals first, then the current user claims ranking would fold into a newer one."""
+    shown = [
+        ProposedCorrection(p["src"], p["dst"], p["new_body"], p["old_body"], p["reason"] or "", True)
+        for p in proposals
+    ]
+    taken = {(p.new_id, p.old_id) for p in shown}
+    claims = sorted(
+        (
+            f
+            for f in facts
+            if f.kind is Kind.USER_INPUT and f.status is Status.ACTIVE and f.source is Source.PASSIVE_CAPTURE
+        ),
+        key=lambda f: f.valid_from,
+    )[-FOLDED_PAIR_CLAIMS:]
+    for i, older in enumerate(claims):
+        for newer in claims[i + 1 :]:
+            if (newer.id, older.id) not in taken and may_outdate(newer.body, older.body):
+                shown.append(
+                    ProposedCorrection(
+                        newer.id, older.id, newer.body, older.body, "ranking reads them as one slot", False
+                    )
+                )
+    return shown
+
+
 def _minute(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
 
@@ -134,6 +185,7 @@ class InspectorView:
     pinned: list[PinnedFact] = field(default_factory=list)  # current versions, oldest pin first
     chat_id: uuid.UUID | None = None  # where the pin and undo buttons post
     corrections: list[AutomaticCorrection] = field(default_factory=list)  # newest first, undone ones too
+    proposed: list[ProposedCorrection] = field(default_factory=list)
 
     @functools.cached_property
     def standing_corrections(self) -> dict[uuid.UUID, AutomaticCorrection]:
@@ -215,4 +267,5 @@ async def load_inspector(facts_store: Any, stock_store: Any, chat: Chat) -> Insp
         pinned=await facts_store.pinned(chat.session_id),
         chat_id=chat.id,
         corrections=automatic_corrections(await facts_store.automatic_edges(chat.session_id)),
+        proposed=proposed_corrections(await facts_store.proposals(chat.session_id), facts),
     )

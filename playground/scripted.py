@@ -52,7 +52,7 @@ _MEMORY_LINE = re.compile(
     r"(.*?)(?: \((?:updated|from sub-agent|from a tool result|an older line)[^)]*\))?(?: \| earlier \(.*)?$"
 )
 
-ACK = "Noted."
+ACK = "Noted, I will keep that in mind."
 ACK_CORRECTION = "Noted: I have updated that."
 NOTHING = "Nothing relevant to that is in memory."
 #: how every research sub-agent's prompt begins, in both lanes (see playground.comparison.lanes, memory.subagents)

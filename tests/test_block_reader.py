@@ -7,11 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 from memory.block import HEADER, fold, render_block, said_when
 from memory.capture import capture_said
-from memory.conclusions import is_failure_notice
+from memory.conclusions import is_bare_name, is_failure_notice
 from memory.model import Hit, Kind, SearchResult, Source
 from memory.slots import order_same_slot
 from memory.store import FactStore
-from memory.tools import is_bare_name
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 

@@ -167,3 +167,56 @@ def test_the_setting_reads_from_the_environment(monkeypatch: pytest.MonkeyPatch)
     assert PlaygroundSettings(_env_file=None).auto_supersede is True  # type: ignore[call-arg]
     monkeypatch.setenv("PLAYGROUND_AUTO_SUPERSEDE", "false")
     assert PlaygroundSettings(_env_file=None).auto_supersede is False  # type: ignore[call-arg]
+
+
+def test_a_proposal_is_accepted_or_dismissed_in_the_inspector(
+    play_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory import supersession
+
+    # a rule measured below the bar proposes instead of writing the edge (and the model, offered no
+    # memory tools, corrects nothing itself)
+    monkeypatch.setattr(supersession, "PROPOSING_RULES", frozenset({"strong cue"}))
+    with TestClient(create_app(settings_for(play_db, memory_tools="off"))) as client:
+        proposal_round_trip(client, play_db)
+
+
+def proposal_round_trip(client: TestClient, play_db: str) -> None:
+    chat = correct_the_budget(client, play_db)
+    old_id, old_status = fact(play_db, OLD)
+    new_id, _ = fact(play_db, NEW)
+    assert old_status == "active"
+    listed = section(client.get(f"{chat}/inspector").text, "proposed-corrections")
+    key = f"{uuid.UUID(new_id).hex[:8]}-{uuid.UUID(old_id).hex[:8]}"
+    item = listed.split(f'id="proposal-{key}"', 1)[1].split("</li>", 1)[0]
+    assert f'id="accept-{key}"' in item and f'id="dismiss-{key}"' in item and "cue: correction" in item
+
+    other = new_chat(client)
+    assert client.post(f"{other}/proposals/{new_id}/{old_id}/accept", headers=HTMX).status_code == 404
+    assert client.post(f"{chat}/proposals/{new_id}/{old_id}/maybe", headers=HTMX).status_code == 422
+    accepted = client.post(f"{chat}/proposals/{new_id}/{old_id}/accept", headers=HTMX)
+    assert accepted.status_code == 200 and "<html" not in accepted.text
+    assert fact(play_db, OLD)[1] == "superseded"
+    assert f'id="proposal-{key}"' not in accepted.text
+    assert client.post(f"{chat}/proposals/{new_id}/{old_id}/dismiss", headers=HTMX).status_code == 404
+
+
+def test_this_replaces_that_links_two_claims_the_block_folds(play_db: str) -> None:
+    with TestClient(create_app(settings_for(play_db, auto_supersede=False))) as client:
+        chat = new_chat(client)
+        send(client, chat, "Our weekly sync is on Tuesdays.")
+        wait_until_idle(play_db)
+        send(client, chat, "Our weekly sync is on Thursdays.")
+        wait_until_idle(play_db)
+        old_id, _ = fact(play_db, "Our weekly sync is on Tuesdays.")
+        new_id, _ = fact(play_db, "Our weekly sync is on Thursdays.")
+        key = f"{uuid.UUID(new_id).hex[:8]}-{uuid.UUID(old_id).hex[:8]}"
+        listed = section(client.get(f"{chat}/inspector").text, "proposed-corrections")
+        item = listed.split(f'id="proposal-{key}"', 1)[1].split("</li>", 1)[0]
+        assert f'id="replaces-{key}"' in item and "ranking reads them as one slot" in item
+        done = client.post(f"{chat}/replaces/{new_id}/{old_id}", headers=HTMX)
+        assert done.status_code == 200
+        assert fact(play_db, "Our weekly sync is on Tuesdays.")[1] == "superseded"
+        assert f'id="proposal-{key}"' not in done.text
+        other = new_chat(client)
+        assert client.post(f"{other}/replaces/{old_id}/{new_id}", headers=HTMX).status_code == 404

@@ -14,6 +14,7 @@ from playground.app import create_app
 from playground.chats import create_chat
 from playground.events import StreamScope, event_stream
 from playground.jobs import LIVENESS_LOCK_CLASS, submit_message
+from playground.scripted import ACK
 
 __all__ = ["play_db", "playground_template"]  # fixtures
 
@@ -59,7 +60,7 @@ async def test_a_step_saved_without_its_checkpoint_resumes_the_nodes_after_it(pl
             (chat_id.hex,),
         )
 
-    assert conclusions(chat.id) == conclusions(control.id) == [("Noted.",)]
+    assert conclusions(chat.id) == conclusions(control.id) == [(ACK,)]
     kinds = rows(
         play_db,
         "SELECT lane, kind, payload->>'message' FROM playground.events WHERE turn_id = %s"

@@ -255,3 +255,51 @@ def test_the_floor_a_verdict_is_held_to_follows_the_claims_length() -> None:
         judge("Our budget is $100k.", "Our budget is $120k now."),
         0.55,
     )
+
+
+def test_a_rule_below_the_precision_bar_proposes_and_a_person_settles(
+    store: FactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory import supersession
+
+    monkeypatch.setattr(supersession, "PROPOSING_RULES", frozenset({"strong cue"}))
+    root = store.root("p")
+    [old] = store.capture_message(root, "Our budget is $100k per year.", message_id="m1", valid_from=at(0)).facts
+    captured = store.capture_message(
+        root, "Correction: our budget is $120k per year.", message_id="m2", valid_from=at(1)
+    )
+    [proposal] = captured.proposed
+    assert captured.superseded == () and proposal.old.id == old.id and "cue: correction" in proposal.reason
+    assert supersession.rule_of(proposal.reason) == "strong cue"
+    assert store.get(old.id).status is Status.ACTIVE  # nothing retired until a person says so
+    [listed] = store.proposals("p")
+    assert (listed["src"], listed["dst"]) == (proposal.new.id, old.id)
+    # a replay proposes nothing new
+    assert store.capture_message(root, "Correction: our budget is $120k per year.", message_id="m2").proposed == ()
+
+    retired = store.settle_proposal(proposal.new, old, accept=True)
+    assert retired is not None and retired.status is Status.SUPERSEDED
+    assert store.proposals("p") == []
+    with pytest.raises(FactNotFoundError):  # settled once
+        store.settle_proposal(proposal.new, old, accept=False)
+
+    [late] = store.capture_message(root, "Our team is 6 engineers.", message_id="m3", valid_from=at(2)).facts
+    moved = store.capture_message(root, "Correction: our team is 8 engineers.", message_id="m4", valid_from=at(3))
+    [second] = moved.proposed
+    assert store.settle_proposal(second.new, late, accept=False) is None
+    assert store.get(late.id).status is Status.ACTIVE and store.proposals("p") == []
+
+
+def test_every_rule_has_a_name_the_audit_can_count() -> None:
+    from memory.supersession import rule_of
+
+    assert rule_of("state ended: no longer vegetarian") == "state ended"
+    assert rule_of("replaced: the bus") == "named what it replaced"
+    assert rule_of("same statement, value changed: master -> main") == "same statement, another value"
+    assert rule_of("same slot (budget), value changed: $100k -> $120k (old value named)") == "old value named"
+    assert rule_of("same slot (budget), value changed: $100k -> $120k (restated)") == "same words, another value"
+    assert rule_of("same slot (budget), value changed: $100k -> $120k (cue: moved)") == "strong cue"
+    assert rule_of("same slot (budget), value changed: $100k -> $120k (cue: as of today)") == "strong cue"
+    assert rule_of("same slot (budget), value changed: $100k -> $120k (cue: now)") == "weak cue"
+    assert rule_of("same slot (budget), value changed: $100k -> $120k (cue: is now)") == "weak cue"
+    assert rule_of("restated 1a2b3c4d, which 5e6f7a8b replaced") == "echo of a replaced claim"

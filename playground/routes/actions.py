@@ -150,6 +150,48 @@ def actions_router() -> APIRouter:
             raise HTTPException(409, "That correction was already undone.") from None
         return await inspector_response(request, rt, templates, chat)
 
+    @router.post("/chats/{chat_id}/proposals/{new_id}/{old_id}/{decision}", response_class=HTMLResponse)
+    async def settle_proposal(
+        request: Request,
+        chat: ChatDep,
+        new_id: uuid.UUID,
+        old_id: uuid.UUID,
+        decision: Literal["accept", "dismiss"],
+        rt: RuntimeDep,
+        templates: TemplatesDep,
+    ) -> Response:
+        """A person's answer to a replacement capture only proposed."""
+        facts = rt.facts.aio
+        if not any((p["src"], p["dst"]) == (new_id, old_id) for p in await facts.proposals(chat.session_id)):
+            raise HTTPException(404, "No such open proposal in this chat.")
+        try:
+            await facts.settle_proposal(new_id, old_id, accept=decision == "accept")
+        except BeadsMemoryError as exc:  # settled by another request, or the guard refused
+            raise HTTPException(409, str(exc)) from None
+        return await inspector_response(request, rt, templates, chat)
+
+    @router.post("/chats/{chat_id}/replaces/{new_id}/{old_id}", response_class=HTMLResponse)
+    async def this_replaces_that(
+        request: Request,
+        chat: ChatDep,
+        new_id: uuid.UUID,
+        old_id: uuid.UUID,
+        rt: RuntimeDep,
+        templates: TemplatesDep,
+    ) -> Response:
+        """A person links two current claims of this chat: the newer replaces the older."""
+        facts = rt.facts.aio
+        try:
+            new, old = await facts.get(new_id), await facts.get(old_id)
+            if chat.session_id not in (new.session_id, old.session_id) or new.session_id != old.session_id:
+                raise FactNotFoundError("not this chat's facts")
+            await facts.supersede(new, old, by_person=True)
+        except FactNotFoundError:
+            raise HTTPException(404, "No such fact in this chat.") from None
+        except BeadsMemoryError as exc:  # a cycle, or the two are not about the same thing
+            raise HTTPException(422, str(exc)) from None
+        return await inspector_response(request, rt, templates, chat)
+
     return router
 
 

@@ -117,6 +117,35 @@ _FRAMING = re.compile(
     r"|for context|for reference|fyi|just fyi|btw|by the way|one more thing|one last thing|also|so|anyway"
     r"|to catch you up|to give you (?:some )?context"
 )
+# Reactions in a chat: they answer what someone said and state nothing ("Yep!", "That's awesome!",
+# "Congrats again!"). Only words of feeling or assent: "that's wrong" or "so expensive" says something.
+_FEELING = (
+    r"(?:awesome|amazing|great|cool|sweet|nice|wonderful|beautiful|lovely|fantastic|impressive|inspiring|"
+    r"exciting|fun|funny|hilarious|incredible|adorable|cute|gorgeous|stunning|unfortunate|tough|sad|rough|"
+    r"crazy|wild|huge|good|fair|true|brave|kind|special|cool stuff|awesome stuff|stoked|pumped|excited|proud|"
+    r"happy|glad|relaxing|peaceful|fascinating|interesting|heartwarming|touching|rad|epic|neat)"
+)
+_INTENSIFIER = r"(?:so |really |super |very |pretty |totally |absolutely |such an? |that's |that is |it's )*"
+_REACTION = re.compile(
+    r"(?:yes|yeah|yep|yup|yea|wow|woah|whoa|omg|aw+|oh+|ah+|ha(?:ha)+|lol|lmao|congrats|congratulations|woo+hoo+|"
+    r"hooray|agreed|totally|exactly|absolutely|definitely|indeed|true|same|same here|me too|i agree|"
+    r"i totally agree|i know|i know right|for sure|of course|no way|no doubt|oh no|oof|ugh|yikes|phew|"
+    r"i get it|i hear you|i understand|i hope so|hope so|fingers crossed|you've got this|you got this|"
+    r"go get 'em|go for it|keep it up|keep going|you can do it|way to go|good for you|go you|well done|good job|"
+    r"great job|nice one|nice work|great work|you got this|hang in there|take care|talk soon|see you|"
+    r"see ya|bye|bye for now|good luck|love it|love that|i love it|i love that|(?:i'm |i am )?so happy for you|"
+    r"(?:i'm |i am )?(?:so )?proud of you|glad (?:to hear (?:that|it)|you (?:liked|like|enjoyed|loved) it)|"
+    r"(?:that's|that is|it's|it is|sounds|looks|how|so|what an?|such an?)? ?"
+    + _INTENSIFIER
+    + _FEELING
+    + r"(?: (?:one|idea|pic|photo|news|time|moment|experience|day|thing))?)(?: again| too| indeed| then)?"
+)
+# An addressee beside a reaction or a greeting ("Yep, Maria!", "Congrats Caroline!"), or a name said
+# alone to call someone ("John!"): one capitalised word
+_ADDRESSEE = re.compile(
+    r"(?!(?:Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday|January|February|March|April|May|June|"
+    r"July|August|September|October|November|December|Today|Tomorrow|Tonight|Yesterday)\b)[A-Z][a-z]+"
+)
 _FRAMING_CHUNKS = re.compile(r"[,;:!?.]+|\s-+\s|\band\b")
 _PREFIX_SEP = re.compile(r"[:,;.!?]+(?=\s)|\s[-–—]+(?=\s)|[–—]")
 
@@ -231,11 +260,32 @@ def is_framing(sentence: str) -> bool:
         ch if ch.isalnum() or ch in " '-,;:!?." else " " for ch in sentence.translate(_QUOTES).lower()
     )
     chunks = [c for c in (c.strip() for c in _FRAMING_CHUNKS.split(" ".join(norm.split()))) if c]
+    if not chunks:
+        return False
     # "Thanks, Sam" splits the addressee off its greeting; a lone word after one is read with it.
-    return bool(chunks) and all(
+    if all(
         _FRAMING.fullmatch(c) or (n > 0 and " " not in c and _FRAMING.fullmatch(f"{chunks[n - 1]} {c}"))
         for n, c in enumerate(chunks)
-    )
+    ):
+        return True
+    return _reaction(sentence.translate(_QUOTES))
+
+
+def _reaction(sentence: str) -> bool:
+    """A reaction, maybe with its addressee ("Yep, Maria!", "That's awesome, John!"), or a name alone
+    called out ("Caroline!"): what a chat partner says back, with no claim in it."""
+    chunks = [c for c in (" ".join(c.split()) for c in _FRAMING_CHUNKS.split(sentence)) if c]
+    reacted = False
+    for chunk in chunks:
+        lower = chunk.lower()
+        if _REACTION.fullmatch(lower) or _FRAMING.fullmatch(lower):
+            reacted = True
+        elif not _ADDRESSEE.fullmatch(chunk.split(" ")[-1]) or not all(
+            _REACTION.fullmatch(w) or _FRAMING.fullmatch(w) for w in lower.split(" ")[:-1]
+        ):
+            return False
+    # a name alone is a call only when called out ("Caroline!"); "Paris." may be an answer
+    return reacted or (len(chunks) == 1 and sentence.rstrip().endswith("!"))
 
 
 def classify(sentence: str) -> ClaimKind:

@@ -382,6 +382,14 @@ def test_bullet_marker_is_outside_the_span() -> None:
         "Hey team, hope you're well!",
         "Morning all 👋",
         "Thanks, Sam.",
+        # a chat partner's reactions, with or without the name of the one addressed
+        "Yep, Maria!",
+        "That's awesome, John!",
+        "Congrats again!",
+        "Caroline!",
+        "Oof, that's tough, Jon.",
+        "I hope so, Gina.",
+        "Way to go!",
     ],
 )
 def test_framing(sentence: str) -> None:
@@ -399,6 +407,11 @@ def test_framing(sentence: str) -> None:
         "No.",
         "Sounds good to Maria.",
         "Taking over the on-call rotation from Priya.",
+        "Paris.",  # an answer, not a call
+        "Thursday!",
+        "That's wrong.",
+        "So expensive!",
+        "Maria, the standup moved to 11.",
     ],
 )
 def test_not_framing(sentence: str) -> None:

@@ -28,16 +28,15 @@ from memory.assembler import (
     retrieved_fit,
 )
 from memory.block import (
-    HEADER,
     NOTHING,
     PINNED_HEADER,
     RetrievedTier,
     TierSettings,
     fill_retrieved,
     pinned_line,
-    render_block,
     render_pinned,
 )
+from memory.block import header as block_header
 from memory.model import Hit, Namespace, SearchResult
 from memory.pins import PinnedFact
 from memory.retrieval import SearchOptions
@@ -93,7 +92,9 @@ def plan_call(
     usable = [p for p in pins if p.excluded_because is None]
     pin_texts = [pinned_line(p.fact) for p in usable]
     pin_counts = count_cached(pin_texts)
-    [pinned_header, retrieved_header, nothing] = count_cached([PINNED_HEADER, HEADER, NOTHING])
+    [pinned_header, retrieved_header, nothing] = count_cached(
+        [PINNED_HEADER, block_header(tier.style), NOTHING]
+    )
     pinned_items = [Item(p.fact.short_id, n) for p, n in zip(usable, pin_counts, strict=True)]
     plan = plan_window(
         history,
@@ -180,16 +181,12 @@ def plan_call(
         )
         # the lines the budget left out are in the assembly's account, with the reason
         result = replace(result, hits=tuple(h for h, _, _ in retrieved_lines))
-    retrieved_block = (
-        render_block(
-            result,
-            filled.passages if filled is not None else {},
-            earlier=filled.earlier if filled is not None else {},
-            now=now,
-        )
-        if kept_retrieved
-        else ""
-    )
+    # the lines exactly as the tier rendered and counted them
+    retrieved_block = ""
+    if result is not None and result.not_in_memory and kept_retrieved:
+        retrieved_block = NOTHING
+    elif retrieved_lines:
+        retrieved_block = "\n".join([block_header(tier.style), *(line for _, line, _ in retrieved_lines)])
     return CallPlan(
         query=query,
         plan=plan,

@@ -18,7 +18,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 
 from memory.assembler import Budgets, MessageSlot
-from memory.block import HEADER, TierSettings, excerpt, hit_line, shown_as_outdated
+from memory.block import HEADER, LineStyle, TierSettings, excerpt, header, hit_line, shown_as_outdated
 from memory.embedders import FakeEmbedder
 from memory.eval.assembled import BeadsArm, history_slots
 from memory.eval.loaders import load_locomo
@@ -283,11 +283,13 @@ def test_the_beads_arm_shows_the_block_the_middleware_decides(stores: Stores, tm
         for budget in (120, 400):
             window = arm.window(view, question, budget)
             assert window.tokens == count_tokens(window.text) <= budget
-            # what the middleware (defaults, context = budget + its reserve) decides for this history
+            # what the middleware (defaults, context = budget + its reserve, and like the reader no
+            # memory tools) decides for this history
             middleware = BeadsMemoryMiddleware(
                 stores.facts,
                 stores.ingestor.root(conversation.id),
                 context_tokens=budget + arm.middleware(conversation.id, budget).budgets.reserve,
+                bind_tools=False,
             )
             assert middleware.budgets == arm.middleware(conversation.id, budget).budgets
             ids: list[str | None] = [t.id for t in conversation.turns]
@@ -312,12 +314,13 @@ def test_the_gated_beads_arm_is_the_transcript_while_it_fits_and_the_middleware_
     question = conversation.questions[0]
     roomy = view.history_tokens + count_tokens(TAIL_TITLE) + 400
     fits = gated.window(view, question, roomy)
-    assert fits.arm == "beads_gated" and HEADER not in fits.text
+    no_ids = header(LineStyle(ids=False))  # the reader has no memory tools: the block names no ids
+    assert fits.arm == "beads_gated" and no_ids not in fits.text
     assert all(i.fact_id is None for i in fits.items)
     # once the transcript does not fit, the gate opens: the same block as the default
     tight = gated.window(view, question, 150)
     same = always.window(view, question, 150)
-    assert (tight.text, tight.tokens) == (same.text, same.tokens) and HEADER in tight.text
+    assert (tight.text, tight.tokens) == (same.text, same.tokens) and no_ids in tight.text
 
 
 def test_the_beads_arm_never_retrieves_what_was_said_after_the_question(

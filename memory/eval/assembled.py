@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from memory.assembler import Assembly, Budgets, Item, MessageSlot, assemble, cleared_text, plan_window
 from memory.assembler import Role as SlotRole
-from memory.block import HEADER, NOTHING, PINNED_HEADER, clip, shown_as_outdated
+from memory.block import NOTHING, PINNED_HEADER, clip, header, shown_as_outdated
 from memory.eval.arms import FACT_LINE_TOKENS, FACTS_TITLE, MAX_K, WIDEN_BELOW, FactsArm
 from memory.eval.conversation import Question, Turn
 from memory.eval.tokens import Packer, count_cached
@@ -255,23 +255,34 @@ class AssembledArm:
 
 
 def pack_hits(
-    packer: Packer, title: str, lines: Iterable[tuple[Hit, str, int]], first_priority: int = 0
+    packer: Packer,
+    title: str,
+    lines: Iterable[tuple[Hit, str, int]],
+    first_priority: int = 0,
+    earlier: Mapping[uuid.UUID, Sequence[Fact]] | None = None,
 ) -> list[WindowItem]:
-    """The ranked facts' lines (hit, line, tokens) packed under `title` while they fit, as items."""
+    """The ranked facts' lines (hit, line, tokens) packed under `title` while they fit, as items; the
+    older values folded into a line (`earlier`, by fact id) are items of that line, marked outdated
+    (the line says "earlier (date): ...")."""
     section = packer.section(title)
     items: list[WindowItem] = []
     for hit, line, tokens in lines:
         if packer.add(section, line, tokens):
+            priority = first_priority + len(items)
             items.append(
                 WindowItem(
                     hit.fact.message_id or "",
-                    first_priority + len(items),
+                    priority,
                     fact_id=hit.fact.short_id,
                     score=round(hit.score, 4),
-                    # the line says so: "(possibly outdated: a newer value is listed above)"
+                    # the line says so: "(an older line: a later one on this disagrees)"
                     marked_outdated=shown_as_outdated(hit),
                 )
             )
+            for older in (earlier or {}).get(hit.fact.id, ()):
+                items.append(
+                    WindowItem(older.message_id or "", priority, fact_id=older.short_id, marked_outdated=True)
+                )
     return items
 
 
@@ -283,7 +294,8 @@ class BeadsArm:
     gate, search options and tier settings, the same rendering of the block (memory.block). The
     context is the budget plus the middleware's reply reserve, so that what the model reads (the
     block, pins and turns) is the budget, as for every arm. The only differences are the harness's:
-    turns cost what their rendered line costs, and turns said after the question are never retrieved.
+    turns cost what their rendered line costs, and turns said after the question are never retrieved;
+    and no memory tool is bound, since the reader can call none (so the block carries no fact ids).
     `options` are keyword arguments for the middleware (the harness's tuning runs), none by default.
     """
 
@@ -314,7 +326,9 @@ class BeadsArm:
                 self.store,
                 self.namespace_for(conversation_id),
                 context_tokens=budget + reserve,
-                **self.options,
+                # the harness's reader answers from the window alone, with no tool to call: its block
+                # is the one a model without memory tools reads (no fact ids)
+                **{"bind_tools": False, **self.options},
             )
         return self._middlewares[key]
 
@@ -331,13 +345,14 @@ class BeadsArm:
         if budget is None:
             raise ValueError("the beads arm needs a budget")
         call = self.plan(view, question, budget)
+        style = self.middleware(view.conversation.id, budget).tier.style
         packer = Packer(budget)
         items: list[WindowItem] = []
         if call.result is not None and call.result.not_in_memory and call.retrieved_block:
             title, line = NOTHING.split("\n", 1)
             packer.add(packer.section(title), line, count_cached([line])[0])
         else:
-            items += pack_hits(packer, HEADER, call.retrieved_lines, first_priority=len(items))
+            items += pack_hits(packer, header(style), call.retrieved_lines, first_priority=len(items))
         section = packer.section(PINNED_HEADER)
         for pin, line, tokens in call.pinned_lines:
             if packer.add(section, line, tokens):

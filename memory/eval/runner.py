@@ -599,7 +599,7 @@ def beads_options(config: RunConfig) -> dict[str, Any]:
     options: dict[str, Any] = {}
     if config.retrieved_share is not None:
         options["retrieved_share"] = config.retrieved_share
-    tier = {
+    tier: dict[str, Any] = {
         k: v
         for k, v in (
             ("thin_tokens", config.thin_tokens),

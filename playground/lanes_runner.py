@@ -310,6 +310,7 @@ def injection(event: dict[str, Any]) -> dict[str, Any]:
         "query": event.get("query"),
         "not_in_memory": bool(event.get("not_in_memory")),
         "tokens": event.get("tokens", 0),
+        "block": event.get("block", ""),  # the text the model read, exactly
         "facts": [{k: fact.get(k) for k in keep} for fact in facts],
         "dropped": len(event.get("dropped", [])),
         "agent_id": event.get("agent_id"),

@@ -181,7 +181,10 @@ WHAT_EACH_ROW_PROVES = """\
 - **Crash**: a SIGKILL at any moment (a model call, a tool call, a checkpoint write, between turns)
   strands nothing: the restarted server resumes each turn from its checkpoint and finishes it once,
   and what the chat stored (facts by kind, source and status; stock store items; replies) equals a
-  control chat that sent the same messages to a server nobody killed.
+  control chat that sent the same messages to a server nobody killed. A kill between a tool's write
+  and its checkpoint runs that tool call again on resume: the stock lane's LangMem creates are keyed
+  by their tool call for that reason (`playground/comparison/replay_safe.py`); before, such a kill
+  left the stock lane one memory more than the control, about one run in 25 of the quick variant.
 - **Database outage**: with Postgres stopped mid-reply, the page answers 503 with a clear message and
   an open stream says the database is unreachable; when it is back the interrupted turn logs why it
   stopped (an `interrupted` event, shown on the page) and finishes on its own, with nothing lost

@@ -22,12 +22,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from memory.errors import BeadsMemoryError
+from playground.access import FailedAttempts
 from playground.api.auth import log_api_state
 from playground.api.docs import add_docs
 from playground.api.errors import ApiError, api_error_response, error_response, is_api_path, library_error
 from playground.api.routes import api_router
 from playground.render import STATIC_DIR, make_templates
 from playground.routes.actions import actions_router
+from playground.routes.login import login_router
 from playground.routes.pages import pages_router
 from playground.routes.partials import partials_router
 from playground.routes.streams import streams_router
@@ -58,9 +60,19 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.templates = make_templates()
-    app.add_middleware(SecurityMiddleware, max_body_bytes=settings.max_body_bytes)
+    # wrong keys per client address, shared by the login, ?token= and the API's bearer check
+    app.state.access_attempts = FailedAttempts(settings.auth_failures_per_minute)
+    app.add_middleware(SecurityMiddleware, settings=settings, attempts=app.state.access_attempts)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    for router in (pages_router(), partials_router(), actions_router(), streams_router(), api_router()):
+    routers = (
+        pages_router(),
+        login_router(),
+        partials_router(),
+        actions_router(),
+        streams_router(),
+        api_router(),
+    )
+    for router in routers:
         app.include_router(router)
     add_docs(app)
 

@@ -349,7 +349,7 @@ async def test_with_a_key_every_route_needs_it(play_db: str) -> None:
         assert basic.status_code == 401
         assert (await keyed.get("/api/health")).status_code == 200
         assert (await capture(keyed, "keyed", {"role": "user", "text": "Keyed."}))["written"] == 1
-        # the pages are not the API's: the key does not guard them
+        # the liveness probe needs no key (the pages need the login: tests/test_access.py)
         assert (await anonymous.get("/healthz")).status_code == 200
 
 

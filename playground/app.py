@@ -20,6 +20,7 @@ from fastapi.responses import PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 
 from memory.errors import BeadsMemoryError
 from playground.access import FailedAttempts
@@ -79,10 +80,13 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
     # /api/ answers every error as JSON (playground.api.errors); the pages keep plain text
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(allowed_methods(app, request))
         if is_api_path(request.url.path):
-            return error_response(exc.status_code, str(exc.detail), headers=exc.headers)
+            return error_response(exc.status_code, str(exc.detail), headers=headers)
         # plain text, never a page: an htmx request swaps nothing on these codes (see base.html)
-        return PlainTextResponse(str(exc.detail), status_code=exc.status_code, headers=exc.headers)
+        return PlainTextResponse(str(exc.detail), status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
@@ -121,6 +125,22 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
         return PlainTextResponse("Internal Server Error", status_code=500)
 
     return app
+
+
+#: the methods a 405's Allow header may name
+METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(app: FastAPI, request: Request) -> list[str]:
+    """Every method some route takes at this path, found by asking the routes as each method would:
+    Starlette's own 405 names only the first route's, so a path with two routes (a pin's POST and
+    DELETE) was said to take one."""
+    allowed = []
+    for method in METHODS:
+        probe = {**request.scope, "method": method}
+        if any(route.matches(probe)[0] is Match.FULL for route in app.router.routes):
+            allowed.append(method)
+    return allowed
 
 
 def __getattr__(name: str) -> FastAPI:

@@ -56,11 +56,19 @@ def api_schema(app: FastAPI) -> dict[str, Any]:
         title="langgraph-beads-memory API", version="1", description=DESCRIPTION, routes=app.routes
     )
     schema["paths"] = {path: item for path, item in schema["paths"].items() if is_api_path(path)}
-    optional_key = [{bearer.scheme_name: []}, {}]  # {}: no key, as on loopback without PLAYGROUND_API_KEY
+    # the key may be left out ({}), as on loopback without PLAYGROUND_API_KEY: a scheme, not a header
+    optional_key: list[dict[str, list[str]]] = [{bearer.scheme_name: []}, {}]
     for item in schema["paths"].values():
         for operation in item.values():
             if isinstance(operation, dict) and "security" in operation:
                 operation["security"] = optional_key
+    # the message limit is a setting: a query, a remembered text and a message that is not a tool
+    # result are refused past it (a tool result is clipped instead)
+    limit = app.state.settings.max_message_chars
+    models = schema["components"]["schemas"]
+    models["SearchRequest"]["properties"]["query"]["maxLength"] = limit
+    models["RememberRequest"]["properties"]["text"]["maxLength"] = limit
+    models["MessageIn"]["else"]["properties"]["text"] = {"maxLength": limit}
     return schema
 
 

@@ -5,7 +5,7 @@
   its own name to this machine's address sends its own name as the Host, so it is refused.
 - **The key.** With PLAYGROUND_API_KEY set, the pages need it too: the login form (or `?token=KEY` on
   any page, as Jupyter does) checks it once and sets a cookie, HttpOnly and SameSite=Strict, that
-  carries an HMAC of the key and its time of issue, never the key. It is honoured for
+  carries its time of issue and an HMAC of it keyed with the key, never the key. It is honoured for
   LOGIN_SECONDS, and only on a request the browser says is same-origin (Sec-Fetch-Site), so a
   cookie sent along with another site's request opens nothing. The API takes only the bearer
   header, never the cookie. Changing the key ends every login.

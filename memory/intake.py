@@ -15,10 +15,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import AfterValidator, StringConstraints
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator, StringConstraints
 
 from memory.capture import answer_key, capture_answer, capture_said
 from memory.errors import BeadsMemoryError, FactNotFoundError, NamespaceNotFoundError
@@ -56,6 +56,24 @@ def not_blank(text: str) -> str:
     return text
 
 
+def written_time(value: Any) -> Any:
+    """A time arrives as text (ISO 8601 with its offset), never as a number pydantic would read as
+    seconds since 1970: the schema says a date-time string, and a number is not one."""
+    if isinstance(value, int | float):
+        raise ValueError("is a number; send a time as text with its offset, e.g. 2026-01-01T09:00:00+00:00")
+    return value
+
+
+def readable_time(moment: datetime) -> datetime:
+    """A time the store can give back: within years 1 to 9999 once in UTC. Postgres keeps an earlier
+    one (0001-01-01T00:00+14:00 is a day in 1 BC), which no read could then load into a datetime."""
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("falls outside the years 1 to 9999 once converted to UTC") from None
+    return moment
+
+
 # pydantic field types, for any door that declares its inputs with pydantic (both do)
 Text = Annotated[str, AfterValidator(storable), AfterValidator(not_blank)]
 Identifier = Annotated[
@@ -64,6 +82,7 @@ Identifier = Annotated[
     AfterValidator(storable),
 ]
 FactIdText = Annotated[str, StringConstraints(pattern=FACT_ID_PATTERN)]
+Moment = Annotated[AwareDatetime, BeforeValidator(written_time), AfterValidator(readable_time)]
 SessionIdText = Annotated[str, StringConstraints(pattern=SESSION_ID_PATTERN)]
 
 
@@ -279,6 +298,7 @@ __all__ = [
     "IncomingMessage",
     "Link",
     "Message",
+    "Moment",
     "RememberKind",
     "Remembered",
     "Role",
@@ -290,7 +310,9 @@ __all__ = [
     "fact_in_session",
     "message_problem",
     "not_blank",
+    "readable_time",
     "remember_linked",
     "storable",
     "text_problem",
+    "written_time",
 ]

@@ -20,14 +20,17 @@ from fastapi.responses import PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
+from starlette.routing import Match
 
 from memory.errors import BeadsMemoryError
+from playground.access import FailedAttempts
 from playground.api.auth import log_api_state
 from playground.api.docs import add_docs
 from playground.api.errors import ApiError, api_error_response, error_response, is_api_path, library_error
 from playground.api.routes import api_router
 from playground.render import STATIC_DIR, make_templates
 from playground.routes.actions import actions_router
+from playground.routes.login import login_router
 from playground.routes.pages import pages_router
 from playground.routes.partials import partials_router
 from playground.routes.streams import streams_router
@@ -58,19 +61,32 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.templates = make_templates()
-    app.add_middleware(SecurityMiddleware, max_body_bytes=settings.max_body_bytes)
+    # wrong keys per client address, shared by the login, ?token= and the API's bearer check
+    app.state.access_attempts = FailedAttempts(settings.auth_failures_per_minute)
+    app.add_middleware(SecurityMiddleware, settings=settings, attempts=app.state.access_attempts)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    for router in (pages_router(), partials_router(), actions_router(), streams_router(), api_router()):
+    routers = (
+        pages_router(),
+        login_router(),
+        partials_router(),
+        actions_router(),
+        streams_router(),
+        api_router(),
+    )
+    for router in routers:
         app.include_router(router)
     add_docs(app)
 
     # /api/ answers every error as JSON (playground.api.errors); the pages keep plain text
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(allowed_methods(app, request))
         if is_api_path(request.url.path):
-            return error_response(exc.status_code, str(exc.detail), headers=exc.headers)
+            return error_response(exc.status_code, str(exc.detail), headers=headers)
         # plain text, never a page: an htmx request swaps nothing on these codes (see base.html)
-        return PlainTextResponse(str(exc.detail), status_code=exc.status_code, headers=exc.headers)
+        return PlainTextResponse(str(exc.detail), status_code=exc.status_code, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> Response:
@@ -109,6 +125,22 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
         return PlainTextResponse("Internal Server Error", status_code=500)
 
     return app
+
+
+#: the methods a 405's Allow header may name
+METHODS = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+
+
+def allowed_methods(app: FastAPI, request: Request) -> list[str]:
+    """Every method some route takes at this path, found by asking the routes as each method would:
+    Starlette's own 405 names only the first route's, so a path with two routes (a pin's POST and
+    DELETE) was said to take one."""
+    allowed = []
+    for method in METHODS:
+        probe = {**request.scope, "method": method}
+        if any(route.matches(probe)[0] is Match.FULL for route in app.router.routes):
+            allowed.append(method)
+    return allowed
 
 
 def __getattr__(name: str) -> FastAPI:

@@ -1,4 +1,8 @@
-"""Request safety for every route: same-origin writes, bounded bodies, and strict response headers.
+"""Request safety for every route: the Host, the key, same-origin writes, bounded bodies, strict headers.
+
+Who may reach the app at all (the Host allow-list, the login the pages need when a key is set, and
+the refusal of an open app off loopback) is playground.access's; this middleware applies it to
+every HTTP request before any route runs, the streams included.
 
 The JSON API under /api/ (playground.api) is called by programs, not by forms: a request without an
 Origin header (curl, a script) may write there, one a browser sends from another origin may not, and
@@ -8,16 +12,25 @@ sent without a Content-Length is bounded too; its refusals are JSON.
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, urlsplit
+import logging
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from fastapi import HTTPException, Request
 from starlette.datastructures import Headers, MutableHeaders
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from playground import access
 from playground.api.errors import error_response, is_api_path
+from playground.settings import PlaygroundSettings
+
+_log = logging.getLogger(__name__)
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+#: what answers without the login when a key is set: the login itself, the assets, the liveness
+#: probe, and the API's schema and its page (they hold no data; the API checks its own key)
+PUBLIC_PATHS = frozenset({"/login", "/logout", "/healthz", "/docs", "/openapi.json"})
+PUBLIC_PREFIXES = ("/static/",)
 
 # No inline script or style anywhere: every script and stylesheet is a file under /static.
 CONTENT_SECURITY_POLICY = (
@@ -45,11 +58,16 @@ def same_origin(headers: Headers) -> bool:
 
 
 class SecurityMiddleware:
-    """Refuses cross-origin writes (403) and oversized bodies (413); adds the security headers."""
+    """Refuses a foreign Host (400), pages without the login (401, or a redirect to it), an open app
+    off loopback (403), cross-origin writes (403) and oversized bodies (413); adds the security headers."""
 
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, settings: PlaygroundSettings, attempts: access.FailedAttempts) -> None:
         self.app = app
-        self.max_body_bytes = max_body_bytes
+        self.settings = settings
+        self.attempts = attempts
+        self.max_body_bytes = settings.max_body_bytes
+        self.allowed_hosts = settings.allowed_host_names
+        self._refusal_logged = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -64,18 +82,78 @@ class SecurityMiddleware:
                     response_headers.setdefault(name, value)
             await send(message)
 
-        if is_api_path(scope["path"]):
+        api = is_api_path(scope["path"])
+        if not access.host_allowed(headers, scope.get("server"), self.allowed_hosts):
+            detail = access.host_refusal(headers)
+            foreign: Response = (
+                error_response(400, detail, error="host_not_allowed")
+                if api
+                else PlainTextResponse(detail, 400)
+            )
+            await foreign(scope, receive, send_with_headers)
+            return
+        if api:
             await self._api(scope, receive, send_with_headers, headers)
             return
-        refusal: PlainTextResponse | None = None
+        refusal: Response | None = None
         if scope["method"] in UNSAFE_METHODS and not same_origin(headers):
             refusal = PlainTextResponse("Cross-origin request refused: Origin must match Host.", 403)
         elif _declared_length(headers) > self.max_body_bytes:
             refusal = PlainTextResponse(f"Request body too large (limit {self.max_body_bytes} bytes).", 413)
+        elif not _public(scope["path"]):
+            refusal = self._page_access(scope, headers)
         if refusal is not None:
             await refusal(scope, receive, send_with_headers)
             return
         await self.app(scope, receive, send_with_headers)
+
+    def _page_access(self, scope: Scope, headers: Headers) -> Response | None:
+        """None when the page may be served; else the refusal (see playground.access)."""
+        if self.settings.api_key is None:
+            allowed, host = access.open_without_key(headers, scope.get("server"))
+            if allowed:
+                return None
+            if not self._refusal_logged:
+                self._refusal_logged = True
+                _log.warning("pages refused on %s: set PLAYGROUND_API_KEY to serve them off loopback", host)
+            return PlainTextResponse(access.KEY_NEEDED.format(host=host), 403)
+        if access.cookie_counts(headers) and access.cookie_valid(access.read_cookie(headers), self.settings):
+            return None
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+        if "token" in query and scope["method"] in ("GET", "HEAD"):
+            return self._token_login(scope, query)
+        is_page = (
+            scope["method"] in ("GET", "HEAD")
+            and headers.get("hx-request") != "true"
+            and "text/html" in headers.get("accept", "")
+        )
+        if is_page:
+            target = quote(scope["path"]) + (
+                f"?{scope['query_string'].decode('latin-1')}" if scope["query_string"] else ""
+            )
+            return RedirectResponse(
+                f"/login?{urlencode({'next': access.local_target(target)})}", status_code=303
+            )
+        return PlainTextResponse("Log in first: open /login and enter the key.", 401)
+
+    def _token_login(self, scope: Scope, query: dict[str, list[str]]) -> Response:
+        """`?token=KEY` on a page: the login cookie, and the same page without the token."""
+        client = access.client_address(scope)
+        wait = self.attempts.retry_after(client)
+        if wait is not None:
+            detail, retry = access.too_many(wait)
+            return PlainTextResponse(detail, 429, headers=retry)
+        if not access.key_matches(query["token"][-1], self.settings):
+            self.attempts.failed(client, scope["path"])
+            return PlainTextResponse("Wrong key.", 401)
+        rest = urlencode([(k, v) for k, values in query.items() if k != "token" for v in values])
+        target = access.local_target(quote(scope["path"]) + (f"?{rest}" if rest else ""))
+        response = RedirectResponse(target, status_code=303)
+        secure = scope.get("scheme") == "https"
+        response.headers["set-cookie"] = access.cookie_header(
+            access.login_cookie(self.settings), secure=secure
+        )
+        return response
 
     async def _api(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
         refusal: Response | None = None
@@ -116,6 +194,10 @@ class SecurityMiddleware:
             return await receive()  # after the body: wait for the disconnect
 
         await self.app(scope, replay, send)
+
+
+def _public(path: str) -> bool:
+    return path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIXES)
 
 
 def _too_large(limit: int) -> Response:

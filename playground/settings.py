@@ -6,6 +6,7 @@ The database and the chat model follow the library's own settings unless overrid
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -15,6 +16,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 MAX_MESSAGE_CHARS_CEILING = 100_000
 #: The shortest API key accepted: a guessable key is no key.
 MIN_API_KEY_CHARS = 16
+#: A key's strength as estimated here: its length times log2 of how many different characters it
+#: has. "a" * 16 has none; secrets.token_urlsafe(32) about 200.
+MIN_API_KEY_BITS = 64
 #: connections a process holds outside its pools: the LISTEN connection, the turn worker's liveness
 #: lock and the periodic jobs' leader lock
 DEDICATED_CONNECTIONS = 3
@@ -85,10 +89,19 @@ class PlaygroundSettings(BaseSettings):
     #: captures, corrects and recalls without them; the stock lane cannot remember without its tools).
     memory_tools: Literal["auto", "on", "off"] = "auto"
 
-    #: The JSON API under /api/ (playground.api): with a key set, every route there asks for
-    #: `Authorization: Bearer <key>`; unset, the API answers only when the app is bound to a loopback
-    #: address, and refuses (403) on any other.
+    #: The key to the whole app (playground.access): with it set, every /api/ route asks for
+    #: `Authorization: Bearer <key>` and the pages for a login (/login, or ?token=<key> once); unset,
+    #: pages and API answer only a request that came in on a loopback address through no proxy, and
+    #: refuse (403) any other. One key opens every session: it is for one trusted user or backend.
     api_key: SecretStr | None = None
+    #: Host names the app answers to besides localhost, 127.0.0.1, [::1] and the address a request
+    #: came in on, comma-separated ("playground.example.com,.internal.example": a leading dot allows
+    #: every subdomain). Any other Host header is refused (400): a page that rebinds its own name to
+    #: this machine's address cannot reach the app.
+    allowed_hosts: str = ""
+    #: Wrong keys (API bearer, login form, ?token=) from one client address in a minute before that
+    #: address is refused (429) for the rest of the minute, whatever key it sends.
+    auth_failures_per_minute: int = Field(default=10, ge=1, le=10_000)
 
     #: The stock lane's store: LangGraph's PostgresStore (postgres), or the same lane, LangMem tools
     #: and prompt on BeadsStore, LangGraph's store API over our fact graph (beads).
@@ -110,13 +123,25 @@ class PlaygroundSettings(BaseSettings):
     def _strong_api_key(cls, value: SecretStr | None) -> SecretStr | None:
         if value is None or not value.get_secret_value().strip():
             return None
-        key = value.get_secret_value()
-        if len(key) < MIN_API_KEY_CHARS or key != key.strip() or not key.isascii() or not key.isprintable():
-            raise ValueError(
-                f"api_key must be at least {MIN_API_KEY_CHARS} printable ASCII characters, without "
-                "surrounding spaces (for example: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
-            )
+        if problem := api_key_problem(value.get_secret_value()):
+            raise ValueError(problem)
         return value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: str) -> str:
+        for name in (n.strip() for n in value.split(",")):
+            if name and (name == "*" or not all(c.isalnum() or c in ".-_:[]" for c in name)):
+                raise ValueError(
+                    f"allowed_hosts: {name!r} is not a host name (a leading dot allows subdomains)"
+                )
+        return value
+
+    @property
+    def allowed_host_names(self) -> frozenset[str]:
+        # as a Host header's name is compared: lowercase, no trailing dot, an IPv6 address unbracketed
+        names = (n.strip().lower().rstrip(".") for n in self.allowed_hosts.split(","))
+        return frozenset(n[1:-1] if n.startswith("[") and n.endswith("]") else n for n in names if n)
 
     @field_validator("database_url")
     @classmethod
@@ -152,3 +177,25 @@ class PlaygroundSettings(BaseSettings):
     def max_body_bytes(self) -> int:
         """The largest request body read at all: the message limit in UTF-8 worst case, plus form overhead."""
         return self.max_message_chars * 4 * 3 + 4_096  # form encoding triples a byte at worst (%XX)
+
+
+def key_bits(key: str) -> float:
+    """The strength estimate MIN_API_KEY_BITS is compared with (an upper bound, never a guarantee)."""
+    distinct = len(set(key))
+    return len(key) * math.log2(distinct) if distinct > 1 else 0.0
+
+
+def api_key_problem(key: str) -> str | None:
+    """Why `key` is refused as PLAYGROUND_API_KEY, or None."""
+    make_one = "make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+    if len(key) < MIN_API_KEY_CHARS or key != key.strip() or not key.isascii() or not key.isprintable():
+        return (
+            f"api_key must be at least {MIN_API_KEY_CHARS} printable ASCII characters, without "
+            f"surrounding spaces; {make_one}"
+        )
+    if key_bits(key) < MIN_API_KEY_BITS:
+        return (
+            f"api_key is too weak: {len(key)} characters of only {len(set(key))} different ones "
+            f"(about {key_bits(key):.0f} bits, at least {MIN_API_KEY_BITS} needed); {make_one}"
+        )
+    return None

@@ -26,7 +26,10 @@ from playground.runtime import Runtime
 from playground.settings import PlaygroundSettings
 from playground.startup import open_runtime
 
-ORIGIN = {"origin": "http://testserver"}
+#: where a TestClient sends its requests: a loopback address, as the app is bound by default (a keyless
+#: app serves its pages on loopback only; TestClient's own "testserver" is no address)
+LOOPBACK_BASE = "http://127.0.0.1"
+ORIGIN = {"origin": LOOPBACK_BASE}
 HTMX = {**ORIGIN, "hx-request": "true"}
 
 

@@ -172,6 +172,42 @@ async def test_as_of_answers_with_the_version_current_then(api: httpx.AsyncClien
     assert naive.status_code == 422 and naive.json()["error"] == "invalid_request"
 
 
+async def test_times_at_the_ends_of_the_calendar(api: httpx.AsyncClient) -> None:
+    """Years 1 and 9999 with offsets: a time that stays within them in UTC is answered (and a fact
+    valid from it reads back); one that leaves them in UTC, or a number, is a 422, never a 500, and is
+    not stored (Postgres would keep 0001-01-01T00:00+14:00 as a day in 1 BC that no read could load)."""
+    await capture(api, DEMO, {"role": "user", "text": FIRST, "message_id": "m1"})
+    answered = [
+        "0001-01-01T00:00:00Z",
+        "0001-01-01T00:00:00-14:00",
+        "9999-12-31T23:59:59Z",
+        "9999-12-31T12:00:00+14:00",
+    ]
+    refused = ["0001-01-01T00:00:00+14:00", "0001-01-01T00:00:00+00:01", "9999-12-31T23:59:59-14:00", 0, 1e20]
+    for when in answered:
+        found = await api.post(f"/api/sessions/{DEMO}/search", json={"query": "budget?", "as_of": when})
+        assert found.status_code == 200, (when, found.text)
+        assert found.json()["not_in_memory"] == when.startswith("0001")
+        await capture(api, DEMO, {"role": "user", "text": f"Said at {when}.", "time": when})
+        remembered = await api.post(
+            f"/api/sessions/{DEMO}/facts", json={"text": f"Noted at {when}.", "time": when}
+        )
+        assert remembered.status_code == 201, remembered.text
+    for when in refused:
+        for path, body in (
+            ("search", {"query": "budget?", "as_of": when}),
+            ("messages", {"messages": [{"role": "user", "text": f"Said at {when}.", "time": when}]}),
+            ("facts", {"text": f"Noted at {when}.", "time": when}),
+        ):
+            response = await api.post(f"/api/sessions/{DEMO}/{path}", json=body)
+            assert response.status_code == 422, (when, path, response.text)
+    # every stored time reads back: the session's history and search still answer
+    everything = await search(api, DEMO, "Said at", k=50)
+    assert len(everything["hits"]) >= len(answered)
+    never_stored = {f"{verb} at {when}." for verb in ("Said", "Noted") for when in refused}
+    assert not never_stored & {h["text"] for h in everything["hits"]}
+
+
 # -- capture ----------------------------------------------------------------------------------------
 
 
@@ -349,7 +385,7 @@ async def test_with_a_key_every_route_needs_it(play_db: str) -> None:
         assert basic.status_code == 401
         assert (await keyed.get("/api/health")).status_code == 200
         assert (await capture(keyed, "keyed", {"role": "user", "text": "Keyed."}))["written"] == 1
-        # the pages are not the API's: the key does not guard them
+        # the liveness probe needs no key (the pages need the login: tests/test_access.py)
         assert (await anonymous.get("/healthz")).status_code == 200
 
 
@@ -509,6 +545,28 @@ async def test_openapi_shows_the_api_routes_and_their_models(api: httpx.AsyncCli
     models = schema["components"]["schemas"]
     assert {"CaptureRequest", "SearchResponse", "SearchHit", "HistoryResponse", "ErrorBody"} <= set(models)
     assert "PLAYGROUND_API_KEY" in schema["components"]["securitySchemes"]
+    # the key is a scheme that may be left out (loopback without a key), never a required header
+    for item in schema["paths"].values():
+        for operation in item.values():
+            assert operation["security"] == [{"PLAYGROUND_API_KEY": []}, {}]
+            assert not any(p["in"] == "header" for p in operation.get("parameters", []))
+    # what the API refuses, said: blank text, text past the limit (a tool result's is clipped instead)
+    query = models["SearchRequest"]["properties"]["query"]
+    assert query["minLength"] == 1 and query["maxLength"] == 8_000 and "pattern" in query
+    message = models["MessageIn"]
+    assert "maxLength" not in message["properties"]["text"]
+    assert message["else"]["properties"]["text"] == {"maxLength": 8_000}
+
+
+async def test_a_405_names_every_method_the_path_takes(api: httpx.AsyncClient) -> None:
+    # a pin is POSTed and DELETEd by two routes; Starlette's own 405 named the first one only
+    response = await api.request("OPTIONS", "/api/sessions/s/facts/abcdef01/pin")
+    assert response.status_code == 405 and response.headers["allow"] == "DELETE, POST"
+    assert (await api.put("/api/sessions/s/messages")).headers["allow"] == "POST"
+    assert (await api.post("/api/stats")).headers["allow"] == "GET"
+    assert (await api.get("/chats")).headers["allow"] == "POST"  # the pages' 405s too
     docs = await api.get("/docs")
     assert docs.status_code == 200 and "/openapi.json" in docs.text
-    assert "'sha256-" in docs.headers["content-security-policy"]
+    assert (
+        "/static/vendor/swagger-ui/swagger-ui-bundle.js" in docs.text
+    )  # the app's own copy (test_api_docs.py)

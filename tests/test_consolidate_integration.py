@@ -12,7 +12,7 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 from langchain_core.messages import HumanMessage
-from playground_helpers import ORIGIN, play_db, playground_template, settings_for
+from playground_helpers import LOOPBACK_BASE, ORIGIN, play_db, playground_template, settings_for
 from psycopg_pool import AsyncConnectionPool
 
 from memory.connection import open_async_pool, open_pool
@@ -152,7 +152,7 @@ async def test_the_background_pass_skips_chats_with_a_turn_in_flight(play_db: st
 
 
 def test_the_inspector_shows_what_consolidation_did(play_db: str) -> None:
-    with TestClient(create_app(settings_for(play_db, consolidate_every=0))) as client:
+    with TestClient(create_app(settings_for(play_db, consolidate_every=0)), base_url=LOOPBACK_BASE) as client:
         response = client.post("/chats", headers=ORIGIN, follow_redirects=False)
         chat = response.headers["location"]
         with psycopg.connect(play_db) as conn:

@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from playground_helpers import (
     HTMX,
+    LOOPBACK_BASE,
     ORIGIN,
     new_chat,
     play_db,
@@ -30,7 +31,7 @@ RULE = "Always answer in metric units."
 
 @pytest.fixture
 def client(play_db: str) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(play_db))) as c:
+    with TestClient(create_app(settings_for(play_db)), base_url=LOOPBACK_BASE) as c:
         yield c
 
 

@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from playground_helpers import (
     HTMX,
+    LOOPBACK_BASE,
     ORIGIN,
     new_chat,
     play_db,
@@ -33,7 +34,7 @@ NEW = "Correction: our budget is $120k per year."
 
 @pytest.fixture
 def client(play_db: str) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(play_db))) as c:
+    with TestClient(create_app(settings_for(play_db)), base_url=LOOPBACK_BASE) as c:
         yield c
 
 
@@ -145,7 +146,9 @@ def test_undo_refuses_other_chats_unknown_edges_bad_ids_and_cross_origin_posts(
 
 
 def test_with_the_setting_off_capture_corrects_nothing_by_itself(play_db: str) -> None:
-    with TestClient(create_app(settings_for(play_db, auto_supersede=False))) as client:
+    with TestClient(
+        create_app(settings_for(play_db, auto_supersede=False)), base_url=LOOPBACK_BASE
+    ) as client:
         chat = correct_the_budget(client, play_db)
         assert rows(play_db, "SELECT count(*) FROM beads.edges WHERE automatic") == [(0,)]
         # what corrects the budget now is the agent's remember_fact, never capture's own claim

@@ -12,6 +12,7 @@ from langchain_core.tools import StructuredTool
 from langmem.errors import ConfigurationError as LangMemConfigurationError
 from playground_helpers import (
     HTMX,
+    LOOPBACK_BASE,
     ORIGIN,
     await_idle,
     play_db,
@@ -33,7 +34,7 @@ __all__ = ["play_db", "playground_template"]  # fixtures
 
 
 def test_a_double_submit_makes_one_turn(play_db: str) -> None:
-    with TestClient(create_app(settings_for(play_db))) as client:
+    with TestClient(create_app(settings_for(play_db)), base_url=LOOPBACK_BASE) as client:
         chat = client.post("/chats", headers=ORIGIN, follow_redirects=False).headers["location"]
         form = {"text": "Our budget is $100k per year.", "idempotency_key": "same-key"}
         first = client.post(f"{chat}/messages", data=form, headers=HTMX)
@@ -155,7 +156,7 @@ async def test_langmem_configuration_error_is_a_lane_error_not_a_crash(play_db: 
         (turn,),
     )
     assert message.startswith("LangMem is misconfigured") and "user_id" in message
-    with TestClient(create_app(settings_for(play_db))) as client:
+    with TestClient(create_app(settings_for(play_db)), base_url=LOOPBACK_BASE) as client:
         chat_id = rows(play_db, "SELECT chat_id FROM playground.turns WHERE id = %s", (turn,))[0][0]
         page = client.get(f"/chats/{chat_id}")
     assert page.status_code == 200 and "LangMem is misconfigured" in page.text and "failed" in page.text

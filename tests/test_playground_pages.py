@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from playground_helpers import (
     HTMX,
+    LOOPBACK_BASE,
     ORIGIN,
     new_chat,
     play_db,
@@ -28,7 +29,7 @@ __all__ = ["play_db", "playground_template"]  # fixtures
 
 @pytest.fixture
 def client(play_db: str) -> Iterator[TestClient]:
-    with TestClient(create_app(settings_for(play_db, max_message_chars=200))) as c:
+    with TestClient(create_app(settings_for(play_db, max_message_chars=200)), base_url=LOOPBACK_BASE) as c:
         yield c
 
 
@@ -121,7 +122,7 @@ def test_cross_origin_writes_are_refused(client: TestClient, play_db: str) -> No
     same_site_referer = client.post(
         f"{chat}/messages",
         data={"text": "hi"},
-        headers={"referer": f"http://testserver{chat}"},
+        headers={"referer": f"{LOOPBACK_BASE}{chat}"},
         follow_redirects=False,
     )
     assert same_site_referer.status_code == 303

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from fastapi.testclient import TestClient
-from playground_helpers import settings_for
+from playground_helpers import LOOPBACK_BASE, settings_for
 
 from playground.app import create_app
 from playground.db import migrations
 
 
 def test_starts_on_a_fresh_database_and_answers(db_url: str) -> None:
-    with TestClient(create_app(settings_for(db_url))) as client:
+    with TestClient(create_app(settings_for(db_url)), base_url=LOOPBACK_BASE) as client:
         index = client.get("/")
         assert client.get("/healthz").json() == {"status": "ok"}
         assert client.get("/static/vendor/htmx/htmx.min.js").status_code == 200

@@ -2,7 +2,8 @@
 the Content-Security-Policy on every response.
 
 The whole table is sent once to one app (served over HTTP in this process, with a web search rigged
-to return a megabyte); each case is then its own test, so a failure names its case.
+to return a megabyte) and, for the cases that need a key, to a second app on the same database with
+one; each case is then its own test, so a failure names its case.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from playground_helpers import playground_template, settings_for
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from bench.reliability.bad_input import CASES, rig_oversized_tool, run_bad_inputs
+from bench.reliability.bad_input import CASES, KEY, rig_oversized_tool, run_bad_inputs
 from bench.reliability.servers import app_in_thread
 from playground.settings import PlaygroundSettings
 
@@ -38,9 +39,14 @@ def outcome(pg_server_url: str, playground_template: str) -> Iterator[dict[str, 
         )
     db = make_conninfo(pg_server_url, dbname=name)
     try:
-        with app_in_thread(settings_for(db, max_message_chars=LIMIT)) as (app, base):
-            rig_oversized_tool(app.state.runtime)
-            yield run_bad_inputs(base, db, max_message_chars=LIMIT)
+        keyed = settings_for(db, max_message_chars=LIMIT, api_key=KEY)
+        with (
+            app_in_thread(settings_for(db, max_message_chars=LIMIT)) as (app, base),
+            app_in_thread(keyed) as (keyed_app, keyed_base),
+        ):
+            for each in (app, keyed_app):  # either may run a turn: both workers claim from one queue
+                rig_oversized_tool(each.state.runtime)
+            yield run_bad_inputs(base, db, max_message_chars=LIMIT, keyed_base=keyed_base)
     finally:
         with psycopg.connect(pg_server_url, autocommit=True) as admin:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
@@ -78,6 +84,17 @@ def test_the_table_covers_every_kind_of_bad_input() -> None:
         "api-lone-surrogate",
         "api-cross-origin",
         "api-script",
+        "host-page",
+        "host-write",
+        "host-stream",
+        "host-api-forget",
+        "key-page",
+        "key-stream",
+        "key-write",
+        "key-cookie-cross-site",
+        "key-cookie-on-api",
+        "api-as-of-year-1",
+        "api-as-of-year-9999",
     ):
         assert kind in ids
 

@@ -8,7 +8,16 @@ from typing import Any
 import psycopg
 from fastapi.testclient import TestClient
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-from playground_helpers import await_idle, play_db, playground_template, rows, running, scalar, settings_for
+from playground_helpers import (
+    LOOPBACK_BASE,
+    await_idle,
+    play_db,
+    playground_template,
+    rows,
+    running,
+    scalar,
+    settings_for,
+)
 
 from playground.app import create_app
 from playground.chats import create_chat
@@ -73,7 +82,7 @@ async def test_a_step_saved_without_its_checkpoint_resumes_the_nodes_after_it(pl
     assert sorted(k[0] for k in kinds if k[1] == "done") == ["beads", "stock"]
     [why] = [message for _, kind, message in kinds if kind == "interrupted"]
     assert why.startswith("The database became unreachable during this turn (OperationalError")
-    with TestClient(create_app(settings_for(play_db))) as client:
+    with TestClient(create_app(settings_for(play_db)), base_url=LOOPBACK_BASE) as client:
         page = client.get(f"/chats/{chat.id}")
     assert "The database became unreachable during this turn" in page.text
 

@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 
 from bench.reliability import report
+from bench.reliability.bad_input import KEY as BAD_INPUT_KEY
 from bench.reliability.bad_input import rig_oversized_tool, run_bad_inputs
 from bench.reliability.crash import run_crash
 from bench.reliability.isolation import (
@@ -137,12 +138,22 @@ def scenario_sse(server: str, sizes: Sizes) -> dict[str, Any]:
 
 def scenario_bad_input(server: str, sizes: Sizes) -> dict[str, Any]:
     with fresh_database(server) as db:
-        settings = PlaygroundSettings(
-            database_url=db, embedder="fake", model_backend="scripted", web_search=False, poll_seconds=0.2
-        )
-        with app_in_thread(settings) as (app, base):
-            rig_oversized_tool(app.state.runtime)
-            return run_bad_inputs(base, db, max_message_chars=settings.max_message_chars)
+        values: dict[str, Any] = {
+            "database_url": db,
+            "embedder": "fake",
+            "model_backend": "scripted",
+            "web_search": False,
+            "poll_seconds": 0.2,
+        }
+        settings = PlaygroundSettings(**values)
+        # the access cases that need a key go to a second app on the same database, with one
+        keyed = PlaygroundSettings(**values, api_key=BAD_INPUT_KEY)
+        with app_in_thread(settings) as (app, base), app_in_thread(keyed) as (keyed_app, keyed_base):
+            for each in (app, keyed_app):  # either may run a turn: both workers claim from one queue
+                rig_oversized_tool(each.state.runtime)
+            return run_bad_inputs(
+                base, db, max_message_chars=settings.max_message_chars, keyed_base=keyed_base
+            )
 
 
 def scenario_multiprocess(server: str, sizes: Sizes) -> dict[str, Any]:

@@ -6,7 +6,11 @@ is below 500 and carries the Content-Security-Policy, no page has an inline scri
 elsewhere, a stored payload appears escaped on the page and in its stream, a refused one left nothing.
 
 One case needs the app rigged (`rig_oversized_tool`): a web search tool that returns a megabyte, and
-a scripted model that calls it, so that an oversized tool result goes through both lanes.
+a scripted model that calls it, so that an oversized tool result goes through both lanes. The cases
+on who may reach the app (`ACCESS_CASES`) need a second app on the same database with a key set
+(`keyed=True`): pages, streams and writes without the login, the login cookie sent from another site
+or to the API, wrong keys; the open app (no key, loopback) gets the foreign Host headers a rebound
+name sends and a request that says it came through a proxy.
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ FORM = "application/x-www-form-urlencoded"
 JSON = "application/json"
 #: the memory the JSON API's cases write to and read from (seeded with one message first)
 API_SESSION = "bad-input-api"
+#: the key of the second app, the one the access cases that need a key are sent to
+KEY = "bad-input-" + "k" * 6 + "-key-of-the-keyed-app"
+#: a name rebound to this machine's address: what a page on another site sends as its Host
+FOREIGN = {"host": "evil.example", "origin": "http://evil.example"}
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,7 @@ class Case:
     cross_origin: bool = False
     payload: str | None = None  # what must be stored verbatim (for "stored" and "title")
     not_in_body: str | None = None  # a leak the response must not contain
+    keyed: bool = False  # sent to the app that has a key (its header values may name {cookie} too)
 
 
 def message(
@@ -115,6 +124,7 @@ def api(
     """A JSON API case: `body` is sent as JSON (bytes as they are); `path` under /api/."""
     content = body if isinstance(body, bytes) or body is None else json.dumps(body).encode()
     headers = {"content-type": content_type} if content_type and content is not None else {}
+    headers.update(extra.pop("headers", {}))
     return Case(
         case_id, what, method, "/api" + path, "refused", statuses, content=content, headers=headers, **extra
     )
@@ -366,6 +376,195 @@ def API_CASES(max_message_chars: int) -> list[Case]:
     ]
 
 
+def ACCESS_CASES() -> list[Case]:
+    """Who may reach the app: the Host, the login, the key; and times past the calendar's ends."""
+    htmx_message = {"text": "hi", "idempotency_key": "access"}
+    search = f"/sessions/{API_SESSION}/search"  # api() puts /api in front
+    messages = f"/sessions/{API_SESSION}/messages"
+    login = {"cookie": "{cookie}"}
+    return [
+        # -- a foreign Host: a page on a name rebound to this machine (the app has no key) --------------
+        get("host-page", "a chat's page, Host a rebound name", "/chats/{chat}", (400,), headers=FOREIGN),
+        Case(
+            "host-write",
+            "a message from a rebound name (its Origin matches its Host)",
+            "POST",
+            "/chats/{chat}/messages",
+            "refused",
+            (400,),
+            form=htmx_message,
+            headers=FOREIGN,
+        ),
+        get(
+            "host-stream",
+            "a chat's stream, Host a rebound name",
+            "/chats/{chat}/events",
+            (400,),
+            headers=FOREIGN,
+        ),
+        get(
+            "host-lookalike",
+            "Host 127.0.0.1.evil.example",
+            "/chats/{chat}",
+            (400,),
+            headers={"host": "127.0.0.1.evil.example"},
+        ),
+        api(
+            "host-api-read",
+            "every session's stats, Host a rebound name",
+            "/stats",
+            None,
+            (400,),
+            "GET",
+            headers=FOREIGN,
+        ),
+        api(
+            "host-api-forget",
+            "forgetting a session, Host a rebound name",
+            f"/sessions/{API_SESSION}",
+            None,
+            (400,),
+            "DELETE",
+            headers=FOREIGN,
+        ),
+        get(
+            "proxy-without-key",
+            "a page through a proxy that says so, no key set",
+            "/chats/{chat}",
+            (403,),
+            headers={"x-forwarded-for": "203.0.113.7"},
+        ),
+        api(
+            "api-proxy-without-key",
+            "the API through a proxy that says so, no key set",
+            "/stats",
+            None,
+            (403,),
+            "GET",
+            headers={"forwarded": "for=203.0.113.7"},
+        ),
+        # -- with a key: pages, streams and writes need the login ---------------------------------------
+        get("key-page", "a chat's page without the login", "/chats/{chat}", (401,), keyed=True),
+        get("key-list", "the chat list without the login", "/partials/chats", (401,), keyed=True),
+        get("key-stream", "a chat's stream without the login", "/chats/{chat}/events", (401,), keyed=True),
+        Case(
+            "key-write",
+            "a message without the login",
+            "POST",
+            "/chats/{chat}/messages",
+            "refused",
+            (401,),
+            form=htmx_message,
+            keyed=True,
+        ),
+        Case(
+            "key-delete",
+            "deleting a chat without the login",
+            "POST",
+            "/chats/{chat}/delete",
+            "refused",
+            (401,),
+            keyed=True,
+        ),
+        get(
+            "key-cookie-cross-site",
+            "the login cookie on a request another site made",
+            "/chats/{chat}",
+            (401,),
+            headers={**login, "sec-fetch-site": "cross-site"},
+            keyed=True,
+        ),
+        get(
+            "key-cookie-same-site",
+            "the login cookie on a request a sibling site made",
+            "/chats/{chat}/events",
+            (401,),
+            headers={**login, "sec-fetch-site": "same-site"},
+            keyed=True,
+        ),
+        api(
+            "key-cookie-on-api",
+            "the login cookie instead of the API's key",
+            "/stats",
+            None,
+            (401,),
+            "GET",
+            headers=login,
+            keyed=True,
+        ),
+        get(
+            "key-cookie-forged",
+            "a login cookie with a made-up signature",
+            "/chats/{chat}",
+            (401,),
+            headers={"cookie": "{forged_cookie}"},
+            keyed=True,
+        ),
+        get(
+            "key-token-wrong",
+            "a wrong ?token= on a page",
+            "/chats/{chat}?token=not-the-key",
+            (401,),
+            keyed=True,
+        ),
+        api(
+            "key-api-wrong",
+            "a wrong bearer key",
+            "/stats",
+            None,
+            (401,),
+            "GET",
+            headers={"authorization": "Bearer not-the-key-at-all"},
+            keyed=True,
+        ),
+        api("key-api-none", "the API without a key", "/stats", None, (401,), "GET", keyed=True),
+        Case(
+            "key-login-wrong",
+            "the login form with a wrong key",
+            "POST",
+            "/login",
+            "refused",
+            (401,),
+            form={"key": "not-the-key"},
+            keyed=True,
+        ),
+        Case(
+            "key-login-cross-origin",
+            "the login form, with the right key, posted from another site",
+            "POST",
+            "/login",
+            "refused",
+            (403,),
+            form={"key": KEY},
+            cross_origin=True,
+            keyed=True,
+        ),
+        # -- times past the calendar's ends (years 1 and 9999 with offsets) -----------------------------
+        api(
+            "api-as-of-year-1",
+            "as_of 0001-01-01T00:00+14:00 (1 BC in UTC)",
+            search,
+            {"query": "x", "as_of": "0001-01-01T00:00:00+14:00"},
+            (422,),
+        ),
+        api(
+            "api-as-of-year-9999",
+            "as_of 9999-12-31T23:59:59-14:00 (year 10000 in UTC)",
+            search,
+            {"query": "x", "as_of": "9999-12-31T23:59:59-14:00"},
+            (422,),
+        ),
+        api("api-as-of-number", "as_of as a number", search, {"query": "x", "as_of": 0}, (422,)),
+        api(
+            "api-time-year-1",
+            "a message said at 0001-01-01T00:00+14:00",
+            messages,
+            {"messages": [{"role": "user", "text": "x", "time": "0001-01-01T00:00:00+14:00"}]},
+            (422,),
+        ),
+    ]
+
+
 def CASES(max_message_chars: int) -> list[Case]:
     limit = max_message_chars
     at_limit = ("a" * 9 + " ") * (limit // 10)
@@ -591,6 +790,8 @@ def CASES(max_message_chars: int) -> list[Case]:
         message("tool-oversized-result", "a tool result of 1 MB", OVERSIZED_TOOL_QUERY),
         # -- the JSON API under /api/ -------------------------------------------------------------------
         *API_CASES(max_message_chars),
+        # -- who may reach the app ------------------------------------------------------------------------
+        *ACCESS_CASES(),
     ]
 
 
@@ -686,14 +887,30 @@ def _fill(path: str, ids: dict[str, str]) -> str:
 
 def _send_case(client: httpx.Client, base: str, case: Case, ids: dict[str, str]) -> httpx.Response:
     headers = {"origin": "http://elsewhere.example" if case.cross_origin else base, "hx-request": "true"}
-    headers.update(case.headers)
+    headers.update({name: _fill(value, ids) for name, value in case.headers.items()})
     url = base + _fill(case.path, ids)
     if case.form is not None:
         return client.request(case.method, url, data=case.form, headers=headers)
     return client.request(case.method, url, content=case.content, headers=headers)
 
 
-def run_bad_inputs(base: str, db_url: str, *, max_message_chars: int) -> dict[str, Any]:
+def login_cookies(keyed_base: str) -> tuple[str, str]:
+    """The keyed app's login cookie, from its login form (in a client of its own, so that no other
+    request carries it), and one like it with a made-up signature."""
+    with httpx.Client(timeout=TIMEOUT) as login:
+        response = login.post(
+            f"{keyed_base}/login", data={"key": KEY}, headers={"origin": keyed_base}, follow_redirects=False
+        )
+    if response.status_code != 303:
+        raise RuntimeError(f"the keyed app's login answered {response.status_code}: {response.text[:200]}")
+    cookie = response.headers["set-cookie"].split(";")[0]
+    name, _, value = cookie.partition("=")
+    issued = value.split(".")[0]
+    return cookie, f"{name}={issued}.{'0' * 64}"
+
+
+def run_bad_inputs(base: str, db_url: str, *, max_message_chars: int, keyed_base: str) -> dict[str, Any]:
+    """Send the table: `base` is the app with no key, `keyed_base` one on the same database with KEY."""
     cases = CASES(max_message_chars)
     outcomes: list[Outcome] = []
     violations: list[str] = []
@@ -703,11 +920,14 @@ def run_bad_inputs(base: str, db_url: str, *, max_message_chars: int) -> dict[st
         other_turn = send(client, base, other_chat, "Project OTHER keeps its budget to itself.")
         deleted = new_chat(client, base)
         client.post(f"{base}/chats/{deleted}/delete", headers={"origin": base})
+        cookie, forged_cookie = login_cookies(keyed_base)
         ids = {
             "other_chat": other_chat,
             "other_turn": other_turn,
             "deleted": deleted,
             "random": str(uuid.uuid4()),
+            "cookie": cookie,
+            "forged_cookie": forged_cookie,
         }
         # each title case renames its own chat; every message case goes to one chat
         chat = new_chat(client, base)
@@ -722,7 +942,7 @@ def run_bad_inputs(base: str, db_url: str, *, max_message_chars: int) -> dict[st
             case_ids["chat"] = chat
             if case.path.endswith("/rename"):
                 case_ids["chat"] = title_chats[case.id] = new_chat(client, base)
-            response = _send_case(client, base, case, case_ids)
+            response = _send_case(client, keyed_base if case.keyed else base, case, case_ids)
             problems = page_problems(case.id, response)
             if case.path.startswith("/api") and response.status_code >= 400:
                 problems += api_error_problems(case.id, response)

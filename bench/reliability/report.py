@@ -101,7 +101,9 @@ def rows(results: dict[str, dict[str, Any]]) -> list[tuple[str, str, str, str]]:
                 f"{r['cases']} cases (empty, 1 MB, NUL, invalid UTF-8, lone surrogates, RTL and zero-width text, "
                 "SQL and path traversal in names and ids, script and image payloads, unknown ids, wrong methods, "
                 "a 1 MB tool result; on the JSON API: malformed JSON, wrong types and media types, missing and "
-                "extra fields, bad session and fact ids)",
+                "extra fields, bad session and fact ids, times past years 1 and 9999 in UTC; who may reach the "
+                "app: a foreign Host, a proxy without a key, pages, streams and writes without the login, the "
+                "login cookie from another site or on the API, wrong keys)",
                 f"{r['refused_4xx']} refused with a clear 4xx, {r['stored_verbatim']} stored verbatim and rendered "
                 f"escaped; {r['server_errors']} 5xx; CSP on every response",
                 _ok(r),
@@ -181,7 +183,10 @@ WHAT_EACH_ROW_PROVES = """\
 - **Crash**: a SIGKILL at any moment (a model call, a tool call, a checkpoint write, between turns)
   strands nothing: the restarted server resumes each turn from its checkpoint and finishes it once,
   and what the chat stored (facts by kind, source and status; stock store items; replies) equals a
-  control chat that sent the same messages to a server nobody killed.
+  control chat that sent the same messages to a server nobody killed. A kill between a tool's write
+  and its checkpoint runs that tool call again on resume: the stock lane's LangMem creates are keyed
+  by their tool call for that reason (`playground/comparison/replay_safe.py`); before, such a kill
+  left the stock lane one memory more than the control, about one run in 25 of the quick variant.
 - **Database outage**: with Postgres stopped mid-reply, the page answers 503 with a clear message and
   an open stream says the database is unreachable; when it is back the interrupted turn logs why it
   stopped (an `interrupted` event, shown on the page) and finishes on its own, with nothing lost
@@ -192,6 +197,10 @@ WHAT_EACH_ROW_PROVES = """\
   and rendered as text (autoescaped, under a CSP with `script-src 'self'` and `img-src 'self'`); no
   request gets a 5xx. The JSON API's (`api-*`) answer every refusal with a JSON body
   `{"error": ..., "detail": ...}`, and what it stores is each claim verbatim, found again by search.
+  Who may reach the app (`host-*`, `proxy-*`, `key-*`): a Host other than the app's own names is
+  refused before any route runs (400), pages and streams included; with a key set (a second app on
+  the same database), no page, stream or write answers without the login, the login cookie counts
+  only on a request the browser says is this site's and never on the API, and a wrong key is a 401.
 - **Several processes**: app processes on one database are one deployment. A turn is claimed once
   (`FOR UPDATE SKIP LOCKED`) whichever process claims it, a chat's turns run one after another even
   when each was submitted through a different process, events written by one process reach a stream

@@ -39,6 +39,7 @@ CODES = {
     413: "payload_too_large",
     415: "unsupported_media_type",
     422: "invalid_request",
+    429: "too_many_attempts",
     500: "internal_error",
     503: "database_unavailable",
 }

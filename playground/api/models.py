@@ -9,13 +9,29 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 # the validation every door shares (the MCP server's too): one rule, not a copy
-from memory.intake import MAX_MESSAGES, FactIdText, Identifier, Text
+from memory.intake import MAX_MESSAGES, FactIdText, Identifier, Moment, Text
 from memory.model import Fact, Kind, Source, Status
+
+#: what memory.intake's Text refuses, said in the schema: text that is empty or only whitespace
+#: (str.strip's, which is Python's \s), or holds a NUL. Its longest length is the app's setting,
+#: added to the schema where this pattern is (playground.api.docs).
+NOT_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+BodyText = Annotated[Text, Field(json_schema_extra={"minLength": 1, "pattern": NOT_BLANK})]
+
+
+def _json_number(value: object) -> object:
+    """JSON Schema's integer: 3 or 3.0, never "3" or true (pydantic would read both as a number)."""
+    if isinstance(value, str | bool):
+        raise ValueError("is not a number")
+    return value
+
+
+JsonInteger = Annotated[int, BeforeValidator(_json_number)]
 
 
 class _Strict(BaseModel):
@@ -31,13 +47,24 @@ class ErrorBody(BaseModel):
 
 
 class MessageIn(_Strict):
+    # memory.intake.message_problem's rule, said in the schema: tool_name and is_error belong to a
+    # tool result (the text's length limit, which a tool result is exempt from, is added by
+    # playground.api.docs under "else")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "if": {"properties": {"role": {"const": "tool"}}},
+            "else": {"properties": {"tool_name": {"type": "null"}, "is_error": {"const": False}}},
+        },
+    )
+
     role: Literal["user", "tool", "assistant"] = Field(
         description="user: captured as the user's claims; tool: a tool result, stored as untrusted content "
         "(never a directive, never pinnable, never above the user's own claim); assistant: a final answer, "
         "kept as a conclusion when it is one (not a tool call written as text, an error or empty)"
     )
-    text: Text
-    time: AwareDatetime | None = Field(
+    text: BodyText
+    time: Moment | None = Field(
         default=None, description="when it was said (with its offset); the claims are valid from then"
     )
     message_id: Identifier | None = Field(
@@ -48,7 +75,8 @@ class MessageIn(_Strict):
     tool_name: Identifier | None = Field(
         default=None, description="for a tool result: the tool's name (the memory's own tools are skipped)"
     )
-    is_error: bool = Field(default=False, description="for a tool result: the tool failed (skipped)")
+    # strict: 0 or "false" is not a boolean (the schema says boolean)
+    is_error: StrictBool = Field(default=False, description="for a tool result: the tool failed (skipped)")
 
 
 class CaptureRequest(_Strict):
@@ -132,9 +160,9 @@ class FactOut(FactBrief):
 
 
 class RememberRequest(_Strict):
-    text: Text
+    text: BodyText
     kind: Literal["conclusion", "user_input"] = "conclusion"
-    time: AwareDatetime | None = None
+    time: Moment | None = None
     supersedes: FactIdText | None = Field(
         default=None, description="the fact this one corrects (its current version is retired)"
     )
@@ -185,9 +213,9 @@ class ForgetResponse(BaseModel):
 
 
 class SearchRequest(_Strict):
-    query: Text
-    k: int = Field(default=8, ge=1, le=50, description="the most facts to return")
-    as_of: AwareDatetime | None = Field(
+    query: BodyText
+    k: JsonInteger = Field(default=8, ge=1, le=50, description="the most facts to return")
+    as_of: Moment | None = Field(
         default=None,
         description="answer as the memory stood then: only claims recorded by then, each in the version "
         "that was current then (ranked by today's search; see the README)",

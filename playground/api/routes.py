@@ -69,9 +69,13 @@ AS_OF_WIDEN = 4
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": what}
     for status, what in (
+        (400, "a body that is not JSON, or a Host header this app does not answer to"),
         (401, "no key, or the wrong one (when PLAYGROUND_API_KEY is set)"),
         (403, "served off loopback without PLAYGROUND_API_KEY, or a browser's cross-origin request"),
+        (413, "a body over the size limit"),
+        (415, "a body sent as anything but application/json"),
         (422, "a malformed request: the detail says which field and why"),
+        (429, "too many wrong keys from this address: try again after Retry-After seconds"),
         (503, "the database is unreachable"),
     )
 }

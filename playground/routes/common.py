@@ -16,6 +16,7 @@ async def frame_context(rt: Runtime, current: Chat | None = None) -> dict[str, A
         "chats": await list_chats(rt.pool),
         "current_chat_id": current.id if current else None,
         "status_lines": rt.status_lines,
+        "login_required": rt.settings.api_key is not None,  # the frame then offers a logout
     }
 
 

@@ -150,9 +150,10 @@ def fold(hits: Sequence[Hit]) -> tuple[list[Hit], dict[uuid.UUID, list[Fact]], l
         if echo and echo.group(1) in shown and echo.group(1) != sid:
             gone.append((sid, f"the agent's restatement of a value the user's {echo.group(1)} contradicts"))
             continue
-        # an echo that is itself a correction's head carries the history of its chain: it stays
+        # an echo folds into the line it restates when that is all it says; a long message that also
+        # restates a value says more, and an echo that is a correction's head carries its chain
         said = next((m.group(1) for m in _RESTATES.finditer(flags) if m.group(1) in shown), None)
-        if said is not None and said != sid and hit.resolved_from is None:
+        if said is not None and said != sid and hit.resolved_from is None and says_one_thing(hit.fact.body):
             gone.append((sid, f"it restates {said}, shown"))
             continue
         # folded only where the pair is plain: two claims that each say one thing. Two long messages

@@ -17,6 +17,7 @@ from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
 from memory import vectors
+from memory.corrections import says_one_thing
 from memory.errors import (
     BeadsMemoryError,
     CycleError,
@@ -316,16 +317,21 @@ def supersede(
             (new.id, target.id, new.session_id),
         )
         for echo in conn.execute(_ECHOES, {"target": target.id, "new": new.id, "session": new.session_id}):
-            retire_echo(
-                conn, echo["id"], new, target, f"restated {target.short_id}, which {new.short_id} replaced"
-            )
+            if says_one_thing(echo["body"]):  # a long message that also restated the value says more
+                retire_echo(
+                    conn,
+                    echo["id"],
+                    new,
+                    target,
+                    f"restated {target.short_id}, which {new.short_id} replaced",
+                )
     return get_fact(conn, target.id)
 
 
 # What a replaced claim takes with it (memory.restatements): every current fact that restates it, and
 # what it restated itself when it is the user's second mention of a value (the first mention, and the
-# other echoes of that one). Echoes are one hop from the claim or from what it restated, no further:
-# a wrong link retires one fact, never a web of them.
+# other echoes of that one), each when it says one thing. Echoes are one hop from the claim or from
+# what it restated, no further: a wrong link retires one fact, never a web of them.
 _ECHOES = """
 WITH said AS (
     SELECT %(target)s::uuid AS id
@@ -333,7 +339,7 @@ WITH said AS (
     SELECT e.dst FROM beads.edges e JOIN beads.facts t ON t.id = e.src
      WHERE e.src = %(target)s AND e.relation = 'restates' AND t.kind = 'user_input'
 )
-SELECT DISTINCT f.id FROM beads.facts f
+SELECT DISTINCT f.id, f.body FROM beads.facts f
  WHERE f.session_id = %(session)s AND f.status = 'active' AND f.head_id = f.id
    AND f.id <> %(new)s AND f.id <> %(target)s
    AND (f.id IN (SELECT id FROM said)

@@ -27,12 +27,12 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar  # noqa: E402
 
 from mcp.server.mcpserver import MCPServer  # noqa: E402
 from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
-from pydantic import AwareDatetime, Field  # noqa: E402
+from pydantic import Field  # noqa: E402
 
 from memory import intake  # noqa: E402
 from memory.block import hit_line, render_block, shown_as_outdated  # noqa: E402
 from memory.errors import BeadsMemoryError, ConfigurationError  # noqa: E402
-from memory.intake import FactIdText, Identifier, RememberKind, Role, SessionIdText, Text  # noqa: E402
+from memory.intake import FactIdText, Identifier, Moment, RememberKind, Role, SessionIdText, Text  # noqa: E402
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit  # noqa: E402
 from memory.store import FactStore  # noqa: E402
 
@@ -147,7 +147,7 @@ def build_server(
         message_id: Annotated[
             Identifier | None, Field(description="the message's id: sending it again writes nothing")
         ] = None,
-        time: Annotated[AwareDatetime | None, Field(description="when it was said, with its offset")] = None,
+        time: Annotated[Moment | None, Field(description="when it was said, with its offset")] = None,
         tool_name: Annotated[Identifier | None, Field(description="for a tool result: the tool")] = None,
         is_error: Annotated[bool, Field(description="for a tool result: the tool failed (skipped)")] = False,
     ) -> dict[str, Any]:
@@ -208,7 +208,7 @@ def build_server(
             RememberKind,
             Field(description="conclusion: the agent concluded it; user_input: the user said it"),
         ] = "conclusion",
-        time: Annotated[AwareDatetime | None, Field(description="valid from then, with its offset")] = None,
+        time: Annotated[Moment | None, Field(description="valid from then, with its offset")] = None,
     ) -> dict[str, Any]:
         """Store one fact as it is written (unsplit)."""
         refuse(intake.text_problem("text", text, max_message_chars))

@@ -5,8 +5,10 @@ conclusion, a remembered note, the user's own second mention or a question of th
 value ("the launch deadline is March 14"), each would be one more line saying the old value once the
 user corrects it. So each new fact that restates an earlier user claim (`corrections.restates`: the
 same words, or the claim's value in the claim's slot) gets a `restates` edge to it, in the capture's
-own transaction. When the claim is replaced, its restatements are retired with it, the edge naming
-why (memory.facts.supersede); one that arrives after the claim was replaced is retired at once.
+own transaction. When the claim is replaced, its restatements that say nothing else are retired with
+it, the edge naming why (memory.facts.supersede); one that arrives after the claim was replaced is
+retired at once. A long message that restates a value among other things keeps its line: the edge
+records the echo, retiring it would lose the rest.
 
 Candidates are the nearest user claims of the namespace and its ancestors (a sub-agent restates what
 its supervisor was told), said no later than the new fact, current or not. Only the user's own claims
@@ -119,7 +121,11 @@ def link(
         replaced = next((row for row in restated if row["head_id"] != row["id"]), None)
         # the user saying an old value again may mean it again: only the agent's echoes and the
         # user's questions follow a replaced claim at once
-        if replaced is not None and fact.kind is not Kind.USER_INPUT:
+        if (
+            replaced is not None
+            and fact.kind is not Kind.USER_INPUT
+            and corrections.says_one_thing(fact.body)
+        ):
             head, old = (
                 fact_sql.get_facts(conn, [replaced["head_id"]]),
                 fact_sql.get_fact(conn, replaced["id"]),

@@ -197,6 +197,11 @@ async def test_the_validation_and_capture_policy_are_the_apis(store: FactStore) 
         # an untrusted fact is never pinned
         assert "pin" in (await refused(fixed, "pin", fact_id=untrusted.short_id)).lower()
         assert store.session_facts("acme") and len(store.pinned("acme")) == 0
+        # a time past the calendar's ends once in UTC, or a number, is refused as the API refuses it
+        assert "years 1 to 9999" in await refused(
+            fixed, "capture", text="Hi there.", time="0001-01-01T00:00+14:00"
+        )
+        assert "a number" in await refused(fixed, "capture", text="Hi there.", time=1700000000)
 
 
 async def test_a_correction_of_something_unrelated_is_refused_and_said(store: FactStore) -> None:

@@ -180,7 +180,7 @@ def test_a_proposal_is_accepted_or_dismissed_in_the_inspector(
     # a rule measured below the bar proposes instead of writing the edge (and the model, offered no
     # memory tools, corrects nothing itself)
     monkeypatch.setattr(supersession, "PROPOSING_RULES", frozenset({"strong cue"}))
-    with TestClient(create_app(settings_for(play_db, memory_tools="off"))) as client:
+    with TestClient(create_app(settings_for(play_db, memory_tools="off")), base_url=LOOPBACK_BASE) as client:
         proposal_round_trip(client, play_db)
 
 
@@ -205,7 +205,9 @@ def proposal_round_trip(client: TestClient, play_db: str) -> None:
 
 
 def test_this_replaces_that_links_two_claims_the_block_folds(play_db: str) -> None:
-    with TestClient(create_app(settings_for(play_db, auto_supersede=False))) as client:
+    with TestClient(
+        create_app(settings_for(play_db, auto_supersede=False)), base_url=LOOPBACK_BASE
+    ) as client:
         chat = new_chat(client)
         send(client, chat, "Our weekly sync is on Tuesdays.")
         wait_until_idle(play_db)

@@ -1,7 +1,8 @@
 """The playground's settings: one class, read from ``PLAYGROUND_*`` variables, refusing unsafe values.
 
 The database and the chat model follow the library's own settings unless overridden here:
-``DATABASE_URL`` (else the embedded Postgres) and ``BEADS_MODEL_BACKEND`` (auto, ollama, local, scripted).
+``DATABASE_URL`` (else the embedded Postgres), ``BEADS_MODEL_BACKEND`` (auto, ollama, local, scripted)
+and ``BEADS_LOCAL_MODEL`` (which offline model).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from memory.models.settings import LocalModelName
 
 #: A message longer than this is refused whatever the settings say: one message is not a document.
 MAX_MESSAGE_CHARS_CEILING = 100_000
@@ -33,6 +36,9 @@ class PlaygroundSettings(BaseSettings):
     embedder: str = "minilm"
     #: Overrides BEADS_MODEL_BACKEND for the playground only.
     model_backend: Literal["auto", "ollama", "local", "scripted"] | None = None
+    #: Overrides BEADS_LOCAL_MODEL for the playground only: the offline model, when the backend is
+    #: local (or auto with no Ollama): qwen2.5-coder-0.5b, or qwen2.5-coder-1.5b (the local15 extra).
+    local_model: LocalModelName | None = None
     #: The scripted model waits this long per token, so streaming is visible (and a test can stop it mid-reply).
     scripted_token_delay_ms: int = Field(default=0, ge=0, le=5_000)
 

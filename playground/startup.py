@@ -47,7 +47,11 @@ APPLICATION_NAME = "playground"
 
 
 def select_model(settings: PlaygroundSettings) -> ActiveModel:
-    overrides = {} if settings.model_backend is None else {"model_backend": settings.model_backend}
+    overrides: dict[str, Any] = {}
+    if settings.model_backend is not None:
+        overrides["model_backend"] = settings.model_backend
+    if settings.local_model is not None:
+        overrides["local_model"] = settings.local_model
     active = select_chat_model(ModelSettings(**overrides))
     if active.backend == "scripted":
         # rule-based replies that use each lane's memory tools, so the comparison means something

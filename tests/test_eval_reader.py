@@ -87,6 +87,8 @@ def test_the_reader_prompt_and_reply() -> None:
     assert first_line("\n  Short answer: 7 engineers") == "7 engineers"
     assert offline_context([1200]) == 4096 and offline_context([6000]) == 10240
     assert reader_label("offline:qwen") == "offline 0.5B (qwen)" and reader_label("ollama:x") == "ollama:x"
+    big = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    assert reader_label(f"offline:{big}") == f"offline 1.5B ({big})"
 
 
 # -- knowledge updates: current, stale, both, neither -------------------------------------------------

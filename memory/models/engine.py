@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 from memory.errors import MissingExtraError, ModelUnavailableError
 from memory.extras import import_extra, require_extra
-from memory.models.settings import ModelSettings
-from memory.models.weights import QWEN_CODER_05B, ensure_weights, weights_ready
+from memory.models.settings import DEFAULT_LOCAL_MODEL, ModelSettings
+from memory.models.weights import LOCAL_MODELS, ensure_weights, weights_ready
 
 
 class LlamaLike(Protocol):
@@ -59,17 +59,22 @@ class Engine:
     )
 
 
-_engines: dict[tuple[Path, int, int], Engine] = {}
+_engines: dict[tuple[Path, str, int, int], Engine] = {}
 _engines_lock = threading.Lock()
+
+
+def engine_key(settings: ModelSettings) -> tuple[Path, str, int, int]:
+    """What makes two settings share one loaded model: the same file, context size and threads."""
+    return (settings.model_cache_dir, settings.local_model, settings.local_num_ctx, settings.local_threads)
 
 
 def shared_engine(settings: ModelSettings) -> Engine:
     """The process's model for these settings, loaded (and its weights assembled) on first use."""
-    key = (settings.model_cache_dir, settings.local_num_ctx, settings.local_threads)
+    key = engine_key(settings)
     with _engines_lock:
         engine = _engines.get(key)
         if engine is None:
-            path = ensure_weights(settings.model_cache_dir)
+            path = ensure_weights(settings.model_cache_dir, LOCAL_MODELS[settings.local_model])
             engine = Engine(_load_llama(path, settings))
             if not _engines:
                 atexit.register(_close_engines)
@@ -109,13 +114,17 @@ def _close_null_files() -> None:
 
 
 def require_local(settings: ModelSettings) -> None:
-    """Refuse now, naming the `local` extra, when the offline model could not load later:
-    llama-cpp-python missing, or the weights neither joined in the cache nor installed to join.
-    Imports nothing (loading stays on first use)."""
+    """Refuse now, naming the chosen model's extra (`local`, or `local15` for the 1.5B), when the
+    offline model could not load later: llama-cpp-python missing, or the weights neither joined in
+    the cache nor installed to join. Imports nothing (loading stays on first use)."""
+    spec = LOCAL_MODELS[settings.local_model]
     needed: tuple[str, ...] = ("llama_cpp",)
-    if not weights_ready(settings.model_cache_dir):
-        needed += (*QWEN_CODER_05B.part_modules, "fasteners")
-    require_extra("local", needed, "the offline chat model")
+    if not weights_ready(settings.model_cache_dir, spec):
+        needed += (*spec.part_modules, "fasteners")
+    what = "the offline chat model"
+    if settings.local_model != DEFAULT_LOCAL_MODEL:  # a model asked for by name: say which, and where
+        what += f" {settings.local_model} (BEADS_LOCAL_MODEL)"
+    require_extra(spec.extra, needed, what)
 
 
 def import_llama_cpp() -> ModuleType:

@@ -1,4 +1,5 @@
-"""The offline chat model: Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) in-process through llama.cpp.
+"""The offline chat model: Qwen2.5-Coder-0.5B-Instruct (Q4_K_M) in-process through llama.cpp, or the
+1.5B of the same family (``BEADS_LOCAL_MODEL=qwen2.5-coder-1.5b``, the ``local15`` extra).
 
 No server and no network: the weights are joined from the installed packages on first use (see
 :mod:`memory.models.weights`). It binds tools and streams like any chat model: content tokens as they
@@ -40,17 +41,21 @@ from memory.models.engine import Engine, LlamaLike, import_llama_cpp, require_lo
 from memory.models.grammar import tool_call_gbnf, uuids_in
 from memory.models.settings import ModelSettings
 from memory.models.toolcalls import OPEN_TAG, call_opening, hold_index, parse_tool_calls
+from memory.models.weights import LOCAL_MODELS, QWEN_CODER_05B
 
-MODEL_NAME = "qwen2.5-coder-0.5b-instruct-q4_k_m"
+#: The default offline model's name (``LocalChatModel.model_name`` follows ``settings.local_model``).
+MODEL_NAME = QWEN_CODER_05B.model_name
 
 _log = logging.getLogger(__name__)
 
 
 class LocalChatModel(BaseChatModel):
-    """Qwen2.5-Coder-0.5B-Instruct in-process. ``llama`` replaces the real model (for tests).
+    """Qwen2.5-Coder-Instruct in-process, the size ``settings.local_model`` names. ``llama`` replaces
+    the real model (for tests).
 
-    Without the ``local`` extra, constructing one raises :class:`memory.errors.MissingExtraError`
-    naming it; the model itself loads on first use (or :meth:`load`).
+    Without the chosen model's extra (``local``, or ``local15`` for the 1.5B), constructing one raises
+    :class:`memory.errors.MissingExtraError` naming it; the model itself loads on first use (or
+    :meth:`load`).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -67,6 +72,8 @@ class LocalChatModel(BaseChatModel):
 
     def __init__(self, *, llama: LlamaLike | None = None, **data: Any) -> None:
         super().__init__(**data)
+        if "model_name" not in data:
+            self.model_name = LOCAL_MODELS[self.settings.local_model].model_name
         if llama is not None:
             self._injected = Engine(llama)
         else:

@@ -10,7 +10,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 
 from memory.errors import MissingExtraError
 from memory.models.chatml import text_of
-from memory.models.local import MODEL_NAME, LocalChatModel
+from memory.models.local import LocalChatModel
 from memory.models.ollama import display_url, has_model, list_ollama_models, ollama_chat_model
 from memory.models.scripted import ScriptedChatModel
 from memory.models.settings import Backend, ModelSettings
@@ -32,8 +32,9 @@ def select_chat_model(settings: ModelSettings | None = None) -> ActiveModel:
     ``auto`` uses Ollama when a server answers at ``ollama_base_url`` and has ``ollama_model``
     pulled, and the offline model otherwise; ``ollama`` and ``local`` force one; ``scripted`` is the
     deterministic double. Nothing is loaded or sent here: a forced Ollama that is down fails at the
-    first call, with a message that says so. Choosing the offline model without the ``local`` extra
-    raises :class:`memory.errors.MissingExtraError` here, saying why it was chosen.
+    first call, with a message that says so. Choosing the offline model without its extra (``local``,
+    or ``local15`` for ``local_model="qwen2.5-coder-1.5b"``) raises
+    :class:`memory.errors.MissingExtraError` here, saying why it was chosen.
     """
     settings = settings or ModelSettings()
     url = display_url(settings.ollama_base_url)
@@ -71,7 +72,7 @@ def _local(settings: ModelSettings, note: str) -> ActiveModel:
         model = LocalChatModel(settings=settings)
     except MissingExtraError as exc:
         raise MissingExtraError(f"{note}, but {exc}") from exc
-    return ActiveModel("local", MODEL_NAME, model, note)
+    return ActiveModel("local", model.model_name, model, note)
 
 
 def _echo(messages: list[BaseMessage]) -> Any:

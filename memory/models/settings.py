@@ -1,7 +1,8 @@
 """Which chat model the agents use, and how it is configured, read from ``BEADS_*`` variables.
 
 ``BEADS_MODEL_BACKEND=auto`` (the default) uses Ollama when a server answers and the offline model
-otherwise. ``BEADS_OLLAMA_MODEL`` picks the Ollama model (any tool-calling model that has been pulled).
+otherwise. ``BEADS_OLLAMA_MODEL`` picks the Ollama model (any tool-calling model that has been pulled),
+``BEADS_LOCAL_MODEL`` the offline one (the 0.5B default, or the 1.5B from the ``local15`` extra).
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from memory.settings import APP_NAME
 
 Backend = Literal["auto", "ollama", "local", "scripted"]
+#: The offline models (memory.models.weights.LOCAL_MODELS has their files).
+LocalModelName = Literal["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
+DEFAULT_LOCAL_MODEL: LocalModelName = "qwen2.5-coder-0.5b"
 
 #: Where Ollama listens unless told otherwise, as its own client spells it.
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
@@ -73,6 +77,9 @@ class ModelSettings(BaseSettings):
     num_ctx: int = 16384
     reasoning: bool = False
     temperature: float = Field(default=0.2, ge=0.0)
+    #: The offline model: the 0.5B default (the `local` extra), or the 1.5B (the `local15` extra),
+    #: about three times the weights, and slower.
+    local_model: LocalModelName = DEFAULT_LOCAL_MODEL
     local_num_ctx: int = Field(default=4096, ge=512)
     local_threads: int = Field(default=2, ge=1)
     #: Once the offline model opens a tool call, a grammar holds the rest to a bound tool's schema.

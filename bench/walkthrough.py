@@ -28,7 +28,7 @@ CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 # the new user's app: the playground's own defaults, with the model it picks when Ollama is absent
 NEW_USER = {"embedder": "minilm", "model_backend": "local", "web_search": True, "research": True}
-STEP_TIMEOUT_MS = 900_000
+STEP_TIMEOUT_MS = 1_800_000  # a step on two loaded cores, sub-agent and web search included
 _BUDGET = re.compile(r"budget", re.IGNORECASE)
 
 _TURN_DONE = """(n) => {

@@ -1,11 +1,16 @@
 """Automatic supersedes edges on real chats, read by hand: precision per rule.
 
 The harness ingests LoCoMo and BEAM the way the middleware captures a chat (`python -m memory.eval
-run`), so its databases hold every edge capture's rules wrote on those conversations. This script
-draws a sample of them per rule for a person to read, and reports precision per rule from the
-verdicts they wrote down:
+run`), so its databases hold every edge capture's rules wrote on those conversations (few: on
+ingestion 13, 18 in 7 LoCoMo conversations and 12 BEAM chats, nearly all between long messages).
+Short messages, as a playground user types them, come from the chats written for the benches,
+captured afresh (`--written`). This script draws the edges per rule (a rule named with whether both
+claims were short) for a person to read, and reports precision per rule from the verdicts:
 
-    uv run --extra dev python -m bench.edge_audit sample --per-rule 12 > edges-to-read.txt
+    uv run --extra dev python -m bench.edge_audit sample --per-rule 99 > edges-to-read.txt
+    uv run --extra dev python -m bench.edge_audit sample --per-rule 99 --written \
+        memory/eval/data/sequences_blind.jsonl memory/eval/data/sequences_blind2.jsonl \
+        bench/data/chats_tune.jsonl > written-edges-to-read.txt
     uv run --extra dev python -m bench.edge_audit report   # results/supersession/edge-audit/
 
 `sample` prints each edge's ids, rule, reason and both texts (the data's words: never committed);
@@ -33,10 +38,13 @@ from memory.supersession import MIN_RULE_PRECISION, rule_of
 
 OUT = Path("results/supersession/edge-audit")
 _EDGES = """
-SELECT e.src, e.dst, e.session_id, e.reason, n.body AS new_body, o.body AS old_body
+SELECT e.src, e.dst, e.session_id, e.reason, n.body AS new_body, o.body AS old_body,
+       coalesce(pn.body, n.body) AS new_message, coalesce(po.body, o.body) AS old_message
   FROM beads.edges e
   JOIN beads.facts n ON n.id = e.src
   JOIN beads.facts o ON o.id = e.dst
+  LEFT JOIN beads.passages pn ON pn.id = n.passage_id
+  LEFT JOIN beads.passages po ON po.id = o.passage_id
  WHERE e.relation = 'supersedes' AND e.automatic AND e.cascade_of IS NULL
  ORDER BY e.session_id, e.created_at, e.src
 """
@@ -56,12 +64,48 @@ def edges(server: str) -> list[dict[str, Any]]:
         dataset = "locomo" if "locomo" in name else "beam"
         with psycopg.connect(make_conninfo(server, dbname=name), row_factory=dict_row) as conn:
             for row in conn.execute(_EDGES).fetchall():
-                found.append({**row, "dataset": dataset, "rule": rule_of(row["reason"] or "")})
+                rule = rule_of(row["reason"] or "", row["old_message"], row["new_message"])
+                found.append({**row, "dataset": dataset, "rule": rule})
+    return found
+
+
+def written_edges(server: str, paths: list[Path]) -> list[dict[str, Any]]:
+    """The automatic edges capture writes on chats written for the benches (a file of JSON lines with
+    `id` and `messages`): each chat captured in order, one session each, in a scratch database."""
+    from memory.connection import open_pool
+    from memory.embedders import MiniLMEmbedder
+    from memory.store import FactStore
+
+    name = "beads_edge_audit_written"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {name}")
+    url = make_conninfo(server, dbname=name)
+    found: list[dict[str, Any]] = []
+    try:
+        with open_pool(url, min_size=1, max_size=2) as pool:
+            store = FactStore(pool, MiniLMEmbedder())
+            store.setup()
+            for path in paths:
+                for line in path.read_text().splitlines():
+                    chat = json.loads(line)
+                    root = store.root(f"{path.stem}:{chat['id']}")
+                    for n, text in enumerate(chat["messages"]):
+                        store.capture_message(root, text, message_id=f"m{n}", acting_on_behalf_of="user")
+                with psycopg.connect(url, row_factory=dict_row) as conn:
+                    for row in conn.execute(_EDGES).fetchall():
+                        if row["session_id"].startswith(f"{path.stem}:"):
+                            rule = rule_of(row["reason"] or "", row["old_message"], row["new_message"])
+                            found.append({**row, "dataset": f"written:{path.stem}", "rule": rule})
+    finally:
+        with psycopg.connect(server, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
     return found
 
 
 def sample(args: argparse.Namespace) -> int:
-    every = edges(args.database_url or resolve_database_url())
+    server = args.database_url or resolve_database_url()
+    every = written_edges(server, args.written) if args.written else edges(server)
     by_rule: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for edge in every:
         by_rule[edge["rule"]].append(edge)
@@ -86,6 +130,7 @@ def sample(args: argparse.Namespace) -> int:
             print(f"#   reason: {edge['reason']}")
             print(f"#   old: {' '.join(edge['old_body'].split())[:400]}")
             print(f"#   new: {' '.join(edge['new_body'].split())[:400]}")
+            print(f"#   (messages of {len(edge['old_message'].split())} and {len(edge['new_message'].split())} words)")
     return 0
 
 
@@ -116,6 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--per-rule", type=int, default=12)
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--database-url", help="the server the harness ingested into (default: its own)")
+    s.add_argument(
+        "--written",
+        type=Path,
+        nargs="*",
+        help="instead, chats written for the benches (JSON lines with id and messages), captured afresh",
+    )
     r = sub.add_parser("report", help="precision per rule from the verdicts")
     r.add_argument("--verdicts", type=Path, default=OUT / "verdicts.jsonl")
     args = parser.parse_args(argv)

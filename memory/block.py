@@ -35,8 +35,6 @@ MAX_FACT_CHARS = 320
 
 # an earlier value folded into a line is clipped shorter: it says what changed, not all it said
 MAX_EARLIER_CHARS = 120
-# a message shown whole instead of its claim (TierSettings.message_tokens) is bounded all the same
-MAX_MESSAGE_CHARS = 1200
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +94,7 @@ def hit_line(
     earlier: Sequence[Fact] = (),
     style: LineStyle = LineStyle(),
     body: str | None = None,
+    max_chars: int = MAX_FACT_CHARS,
 ) -> str:
     """One retrieved fact as the model reads it: when it was said, its text, what it is if not plainly
     the user's, and the older values on its slot that ranking folded into it (`earlier`, newest
@@ -120,7 +119,7 @@ def hit_line(
     sid = f"[{hit.fact.short_id}] " if style.ids else ""
     speaker = hit.fact.metadata.get("speaker") if style.speakers else None
     who = f"{speaker}: " if isinstance(speaker, str) and speaker else ""
-    text = clip(hit.fact.body) if body is None else clip(body, MAX_MESSAGE_CHARS)
+    text = clip(hit.fact.body if body is None else body, max_chars)
     return f"- {sid}({when}) {who}{text}{note}{context}{folded}"
 
 
@@ -222,7 +221,21 @@ class TierSettings:
     # message's other claims with it (0: claims alone). A reader gets the words around a claim that
     # hold its subject and its answer, for one date and speaker instead of one per claim.
     message_tokens: int = 0
+    # with a budget, a line may take this share of it (0: off): its fact is clipped to that many
+    # tokens' worth of characters instead of MAX_FACT_CHARS, and a claim whose message fits is shown
+    # as the whole message. A small budget holds many short claims; a large one, what was said whole.
+    line_share: float = 0.0
+    max_chars: int = MAX_FACT_CHARS  # a line's fact is clipped to this many characters
     style: LineStyle = LineStyle()
+
+    def for_budget(self, budget: int | None) -> TierSettings:
+        """These settings for a tier of `budget` tokens: `line_share` turned into a line's cap."""
+        if not self.line_share or budget is None:
+            return self
+        cap = max(self.thin_tokens, int(budget * self.line_share))
+        return replace(
+            self, message_tokens=max(self.message_tokens, cap), max_chars=max(MAX_FACT_CHARS, cap * 4)
+        )
 
     def __post_init__(self) -> None:
         if self.line_tokens < 1 or self.max_k < 1 or self.widen_below < 0:
@@ -295,6 +308,7 @@ def fill_retrieved(
     carries an excerpt of its passage, and a later claim of the same message whose words that
     excerpt already shows is dropped, the reason reported.
     """
+    settings = settings.for_budget(budget)
     if budget is None:
         return _lines(search(None), passages, settings, None, 1, now)
     k = min(settings.max_k, max(1, budget // settings.line_tokens))
@@ -379,10 +393,25 @@ def _lines(
             shown.setdefault(pid, []).append(shown_range)
             excerpts[fact.id] = shown_text
             lines.append(
-                hit_line(hit, shown_text, now=now, earlier=earlier.get(fact.id, ()), style=settings.style)
+                hit_line(
+                    hit,
+                    shown_text,
+                    now=now,
+                    earlier=earlier.get(fact.id, ()),
+                    style=settings.style,
+                    max_chars=settings.max_chars,
+                )
             )
         else:
-            lines.append(hit_line(hit, now=now, earlier=earlier.get(fact.id, ()), style=settings.style))
+            lines.append(
+                hit_line(
+                    hit,
+                    now=now,
+                    earlier=earlier.get(fact.id, ()),
+                    style=settings.style,
+                    max_chars=settings.max_chars,
+                )
+            )
         kept.append(hit)
     result = replace(result, hits=tuple(kept), dropped=tuple(dropped))
     return RetrievedTier(

@@ -378,7 +378,7 @@ def retire_echo(
 def propose(
     conn: psycopg.Connection[DictRow], new_id: uuid.UUID, old_id: uuid.UUID, session_id: str, reason: str
 ) -> bool:
-    """Record that `new_id` may replace `old_id` (memory.supersession.PROPOSING_RULES), for a person to
+    """Record that `new_id` may replace `old_id` (a rule of memory.supersession.PROPOSING_RULES said so), for a person to
     settle; True when the proposal is new."""
     row = conn.execute(
         "INSERT INTO beads.edges (src, relation, dst, session_id, automatic, reason)"

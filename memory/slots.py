@@ -13,7 +13,8 @@ often as not. So, between two such claims:
   words    the agent's own claim (a conclusion, a sub-agent's summary, a fact it remembered) restates
            what it read; it never ranks above the user's own claim about the same slot, whichever is
            newer, and is flagged as not the user's words (a stale echo must not outvote a correction).
-  time     otherwise the newer claim goes first and the older is flagged "possibly outdated".
+  time     otherwise the newer claim goes first and the older is flagged "possibly outdated" when
+           both say one thing; two long messages are only ordered (their pairing is often wrong).
            Nothing is dropped: the model sees both, and the flags say how they relate.
 
 Hits that state no value take no part, and the rest keep their order.
@@ -24,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from memory.corrections import asks, may_share_slot, same_slot, states_something
+from memory.corrections import asks, may_share_slot, same_slot, says_one_thing, states_something
 from memory.model import UNTRUSTED_SOURCES, Hit, Kind, Source
 from memory.splitting import classify
 
@@ -82,8 +83,12 @@ def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
                 note = f"untrusted: conflicts with the user's fact {first.fact.short_id}"
             elif _trust(second) < _trust(first):
                 note = f"{NOT_THE_USERS}: conflicts with the user's fact {first.fact.short_id}"
-            else:
+            elif says_one_thing(second.fact.body) and says_one_thing(first.fact.body):
                 note = f"possibly outdated: {first.fact.short_id} is newer"
+            else:
+                # two long messages read as one slot are often two things ("Sprint 2 is due April 20" /
+                # "the first sprint is due April 5"): ordered by time, but nothing says one is outdated
+                note = f"said before {first.fact.short_id}, on what may be the same thing"
             if note not in flags[id(second)]:
                 flags[id(second)].append(note)
             a, b = ordered.index(first), ordered.index(second)

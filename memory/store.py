@@ -251,6 +251,7 @@ class FactStore:
                         self.embedder.dims,
                         self.supersede_min_similarity,
                         self.thresholds.short_claim_similarity,
+                        {fid: item.passage or item.body for fid, item in zip(ids, items, strict=True)},
                     )
                     if self.auto_supersede and new
                     else []

@@ -43,11 +43,25 @@ SCANNED = 40
 SHORT_CLAIM_MIN_SIMILARITY = 0.30
 # what capture writes: a deliberate remember() names what it supersedes itself
 _USER_SOURCES = frozenset({Source.PASSIVE_CAPTURE})
-# A rule whose automatic edges, read by hand on real chats, were right less often than this writes
-# none: its edges become proposals a person accepts or dismisses (`rule_of` names the rules;
-# results/supersession/edge-audit/ has the reading and `python -m bench.edge_audit` its command).
+# A rule whose automatic edges, read by hand, were right less often than this writes none: it
+# proposes instead, for a person to accept or dismiss (`rule_of` names the rules, with the length of
+# the two messages; results/supersession/edge-audit/ holds the reading, and `python -m
+# bench.edge_audit` its command). Between long messages (BEAM's chats) every rule read fell below;
+# between short ones, as people type in a chat, none did.
 MIN_RULE_PRECISION = 0.9
-PROPOSING_RULES: frozenset[str] = frozenset()
+PROPOSING_RULES: frozenset[str] = frozenset(
+    f"{rule}, long messages"
+    for rule in (
+        "named what it replaced",
+        "same words, another value",
+        "same statement, another value",
+        "state ended",
+        "strong cue",
+        "weak cue",
+        "old value named",
+        "other",
+    )
+)
 
 # The nearest earlier current user claims of the namespace: the namespace's nearest claims through
 # HNSW (exactly, for the few vectors the background indexer has not reached: the same two branches as
@@ -55,7 +69,7 @@ PROPOSING_RULES: frozenset[str] = frozenset()
 # neighbour subquery: inside it, the planner read them as selective and sorted every vector of the
 # namespace by distance instead (a second per capture at 100k facts, bench/search_latency.py).
 _EARLIER = """
-SELECT f.id, f.body, sim FROM (
+SELECT f.id, f.body, coalesce(p.body, f.body) AS message, sim FROM (
     (SELECT v.fact_id AS id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
        FROM beads.fact_vectors v
        JOIN beads.facts f ON f.id = v.fact_id
@@ -71,6 +85,7 @@ SELECT f.id, f.body, sim FROM (
         AND f.namespace_id = %(ns)s)
 ) nearest
 JOIN beads.facts f ON f.id = nearest.id
+LEFT JOIN beads.passages p ON p.id = f.passage_id
 WHERE sim >= %(min_sim)s AND f.kind = 'user_input' AND f.status = 'active' AND f.head_id = f.id
   AND f.valid_from <= %(at)s AND NOT (f.id = ANY(%(exclude)s::uuid[]))
   AND f.metadata->>'speaker' IS NOT DISTINCT FROM %(speaker)s
@@ -95,10 +110,12 @@ def apply(
     dims: int,
     min_similarity: float,
     short_similarity: float | None = None,
+    messages: Mapping[uuid.UUID, str] | None = None,
 ) -> list[AutoSupersession]:
     """Supersede what `new_facts` (just written into `ns`, inside the caller's transaction) correct,
     or propose it where the rule that decided is one of PROPOSING_RULES. Candidates must be
-    `min_similarity` close, or `short_similarity` when both claims are short."""
+    `min_similarity` close, or `short_similarity` when both claims are short. `messages`: each new
+    fact's whole message (its passage, or itself), which names the rule by its length."""
     worth = [f for f in new_facts if may_correct(f) and f.id in claim_vectors]
     if not worth:
         return []
@@ -135,7 +152,8 @@ def apply(
             if accepted is None:
                 continue
             verdict, close_enough = accepted
-            if rule_of(verdict.reason) in PROPOSING_RULES:
+            said = (messages or {}).get(fact.id, fact.body)
+            if rule_of(verdict.reason, row["message"], said) in PROPOSING_RULES:
                 if fact_sql.propose(conn, fact.id, row["id"], ns.session_id, verdict.reason):
                     old_fact = fact_sql.get_fact(conn, row["id"])
                     done.append(
@@ -178,10 +196,20 @@ def accept(
     return verdict, floor
 
 
-def rule_of(reason: str) -> str:
-    """Which of capture's rules wrote an automatic edge, from the reason it recorded: what precision
-    is measured per (results/supersession/edge-audit/), and what decides whether a rule may write
-    its edges or only propose them."""
+def rule_of(reason: str, old: str | None = None, new: str | None = None) -> str:
+    """Which of capture's rules wrote an automatic edge, from the reason it recorded, and with the
+    messages the two claims were said in (`old`, `new`: whole, not the claims cut from them) whether
+    both were short (each says one thing): what precision is measured per
+    (results/supersession/edge-audit/), and what decides whether a rule may write its edges or only
+    propose them. The same cue reads differently in a one-line message and in a paragraph."""
+    rule = _rule(reason)
+    if old is None or new is None or rule == "echo of a replaced claim":
+        return rule
+    short = corrections.says_one_thing(old) and corrections.says_one_thing(new)
+    return f"{rule}, {'short' if short else 'long'} messages"
+
+
+def _rule(reason: str) -> str:
     if reason.startswith("state ended"):
         return "state ended"
     if reason.startswith("replaced:"):

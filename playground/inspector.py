@@ -107,7 +107,7 @@ class AutomaticCorrection:
 
 @dataclass(frozen=True, slots=True)
 class ProposedCorrection:
-    """A replacement capture's rules only propose (memory.supersession.PROPOSING_RULES), or a pair of
+    """A replacement a rule of capture only proposes (one of memory.supersession.PROPOSING_RULES), or a pair of
     current claims ranking reads as one slot with no edge between them (it folds the older into the
     newer line): a person says "this replaces that", or dismisses a proposal."""
 

@@ -147,7 +147,9 @@ def test_state_correct_ask_in_our_lane_through_remember_fact(
     # conclusion ("Noted." and "Mochi." are bare words, no memory)
     facts = store.session_facts("vecdb")
     assert [f.status for f in facts if f.body == "Our budget is $100k per year."] == [Status.SUPERSEDED]
-    assert sorted(f.body for f in facts if f.kind is Kind.CONCLUSION and f.source is Source.PASSIVE_CAPTURE) == [
+    assert sorted(
+        f.body for f in facts if f.kind is Kind.CONCLUSION and f.source is Source.PASSIVE_CAPTURE
+    ) == [
         "Updated: $120k per year.",
         "Your budget is $120k per year.",
     ]

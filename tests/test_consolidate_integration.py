@@ -36,7 +36,12 @@ def test_the_middleware_records_the_facts_it_injects_and_only_those(store: FactS
     root = store.root("s")
     budget = store.remember(root, "Our budget is $100k per year.", kind=Kind.USER_INPUT, message_id="m0")
     store.remember(root, "The office cat is called Mochi.", kind=Kind.USER_INPUT, message_id="m1")
-    agent, _ = build_beads_agent(ScriptedChatModel(replies=["Happy to help with that today.", "Glad to look into it again."]), store, "s", research=False)
+    agent, _ = build_beads_agent(
+        ScriptedChatModel(replies=["Happy to help with that today.", "Glad to look into it again."]),
+        store,
+        "s",
+        research=False,
+    )
     config: Any = {"configurable": {"thread_id": str(uuid.uuid4()), "session_id": "s"}}
     agent.invoke({"messages": [HumanMessage("What is our budget?")]}, config)
     with psycopg.connect(db_url) as conn:

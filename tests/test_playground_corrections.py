@@ -179,7 +179,7 @@ def test_a_proposal_is_accepted_or_dismissed_in_the_inspector(
 
     # a rule measured below the bar proposes instead of writing the edge (and the model, offered no
     # memory tools, corrects nothing itself)
-    monkeypatch.setattr(supersession, "PROPOSING_RULES", frozenset({"strong cue"}))
+    monkeypatch.setattr(supersession, "PROPOSING_RULES", frozenset({"strong cue, short messages"}))
     with TestClient(create_app(settings_for(play_db, memory_tools="off")), base_url=LOOPBACK_BASE) as client:
         proposal_round_trip(client, play_db)
 

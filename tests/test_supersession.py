@@ -262,9 +262,11 @@ def test_a_rule_below_the_precision_bar_proposes_and_a_person_settles(
 ) -> None:
     from memory import supersession
 
-    monkeypatch.setattr(supersession, "PROPOSING_RULES", frozenset({"strong cue"}))
+    monkeypatch.setattr(supersession, "PROPOSING_RULES", frozenset({"strong cue, short messages"}))
     root = store.root("p")
-    [old] = store.capture_message(root, "Our budget is $100k per year.", message_id="m1", valid_from=at(0)).facts
+    [old] = store.capture_message(
+        root, "Our budget is $100k per year.", message_id="m1", valid_from=at(0)
+    ).facts
     captured = store.capture_message(
         root, "Correction: our budget is $120k per year.", message_id="m2", valid_from=at(1)
     )
@@ -275,7 +277,10 @@ def test_a_rule_below_the_precision_bar_proposes_and_a_person_settles(
     [listed] = store.proposals("p")
     assert (listed["src"], listed["dst"]) == (proposal.new.id, old.id)
     # a replay proposes nothing new
-    assert store.capture_message(root, "Correction: our budget is $120k per year.", message_id="m2").proposed == ()
+    assert (
+        store.capture_message(root, "Correction: our budget is $120k per year.", message_id="m2").proposed
+        == ()
+    )
 
     retired = store.settle_proposal(proposal.new, old, accept=True)
     assert retired is not None and retired.status is Status.SUPERSEDED
@@ -284,7 +289,9 @@ def test_a_rule_below_the_precision_bar_proposes_and_a_person_settles(
         store.settle_proposal(proposal.new, old, accept=False)
 
     [late] = store.capture_message(root, "Our team is 6 engineers.", message_id="m3", valid_from=at(2)).facts
-    moved = store.capture_message(root, "Correction: our team is 8 engineers.", message_id="m4", valid_from=at(3))
+    moved = store.capture_message(
+        root, "Correction: our team is 8 engineers.", message_id="m4", valid_from=at(3)
+    )
     [second] = moved.proposed
     assert store.settle_proposal(second.new, late, accept=False) is None
     assert store.get(late.id).status is Status.ACTIVE and store.proposals("p") == []
@@ -297,9 +304,46 @@ def test_every_rule_has_a_name_the_audit_can_count() -> None:
     assert rule_of("replaced: the bus") == "named what it replaced"
     assert rule_of("same statement, value changed: master -> main") == "same statement, another value"
     assert rule_of("same slot (budget), value changed: $100k -> $120k (old value named)") == "old value named"
-    assert rule_of("same slot (budget), value changed: $100k -> $120k (restated)") == "same words, another value"
+    assert (
+        rule_of("same slot (budget), value changed: $100k -> $120k (restated)") == "same words, another value"
+    )
     assert rule_of("same slot (budget), value changed: $100k -> $120k (cue: moved)") == "strong cue"
     assert rule_of("same slot (budget), value changed: $100k -> $120k (cue: as of today)") == "strong cue"
     assert rule_of("same slot (budget), value changed: $100k -> $120k (cue: now)") == "weak cue"
     assert rule_of("same slot (budget), value changed: $100k -> $120k (cue: is now)") == "weak cue"
     assert rule_of("restated 1a2b3c4d, which 5e6f7a8b replaced") == "echo of a replaced claim"
+    # with the two texts: whether both said one thing
+    cue = "same slot (budget), value changed: $100k -> $120k (cue: correction)"
+    assert rule_of(cue, "Budget is $100k.", "Correction: budget is $120k.") == "strong cue, short messages"
+    long = "Budget is $100k, " + "and much else was said about the plan " * 4
+    assert rule_of(cue, long, "Correction: budget is $120k.") == "strong cue, long messages"
+
+
+def test_between_short_messages_a_rule_writes_between_long_ones_it_proposes(
+    pool: ConnectionPool, minilm: MiniLMEmbedder
+) -> None:
+    store = FactStore(pool, minilm)
+    store.setup()
+    root = store.root("lengths")
+    [short_old] = store.capture_message(
+        root, "Our standup is at 9:30.", message_id="m1", valid_from=at(0)
+    ).facts
+    written = store.capture_message(root, "The standup moved to 10:45.", message_id="m2", valid_from=at(1))
+    assert [s.old.id for s in written.superseded] == [short_old.id] and written.proposed == ()
+    filler = "We also talked through the quarterly roadmap, the hiring plan and the offsite agenda at length."
+    long_old = store.capture_message(
+        root,
+        f"{filler} The launch deadline for the mobile app is March 14.",
+        message_id="m3",
+        valid_from=at(2),
+    )
+    proposed = store.capture_message(
+        root,
+        f"{filler} Bad news: the mobile app launch deadline slipped to April 2.",
+        message_id="m4",
+        valid_from=at(3),
+    )
+    assert proposed.superseded == ()
+    [proposal] = proposed.proposed
+    assert "March 14" in proposal.old.body and proposal.old.id in {f.id for f in long_old.facts}
+    assert store.get(proposal.old.id).status is Status.ACTIVE

@@ -1,7 +1,8 @@
 """The objective checks, read off a lane's replies and tool calls: no model, no judgement.
 
 A value counts as named when its digits stand alone ("$200" and "200 per month", not "2000 ms"); a
-choice is the first of the scenario's options the reply names. A reply that names nothing passes no
+choice is the first of the scenario's options the reply names, once any verbatim repeat of the
+user's own list of them is taken out. A reply that names nothing passes no
 check but `names_stale`'s inverse, which is why `current_not_stale` (the corrected value named, the
 replaced one not) is the check the report leads with.
 """
@@ -58,7 +59,8 @@ def final_checks(scenario: Scenario, reply: str) -> dict[str, bool]:
         "names_finding": any(names_value(reply, token) for token in scenario.finding),
     }
     if scenario.choices:
-        choice = first_named(reply, scenario.choices)
+        # the user's own list, repeated, names the options in the user's order: it is not a choice
+        choice = first_named(reply.lower().replace(scenario.listing.lower(), " "), scenario.choices)
         checks["picks_fitting"] = choice == scenario.fitting_choice
         checks["picks_stale"] = choice == scenario.stale_choice
     return checks

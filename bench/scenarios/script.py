@@ -50,6 +50,8 @@ class Scenario:
     fitting_choice: str | None = None
     stale_choice: str | None = None
     choices: tuple[str, ...] = ()
+    #: how the user listed the choices: a reply that repeats the list has not chosen (see checks)
+    listing: str = ""
 
     @property
     def final_index(self) -> int:
@@ -133,6 +135,7 @@ VECDB = Scenario(
     fitting_choice="qdrant",
     stale_choice="weaviate",
     choices=("qdrant", "weaviate", "pinecone"),
+    listing="Qdrant, Weaviate and Pinecone",
 )
 
 _CHECKOUT_LOGS = "\n".join(

@@ -17,12 +17,39 @@ from bench.scenarios.checks import answered, final_checks, first_named, names_va
 from bench.scenarios.harness import Options, complete_cells, read_rows, run_all
 from bench.scenarios.judge import CONTROLS, DIMENSIONS, blind, parse_grades, shuffled, transcript
 from bench.scenarios.report import Prediction, build_table, judge_prediction, read_predictions, summary
+from bench.scenarios.runner import summarise_events
 from bench.scenarios.script import INCIDENT, SCENARIOS, VECDB
 from memory.models.scripted import calls, tool_call
 from playground.scripted import NOTHING
 
 ROOT = Path(__file__).resolve().parents[1]
 PREDICTIONS = ROOT / "results" / "scenarios" / "PREDICTIONS.md"
+
+
+def test_a_lane_that_fails_part_way_keeps_the_calls_it_made() -> None:
+    events = [
+        {
+            "lane": "stock",
+            "kind": "usage",
+            "payload": {"model_calls": 1, "input_tokens": 900, "output_tokens": 40},
+        },
+        {"lane": "stock", "kind": "tool_call", "payload": {"name": "manage_memory"}},
+        {
+            "lane": "stock",
+            "kind": "usage",
+            "payload": {"model_calls": 2, "input_tokens": 2000, "output_tokens": 70},
+        },
+        {"lane": "stock", "kind": "error", "payload": {"message": "ValueError: no id"}},
+        {"lane": "turn", "kind": "turn_done", "payload": {}},
+    ]
+    lane = summarise_events(events, "stock")
+    assert (lane["status"], lane["model_calls"], lane["input_tokens"], lane["output_tokens"]) == (
+        "error",
+        2,
+        2000,
+        70,
+    )
+    assert lane["tool_calls"] == ["manage_memory"] and lane["other_lane_events"] == 0
 
 
 def test_a_value_counts_only_where_its_digits_stand_alone() -> None:

@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -74,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         server_url=args.server_url,
     )
+    # stopped (kill PID), it stops as on Ctrl+C: the databases and the embedded server are cleaned up
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     asyncio.run(run_all(options))
     print(write_summary(args.out, args.predictions, command))
     return 0

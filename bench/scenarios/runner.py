@@ -163,7 +163,9 @@ def summarise_events(events: list[dict[str, Any]], lane: str) -> dict[str, Any]:
             out["other_lane_events"] += event["lane"] != "turn"
             continue
         kind, payload = event["kind"], event["payload"] or {}
-        if kind == "tool_call":
+        if kind == "usage":  # running totals: a lane that fails part-way keeps what it had spent
+            out.update({k: int(payload.get(k, 0)) for k in ("model_calls", "input_tokens", "output_tokens")})
+        elif kind == "tool_call":
             out["tool_calls"].append(payload.get("name", ""))
         elif kind == "injection":
             if payload.get("agent_id") not in (None, ROOT_AGENT):
@@ -227,6 +229,8 @@ async def run_cell(
                 await run_turn(rt, turn, owner, lanes=(arm.lane,))
                 wall = time.monotonic() - started
                 lane = summarise_events(await turn_events(rt, turn.id), arm.lane)
+                if lane["status"] != "done":  # a failed lane logs no latency: the turn's own time
+                    lane["latency_ms"] = round(wall * 1000)
                 tool_log = log.take()
                 row: dict[str, Any] = {
                     "kind": "step",

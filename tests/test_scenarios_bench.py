@@ -4,7 +4,6 @@ plumbing (which lane ran, what was read off it, what the judge saw), never a tim
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +13,8 @@ from langchain_core.messages import AIMessage
 from bench.scenarios.__main__ import main as scenarios_main
 from bench.scenarios.arms import ARMS
 from bench.scenarios.checks import answered, final_checks, first_named, names_value
-from bench.scenarios.harness import Options, complete_cells, read_rows, run_all
-from bench.scenarios.judge import CONTROLS, DIMENSIONS, blind, parse_grades, shuffled, transcript
+from bench.scenarios.harness import Options, complete_cells, model_backend, read_rows, run_all
+from bench.scenarios.judge import CONTROLS, DIMENSIONS, blind, judge_model, parse_grades, shuffled, transcript
 from bench.scenarios.report import Prediction, build_table, judge_prediction, read_predictions, summary
 from bench.scenarios.runner import summarise_events
 from bench.scenarios.script import INCIDENT, SCENARIOS, VECDB
@@ -50,6 +49,19 @@ def test_a_lane_that_fails_part_way_keeps_the_calls_it_made() -> None:
         70,
     )
     assert lane["tool_calls"] == ["manage_memory"] and lane["other_lane_events"] == 0
+
+
+def test_models_are_named_as_the_playground_names_its_backends() -> None:
+    assert [model_backend(m) for m in ("local", "scripted", "ollama:qwen3:8b")] == [
+        "local",
+        "scripted",
+        "ollama",
+    ]
+    for wrong in ("ollama:", "gpt-4", "offline"):
+        with pytest.raises(ValueError):
+            model_backend(wrong)
+    with pytest.raises(ValueError):
+        judge_model("gpt-4")
 
 
 def test_a_value_counts_only_where_its_digits_stand_alone() -> None:
@@ -206,6 +218,7 @@ async def test_the_harness_runs_every_arm_on_the_scripted_model_and_resumes(
         assert cells[(name, "ours-no-injection", 1)][-1]["reply"] == NOTHING
         assert all(i["facts"] == 0 for r in cells[(name, "ours-no-injection", 1)] for i in r["injections"])
         assert max(i["facts"] for i in cells[(name, "ours", 1)][-1]["injections"]) >= 1
+        assert any(i["texts"] for i in cells[(name, "ours", 1)][-1]["injections"])
         assert cells[(name, "ours", 1)][-1]["settings"]["auto_supersede"] is True
         assert cells[(name, "ours-no-supersede", 1)][-1]["settings"]["auto_supersede"] is False
         assert cells[(name, "ours-no-supersede", 1)][-1]["store"]["supersedes"] == 0
@@ -219,6 +232,7 @@ async def test_the_harness_runs_every_arm_on_the_scripted_model_and_resumes(
         assert all(r[d] in (1, 4) for r in mine for d in DIMENSIONS)
 
     text = summary(rows, PREDICTIONS)
+    assert "`python -m bench.scenarios --runs 1 --model scripted --judge-model scripted" in text
     for name, scenario in SCENARIOS.items():
         assert scenario.title in text and f"### `{name}`" in text
     assert "## Predictions beside the outcomes" in text and "control-stale" in text
@@ -230,5 +244,9 @@ async def test_the_harness_runs_every_arm_on_the_scripted_model_and_resumes(
     assert any(line.startswith("0 cells, 0 turns to run (8 cells already done)") for line in said)
 
     assert scenarios_main(["--report-only", "--out", str(tmp_path), "--predictions", str(PREDICTIONS)]) == 0
-    assert (tmp_path / "summary.md").read_text().startswith("# Multi-turn scenarios")
-    assert json.loads((tmp_path / "rows.jsonl").read_text().splitlines()[0])["kind"] == "run"
+    written = (tmp_path / "summary.md").read_text()
+    assert written.startswith("# Multi-turn scenarios")
+    (tmp_path / "rows.jsonl").unlink()  # a fresh clone has only the committed snapshot
+    assert read_rows(tmp_path) == again
+    assert scenarios_main(["--report-only", "--out", str(tmp_path), "--predictions", str(PREDICTIONS)]) == 0
+    assert (tmp_path / "summary.md").read_text() == written

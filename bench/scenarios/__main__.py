@@ -6,7 +6,8 @@
     uv run --extra dev python -m bench.scenarios --report-only --out results/scenarios
 
 Progress is printed per step; rows are appended to OUT/rows.jsonl as each step finishes, and a
-second invocation with the same --out runs only the cells that are not complete.
+second invocation with the same --out runs only the cells that are not complete. The summary is
+written with OUT/rows.jsonl.gz, the copy to commit; --report-only reads it when rows.jsonl is absent.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import sys
 from pathlib import Path
 
 from bench.scenarios.arms import ARMS
-from bench.scenarios.harness import Options, model_backend, read_rows, run_all
+from bench.scenarios.harness import Options, model_backend, read_rows, run_all, write_snapshot
 from bench.scenarios.report import summary
 from bench.scenarios.script import SCENARIOS
 
@@ -28,6 +29,7 @@ PREDICTIONS = Path("results/scenarios/PREDICTIONS.md")
 
 
 def write_summary(out: Path, predictions: Path, command: str) -> str:
+    write_snapshot(out)
     text = summary(read_rows(out), predictions, command)
     (out / "summary.md").write_text(text)
     return text
@@ -54,8 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report-only", action="store_true", help="rebuild summary.md from OUT/rows.jsonl")
     args = parser.parse_args(argv)
     command = "python -m bench.scenarios " + shlex.join(argv if argv is not None else sys.argv[1:])
-    if args.report_only:
-        print(write_summary(args.out, args.predictions, command))
+    if args.report_only:  # the command shown is the run's, read from the rows
+        print(write_summary(args.out, args.predictions, ""))
         return 0
     try:
         model_backend(args.model)

@@ -12,6 +12,7 @@ its arms are done.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import os
 import time
@@ -29,6 +30,8 @@ from bench.scenarios.runner import drop_database, make_template, run_cell
 from bench.scenarios.script import SCENARIOS, Scenario
 
 ROWS = "rows.jsonl"
+#: the committed copy of the rows (`rows.jsonl`, the working file, is ignored under results/)
+SNAPSHOT = "rows.jsonl.gz"
 Printer = Callable[[str], None]
 
 
@@ -58,10 +61,22 @@ def model_backend(spec: str) -> str:
 
 
 def read_rows(out: Path) -> list[dict[str, Any]]:
-    path = out / ROWS
-    if not path.exists():
+    """The working file's rows, else the committed snapshot's (a fresh clone has only that)."""
+    path, snapshot = out / ROWS, out / SNAPSHOT
+    if path.exists():
+        text = path.read_text()
+    elif snapshot.exists():
+        text = gzip.decompress(snapshot.read_bytes()).decode()
+    else:
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def write_snapshot(out: Path) -> None:
+    """rows.jsonl.gz from rows.jsonl, byte for byte the same for the same rows (no timestamp)."""
+    path = out / ROWS
+    if path.exists():
+        (out / SNAPSHOT).write_bytes(gzip.compress(path.read_bytes(), mtime=0))
 
 
 def append_row(out: Path, row: dict[str, Any]) -> None:

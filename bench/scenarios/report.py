@@ -268,7 +268,21 @@ def _run_info(rows: Sequence[dict[str, Any]]) -> list[str]:
     return lines
 
 
+def run_command(rows: Sequence[dict[str, Any]]) -> str:
+    """The command of the first invocation that ran cells, from its options."""
+    for row in rows:
+        if row.get("kind") == "run" and row.get("turns"):
+            o = row["options"]
+            judge = o["judge_model"] or "none"
+            return (
+                f"python -m bench.scenarios --runs {o['runs']} --model {o['model']} --judge-model {judge} "
+                f"--out {o['out']}"
+            )
+    return ""
+
+
 def summary(rows: Sequence[dict[str, Any]], predictions: Path | None = None, command: str = "") -> str:
+    command = command or run_command(rows)
     table = build_table(rows)
     steps = [r for r in rows if r.get("kind") == "step"]
     scenarios = [s for s in SCENARIOS if any(r["scenario"] == s for r in steps)]
@@ -280,7 +294,9 @@ def summary(rows: Sequence[dict[str, Any]], predictions: Path | None = None, com
     lines += [
         f"Model: {', '.join(models) or '-'}. Every message on a new LangGraph thread; each arm's lane run "
         "alone, one turn at a time. A check is k/N runs (each run's value); a figure is mean "
-        "(min-max) over runs, summed over the scenario's steps.",
+        "(min-max) over runs, summed over the scenario's steps. Model calls and tokens are the lane's own "
+        "model calls, as the playground counts them: a research sub-agent's calls are not in them (its "
+        "time is in the lane's seconds).",
         "",
         *_run_info(rows),
     ]
@@ -355,7 +371,7 @@ def mechanism(rows: Sequence[dict[str, Any]], scenarios: Sequence[str], arms: Se
         "",
         "Per step, over every run: the store after the step (mean facts, or the stock lane's items, and "
         "characters), and per model call of our root agent the block it was given (facts, characters, "
-        "tokens: min-max over runs and calls; the sub-agent's own blocks are left out). For the stock "
+        "tokens: min-max over runs and calls; a sub-agent's blocks do not reach the turn's stream). For the stock "
         "lane, the search_memory results it read instead (characters per result).",
     ]
     for name in scenarios:

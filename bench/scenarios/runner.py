@@ -177,6 +177,7 @@ def summarise_events(events: list[dict[str, Any]], lane: str) -> dict[str, Any]:
                     "chars": int(payload.get("chars") or 0),
                     "tokens": int(payload.get("tokens") or 0),
                     "not_in_memory": bool(payload.get("not_in_memory")),
+                    "texts": [str(f.get("text", "")) for f in payload.get("facts") or []],
                 }
             )
         elif kind == "done":

@@ -21,6 +21,7 @@ import json
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any, Literal, cast
 
 import psycopg
@@ -47,12 +48,16 @@ RECURSION_LIMIT = 40
 DATABASE_WAIT_SECONDS = 600.0
 
 
-async def run_turn(rt: Runtime, turn: ClaimedTurn, owner: uuid.UUID) -> None:
+async def run_turn(
+    rt: Runtime, turn: ClaimedTurn, owner: uuid.UUID, lanes: Sequence[str] = LANES
+) -> None:
+    """Run the turn's unfinished lanes of `lanes` (both, in the app; one, in a bench that runs an arm
+    at a time) and mark the turn done."""
     flush = rt.settings.token_flush_ms / 1000
     try:
         async with EventWriter(rt.pool, turn.id, turn.chat_id, owner, flush) as writer:
             pending = [
-                cast(LaneName, lane) for lane in LANES if turn.lane_status(lane) not in ("done", "error")
+                cast(LaneName, lane) for lane in lanes if turn.lane_status(lane) not in ("done", "error")
             ]
             if turn.attempts > rt.settings.max_attempts:
                 message = f"This turn was interrupted {turn.attempts - 1} times; giving up on it."
@@ -63,9 +68,9 @@ async def run_turn(rt: Runtime, turn: ClaimedTurn, owner: uuid.UUID) -> None:
             try:
                 if pending:
                     text = await jobs.user_text(rt.pool, turn.id)
-                    async with asyncio.TaskGroup() as lanes:
+                    async with asyncio.TaskGroup() as tasks:
                         for lane in pending:
-                            lanes.create_task(run_lane(rt, writer, turn, lane, text))
+                            tasks.create_task(run_lane(rt, writer, turn, lane, text))
                 await writer.finish_turn()
             except* psycopg.OperationalError as lost:
                 await hand_back_when_reachable(rt, writer, lost)
@@ -310,6 +315,7 @@ def injection(event: dict[str, Any]) -> dict[str, Any]:
         "query": event.get("query"),
         "not_in_memory": bool(event.get("not_in_memory")),
         "tokens": event.get("tokens", 0),
+        "chars": event.get("chars", 0),
         "block": event.get("block", ""),  # the text the model read, exactly
         "facts": [{k: fact.get(k) for k in keep} for fact in facts],
         "dropped": len(event.get("dropped", [])),

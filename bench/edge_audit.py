@@ -130,7 +130,9 @@ def sample(args: argparse.Namespace) -> int:
             print(f"#   reason: {edge['reason']}")
             print(f"#   old: {' '.join(edge['old_body'].split())[:400]}")
             print(f"#   new: {' '.join(edge['new_body'].split())[:400]}")
-            print(f"#   (messages of {len(edge['old_message'].split())} and {len(edge['new_message'].split())} words)")
+            print(
+                f"#   (messages of {len(edge['old_message'].split())} and {len(edge['new_message'].split())} words)"
+            )
     return 0
 
 

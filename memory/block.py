@@ -225,6 +225,7 @@ class TierSettings:
     # tokens' worth of characters instead of MAX_FACT_CHARS, and a claim whose message fits is shown
     # as the whole message. A small budget holds many short claims; a large one, what was said whole.
     line_share: float = 0.0
+    line_share_messages: bool = True  # with line_share: also show whole the messages that fit the cap
     max_chars: int = MAX_FACT_CHARS  # a line's fact is clipped to this many characters
     style: LineStyle = LineStyle()
 
@@ -233,9 +234,8 @@ class TierSettings:
         if not self.line_share or budget is None:
             return self
         cap = max(self.thin_tokens, int(budget * self.line_share))
-        return replace(
-            self, message_tokens=max(self.message_tokens, cap), max_chars=max(MAX_FACT_CHARS, cap * 4)
-        )
+        whole = max(self.message_tokens, cap) if self.line_share_messages else self.message_tokens
+        return replace(self, message_tokens=whole, max_chars=max(MAX_FACT_CHARS, cap * 4))
 
     def __post_init__(self) -> None:
         if self.line_tokens < 1 or self.max_k < 1 or self.widen_below < 0:

@@ -222,10 +222,13 @@ class TierSettings:
     # hold its subject and its answer, for one date and speaker instead of one per claim.
     message_tokens: int = 0
     # with a budget, a line may take this share of it (0: off): its fact is clipped to that many
-    # tokens' worth of characters instead of MAX_FACT_CHARS, and a claim whose message fits is shown
-    # as the whole message. A small budget holds many short claims; a large one, what was said whole.
-    line_share: float = 0.0
-    line_share_messages: bool = True  # with line_share: also show whole the messages that fit the cap
+    # tokens' worth of characters instead of MAX_FACT_CHARS (never less), and from
+    # `whole_message_tokens` up a claim whose message fits is shown as the whole message. A small
+    # budget holds many short claims; a large one, what was said whole. Chosen on the harness's tune
+    # conversations (answer words at 1,200 / 3,000 / 6,000; results/tuning/line-share.md).
+    line_share: float = 1 / 12
+    # and once a line may take this many tokens (about a paragraph), messages that fit are shown whole
+    whole_message_tokens: int = 150
     max_chars: int = MAX_FACT_CHARS  # a line's fact is clipped to this many characters
     style: LineStyle = LineStyle()
 
@@ -234,7 +237,7 @@ class TierSettings:
         if not self.line_share or budget is None:
             return self
         cap = max(self.thin_tokens, int(budget * self.line_share))
-        whole = max(self.message_tokens, cap) if self.line_share_messages else self.message_tokens
+        whole = max(self.message_tokens, cap) if cap >= self.whole_message_tokens else self.message_tokens
         return replace(self, message_tokens=whole, max_chars=max(MAX_FACT_CHARS, cap * 4))
 
     def __post_init__(self) -> None:

@@ -3,12 +3,13 @@ value replaces it, in the capture's own transaction, with no model call.
 
 For each new user claim that states a value or ends a state (memory.corrections decides what that
 is), the nearest earlier claims are compared with it: active current user claims of the namespace it
-was captured in, said no later than it, by the same speaker (where a session records speakers), at least as close
-as the supersede guard requires. Only the
-same namespace: a sub-agent's task text is captured as its input, and it must never retire the
-supervisor's facts (corrections across namespaces stay with remember_fact and rollups). The first that `corrections.judge` says it replaces is superseded through the guarded
-`facts.supersede`, and the edge records that it was automatic and why. Where the rules cannot decide,
-nothing is written and ranking orders the two (memory.slots).
+was captured in, said no later than it, by the same speaker (where a session records speakers), at
+least as close as the supersede guard requires. Only the same namespace: a sub-agent's task is
+captured in its own, and must never retire the supervisor's facts (corrections across namespaces stay
+with remember_fact and rollups). Each that `corrections.judge` says it replaces (the old value said
+twice is two claims) is superseded through the guarded `facts.supersede`, and the edge records that it
+was automatic and why; or, where the rule is one of PROPOSING_RULES, proposed. Where the rules cannot
+decide, nothing is written and ranking orders the two (memory.slots).
 
 Only the user's own claims take part on either side: a tool result or a web page never supersedes
 (memory.facts refuses it anyway), and an agent's conclusions are not the user's statements.
@@ -159,7 +160,7 @@ def apply(
                     done.append(
                         AutoSupersession(new=fact, old=old_fact, reason=verdict.reason, proposed=True)
                     )
-                break  # one claim proposes one replacement
+                continue
             try:
                 old = fact_sql.supersede(
                     conn,
@@ -172,8 +173,9 @@ def apply(
                 )
             except BeadsMemoryError:
                 continue  # the guard said no after all (a cycle, an archived target): leave both
+            # and on: the old value said twice ("I'm on 50mg" ... "I take my 50mg with breakfast") is
+            # two earlier claims, each judged, each replaced
             done.append(AutoSupersession(new=fact, old=old, reason=verdict.reason))
-            break  # one claim replaces one earlier claim
     return done
 
 

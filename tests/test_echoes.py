@@ -165,3 +165,25 @@ def test_the_block_names_no_ids_without_memory_tools_and_says_who_spoke(real: Fa
     anonymous = render_block(result, style=LineStyle(ids=False, speakers=False))
     assert "Melanie:" not in anonymous
     assert TierSettings().style == LineStyle()
+
+
+def test_an_old_value_said_twice_is_replaced_twice(real: FactStore) -> None:
+    root = real.root("dose")
+    [first] = real.capture_message(
+        root, "I'm on 50mg of the new medication.", message_id="m1", valid_from=T0
+    ).facts
+    [again] = real.capture_message(
+        root,
+        "I take my 50mg each morning with breakfast.",
+        message_id="m2",
+        valid_from=T0 + timedelta(days=1),
+    ).facts
+    changed = real.capture_message(
+        root,
+        "The doctor increased my dose, I'm now on 100mg.",
+        message_id="m3",
+        valid_from=T0 + timedelta(days=2),
+    )
+    assert {s.old.id for s in changed.superseded} == {first.id, again.id}
+    block = render_block(real.search(root, "What dose am I on?"))
+    assert "100mg" in block and "50mg" not in block, block

@@ -91,6 +91,10 @@ _IMPERATIVES = _lexicon(
     "email"
 )
 _COPULAS = _lexicon("is are was were will would should must has have had can could")
+# A sentence opening with one of these leans on what follows its comma: not two statements.
+_SUBORDINATORS = _lexicon(
+    "if when whenever while since because as although though unless until after before once whereas so"
+)
 
 # Each comma- or "and"-separated chunk of a framing sentence must match one of these in full.
 _FRAMING = re.compile(
@@ -432,7 +436,8 @@ def _opens_clause(tokens: list[tuple[int, int, str]], lo: int, hi: int) -> bool:
 
 
 def _clauses(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    """Cut a sentence at ``;`` and at ``, and`` / ``and also`` where both sides stand alone."""
+    """Cut a sentence at ``;``, at ``, and`` / ``and also``, and at a comma before a subject
+    (``..., it has to ...``) where both sides stand alone."""
     tokens = [(m.start(), m.end(), m.group()) for m in _TOKEN.finditer(text, start, end)]
     # Candidates: (left end, right start, is semicolon, index of last left token, index of first right token).
     cands: list[tuple[int, int, bool, int, int]] = []
@@ -457,6 +462,15 @@ def _clauses(text: str, start: int, end: int) -> list[tuple[int, int]]:
             tok.lower() == "and" and nxt == "also" and 0 < n < len(tokens) - 2 and tokens[n - 1][2][-1] != ","
         ):
             cands.append((tokens[n - 1][1], tokens[n + 2][0], False, n - 1, n + 2))
+        elif (
+            tok.endswith(",")
+            and nxt.translate(_QUOTES) in _SUBJECT_CONTRACTIONS | _SUBJECTS
+            and tokens[0][2].lower().strip(_PUNCT) not in _SUBORDINATORS
+        ):
+            # "the budget is $500 a month, it has to be self-hostable": two statements spliced by a
+            # comma, each with its subject and verb; a correction of one must not retire the other
+            # ("Since it rains, we stay home" is one: its first clause leans on the second)
+            cands.append((b - 1, tokens[n + 1][0], False, n, n + 1))
     pieces: list[tuple[int, int]] = []
     prev, prev_tok = start, 0
     for idx, (left_end, right_start, semicolon, last_left, first_right) in enumerate(cands):

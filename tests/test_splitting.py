@@ -533,3 +533,20 @@ def test_a_statement_is_cut_from_the_request_it_opens() -> None:
     assert [c.text for c in split_message("What is our budget, and who approves it?")] == [
         "What is our budget, and who approves it?"
     ]
+
+
+@pytest.mark.parametrize(
+    ("message", "claims"),
+    [
+        (
+            "Our budget is $100k per year, it must be self-hostable.",
+            ["Our budget is $100k per year", "it must be self-hostable."],
+        ),
+        ("The rent is 1,850, we pay it on the 1st.", ["The rent is 1,850", "we pay it on the 1st."]),
+        ("Since it is raining, we stay home.", ["Since it is raining, we stay home."]),
+        ("If the budget holds, we hire two more.", ["If the budget holds, we hire two more."]),
+        ("Our budget, we think, is tight.", ["Our budget, we think, is tight."]),
+    ],
+)
+def test_two_statements_spliced_by_a_comma_are_two_claims(message: str, claims: list[str]) -> None:
+    assert [c.text for c in split_message(message)] == claims

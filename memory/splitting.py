@@ -129,14 +129,16 @@ _FEELING = (
     r"crazy|wild|huge|good|fair|true|brave|kind|special|cool stuff|awesome stuff|stoked|pumped|excited|proud|"
     r"happy|glad|relaxing|peaceful|fascinating|interesting|heartwarming|touching|rad|epic|neat)"
 )
-_INTENSIFIER = r"(?:so |really |super |very |pretty |totally |absolutely |such an? |that's |that is |it's )*"
+_INTENSIFIER = r"(?:so |really |super |very |pretty |totally |absolutely |such an? |an? |that's |that is |it's )*"
 _REACTION = re.compile(
     r"(?:yes|yeah|yep|yup|yea|wow|woah|whoa|omg|aw+|oh+|ah+|ha(?:ha)+|lol|lmao|congrats|congratulations|woo+hoo+|"
     r"hooray|agreed|totally|exactly|absolutely|definitely|indeed|true|same|same here|me too|i agree|"
     r"i totally agree|i know|i know right|for sure|of course|no way|no doubt|oh no|oof|ugh|yikes|phew|"
     r"i get it|i hear you|i understand|i hope so|hope so|fingers crossed|you've got this|you got this|"
     r"go get 'em|go for it|keep it up|keep going|you can do it|way to go|good for you|go you|well done|good job|"
-    r"great job|nice one|nice work|great work|you got this|hang in there|take care|talk soon|see you|"
+    r"great job|nice job|nice one|nice work|great work|well said|you got this|hang in there|take care|talk soon|"
+    r"see you|you're right|you are right|so true|that means a lot|means a lot|glad i could help|"
+    r"happy to help|sounds like a plan|count me in|"
     r"see ya|bye|bye for now|good luck|love it|love that|i love it|i love that|(?:i'm |i am )?so happy for you|"
     r"(?:i'm |i am )?(?:so )?proud of you|glad (?:to hear (?:that|it)|you (?:liked|like|enjoyed|loved) it)|"
     r"(?:that's|that is|it's|it is|sounds|looks|how|so|what an?|such an?)? ?"

@@ -390,6 +390,8 @@ def test_bullet_marker_is_outside_the_span() -> None:
         "Oof, that's tough, Jon.",
         "I hope so, Gina.",
         "Way to go!",
+        "That's a great pic, Maria.",
+        "You're right, Maria.",
     ],
 )
 def test_framing(sentence: str) -> None:
@@ -412,6 +414,7 @@ def test_framing(sentence: str) -> None:
         "That's wrong.",
         "So expensive!",
         "Maria, the standup moved to 11.",
+        "That's a red car, Maria.",
     ],
 )
 def test_not_framing(sentence: str) -> None:

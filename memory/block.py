@@ -227,8 +227,11 @@ class TierSettings:
     # budget holds many short claims; a large one, what was said whole. Chosen on the harness's tune
     # conversations (answer words at 1,200 / 3,000 / 6,000; results/tuning/line-share.md).
     line_share: float = 1 / 12
-    # and once a line may take this many tokens (about a paragraph), messages that fit are shown whole
+    # and once a line may take this many tokens (about a paragraph), messages that fit are shown whole,
+    # the best-ranked first, until they have spent `whole_share` of the budget (then claims again)
     whole_message_tokens: int = 150
+    whole_share: float = 1.0
+    whole_budget: int = 1 << 30  # for_budget sets it: the tokens whole messages may spend in all
     max_chars: int = MAX_FACT_CHARS  # a line's fact is clipped to this many characters
     style: LineStyle = LineStyle()
 
@@ -238,7 +241,12 @@ class TierSettings:
             return self
         cap = max(self.thin_tokens, int(budget * self.line_share))
         whole = max(self.message_tokens, cap) if cap >= self.whole_message_tokens else self.message_tokens
-        return replace(self, message_tokens=whole, max_chars=max(MAX_FACT_CHARS, cap * 4))
+        return replace(
+            self,
+            message_tokens=whole,
+            max_chars=max(MAX_FACT_CHARS, cap * 4),
+            whole_budget=int(budget * self.whole_share),
+        )
 
     def __post_init__(self) -> None:
         if self.line_tokens < 1 or self.max_k < 1 or self.widen_below < 0:
@@ -370,6 +378,7 @@ def _lines(
     lines: list[str] = []
     excerpts: dict[uuid.UUID, str] = {}
     dropped = [*result.dropped, *folded]
+    whole_tokens = 0  # what the lines shown as whole messages have spent
     for hit in hits:
         fact = hit.fact
         pid, span = fact.passage_id, fact.span
@@ -381,13 +390,18 @@ def _lines(
         if covering is not None:
             dropped.append((fact.short_id, "its words are in the passage shown with a better-ranked fact"))
             continue
-        if pid is not None and pid in whole:
+        if pid is not None and pid in whole and whole_tokens < settings.whole_budget:
             shown[pid] = [(0, len(texts[pid]))]  # every later claim of this message is in this line
-            lines.append(
-                hit_line(
-                    hit, now=now, earlier=earlier.get(fact.id, ()), style=settings.style, body=texts[pid]
-                )
+            line = hit_line(
+                hit,
+                now=now,
+                earlier=earlier.get(fact.id, ()),
+                style=settings.style,
+                body=texts[pid],
+                max_chars=settings.max_chars,
             )
+            whole_tokens += count_cached([line])[0]
+            lines.append(line)
             kept.append(hit)
             continue
         text = texts.get(pid) if pid is not None and thin.get(fact.id) else None

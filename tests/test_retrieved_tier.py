@@ -351,3 +351,27 @@ def test_the_beads_arm_counts_a_fact_flagged_outdated_as_marked(store: FactStore
     lines = [(h, hit_line(h), 12) for h in (newer, older)]
     items = pack_hits(Packer(200), HEADER, lines, first_priority=3)
     assert [(i.turn_id, i.priority, i.marked_outdated) for i in items] == [("m2", 3, False), ("m1", 4, True)]
+
+
+def test_a_large_budget_shows_a_long_message_whole_and_whole_share_caps_it(store: FactStore) -> None:
+    root = store.root("s")
+    sentences = [
+        f"Budget note {i}: the budget for stage {i} of the rollout is ${i}5k and is approved."
+        for i in range(9)
+    ]
+    message = " ".join(sentences)
+    assert len(message) > 600  # longer than a claim's line may be when the budget is small
+    store.capture_message(root, message, message_id="long")
+
+    def system(tier: TierSettings) -> str:
+        model = ScriptedChatModel(replies=["ok"])
+        middleware = BeadsMemoryMiddleware(store, root, tier=tier, retrieved_tokens=6000)
+        injection_events(create_agent(model, tools=[], middleware=[middleware]), ASK)
+        return system_text(model.prompts[0])
+
+    # at 6,000 tokens a line may take 500: the message is one line, all of it, not clipped at a claim's length
+    whole = system(TierSettings())
+    assert message in whole
+    # whole_share=0: no budget for whole messages, so the message is shown as its claims
+    claims = system(TierSettings(whole_share=0.0))
+    assert message not in claims and sentences[0] in claims

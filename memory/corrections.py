@@ -53,6 +53,7 @@ __all__ = [
     "says_one_thing",
     "states_something",
     "values",
+    "word_count",
 ]
 
 
@@ -1116,6 +1117,11 @@ def _is_short(claim: _Claim) -> bool:
 def says_one_thing(text: str) -> bool:
     """A claim short enough to be about one thing (at most SHORT_CLAIM_WORDS words)."""
     return _is_short(_parse(text))
+
+
+def word_count(text: str) -> int:
+    """How many words `text` has, counted as the rules count them."""
+    return sum(1 for _ in _WORD.finditer(text))
 
 
 def judge(old: str, new: str) -> Verdict:

@@ -50,6 +50,12 @@ _USER_SOURCES = frozenset({Source.PASSIVE_CAPTURE})
 # bench.edge_audit` its command). Between long messages (BEAM's chats) every rule read fell below;
 # between short ones, as people type in a chat, none did.
 MIN_RULE_PRECISION = 0.9
+# Short messages: both at most this many words, a chat turn of a sentence or three ("Follow-up went
+# fine today. Dr. Osei increased my dose, I'm now on 100mg, same time of day. She also wants bloodwork
+# in six weeks." is 24). Every wrong edge read on real chats had a message longer than this (for the
+# closest pair, the longer one had 32 words); at 20, a correction typed with a sentence of news
+# around it only proposed, and the stale value stayed a plain line of the block.
+SHORT_MESSAGE_WORDS = 30
 PROPOSING_RULES: frozenset[str] = frozenset(
     f"{rule}, long messages"
     for rule in (
@@ -201,13 +207,13 @@ def accept(
 def rule_of(reason: str, old: str | None = None, new: str | None = None) -> str:
     """Which of capture's rules wrote an automatic edge, from the reason it recorded, and with the
     messages the two claims were said in (`old`, `new`: whole, not the claims cut from them) whether
-    both were short (each says one thing): what precision is measured per
+    both were short (SHORT_MESSAGE_WORDS): what precision is measured per
     (results/supersession/edge-audit/), and what decides whether a rule may write its edges or only
     propose them. The same cue reads differently in a one-line message and in a paragraph."""
     rule = _rule(reason)
     if old is None or new is None or rule == "echo of a replaced claim":
         return rule
-    short = corrections.says_one_thing(old) and corrections.says_one_thing(new)
+    short = max(corrections.word_count(old), corrections.word_count(new)) <= SHORT_MESSAGE_WORDS
     return f"{rule}, {'short' if short else 'long'} messages"
 
 

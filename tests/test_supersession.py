@@ -13,7 +13,7 @@ from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.errors import FactNotFoundError
 from memory.model import Kind, Source, Status
 from memory.store import FactStore
-from memory.supersession import accept
+from memory.supersession import SHORT_MESSAGE_WORDS, accept
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -317,6 +317,10 @@ def test_every_rule_has_a_name_the_audit_can_count() -> None:
     assert rule_of(cue, "Budget is $100k.", "Correction: budget is $120k.") == "strong cue, short messages"
     long = "Budget is $100k, " + "and much else was said about the plan " * 4
     assert rule_of(cue, long, "Correction: budget is $120k.") == "strong cue, long messages"
+    # a chat turn of a few sentences is short: up to SHORT_MESSAGE_WORDS words
+    turn = "Quick update from the meeting, it went well. " + "Correction: budget is $120k for the year, " * 2
+    assert 20 < len(turn.split()) <= SHORT_MESSAGE_WORDS
+    assert rule_of(cue, "Budget is $100k.", turn) == "strong cue, short messages"
 
 
 def test_between_short_messages_a_rule_writes_between_long_ones_it_proposes(
@@ -330,7 +334,22 @@ def test_between_short_messages_a_rule_writes_between_long_ones_it_proposes(
     ).facts
     written = store.capture_message(root, "The standup moved to 10:45.", message_id="m2", valid_from=at(1))
     assert [s.old.id for s in written.superseded] == [short_old.id] and written.proposed == ()
-    filler = "We also talked through the quarterly roadmap, the hiring plan and the offsite agenda at length."
+    # a correction typed with a sentence of news around it is still a chat turn: it writes
+    [dose] = store.capture_message(
+        root, "My doctor put me on sertraline 50mg, once in the morning.", message_id="d1", valid_from=at(0)
+    ).facts
+    typed = store.capture_message(
+        root,
+        "Follow-up went fine today. Dr. Osei increased my dose, I'm now on 100mg, same time of day. "
+        "She also wants bloodwork in six weeks.",
+        message_id="d2",
+        valid_from=at(1),
+    )
+    assert [s.old.id for s in typed.superseded] == [dose.id] and typed.proposed == ()
+    filler = (
+        "We also talked through the quarterly roadmap, the hiring plan and the offsite agenda at length. "
+        "Nobody had strong views on the venue, and the budget review was pushed to next week."
+    )
     long_old = store.capture_message(
         root,
         f"{filler} The launch deadline for the mobile app is March 14.",

@@ -1212,14 +1212,18 @@ def _clauses_agree(o: _Claim, n: _Claim, ov: Value, nv: Value) -> bool:
     return not (_subjects_differ(pa, pb) or _qualifier_conflict(pa, pb))
 
 
+@functools.lru_cache(maxsize=8192)  # every search asks it of each hit, every capture of each claim
 def states_something(text: str) -> bool:
     """Whether `text` states a value or ends a state: the only claims that can correct another."""
     return (
         _ends_a_state(text)
         or bool(_INSTEAD.search(text))
-        or bool(re.search(r"(?:\b(?:is|are)|'s)\s+\S+", text))
-        or bool(values(_LABEL.sub("", text.strip(), count=1)))
+        or bool(_STATES.search(text))
+        or bool(_parse(text).values)  # the values of the text after its label, parsed once per text
     )
+
+
+_STATES = re.compile(r"(?:\b(?:is|are)|'s)\s+\S+")
 
 
 @functools.lru_cache(maxsize=8192)

@@ -21,10 +21,11 @@ from memory.settings import MemorySettings
 # autocommit: LangGraph's setup() runs CREATE INDEX CONCURRENTLY, which fails inside a transaction.
 # prepare_threshold: psycopg prepares no statement by counting (one would have to run this many times
 # on a connection), so the multi-statement migration files, which refuse it, and LangGraph's
-# statements run unprepared. What is prepared: what asks for it, prepare=True, where planning costs
-# more than running (search's candidate statement and capture's candidate query, planned once per
-# connection instead of on every call: about 2 ms of a 10k-fact search, bench/search_latency.py), and
-# what psycopg's executemany sends (it always asks: the vector inserts).
+# statements run unprepared. What is prepared: what asks for it, where planning costs more than
+# running (search's candidate statement, capture's nearest earlier claims and supersede's echo
+# lookup, planned once per connection instead of on every call: about 2 ms of a 10k-fact search,
+# bench/search_latency.py) once the tables have statistics (memory.prepared), and what psycopg's
+# executemany sends (it always asks: the vector inserts).
 PREPARE_ONLY_WHEN_ASKED = 2**31 - 1
 CONNECTION_KWARGS: dict[str, Any] = {
     "autocommit": True,

@@ -13,7 +13,7 @@ need not be among the lineage's nearest.
 Both scans go through HNSW (exactly, for the few vectors the background indexer has not reached), and
 the filters stay outside the nearest-neighbour subquery: inside it, the planner read them as
 selective and sorted every vector of the namespace by distance instead (a second per capture at
-100k facts, bench/search_latency.py). The statement is prepared where the pool allows it.
+100k facts, bench/search_latency.py). The statement is prepared where memory.prepared says so.
 """
 
 from __future__ import annotations
@@ -139,10 +139,12 @@ def send(
     min_similarity: float,
     embedder_id: int,
     dims: int,
+    prepare: bool = False,
 ) -> dict[uuid.UUID, psycopg.Cursor[DictRow]]:
     """Send each query's statement in the caller's transaction (and pipeline, where it has one; the
     HNSW settings are set for the transaction); read the answers with `read`. `valid_from`: the new
-    facts' (None: the transaction's time, as their INSERT wrote it)."""
+    facts' (None: the transaction's time, as their INSERT wrote it). `prepare`: memory.prepared's
+    verdict, asked before the caller's pipeline opened."""
     queries = [q for q in queries if q.correct or q.restate]
     if not queries:
         return {}
@@ -161,7 +163,7 @@ def send(
                 "exclude": list(exclude),
                 "min_sim": min_similarity,
             },
-            prepare=True,
+            prepare=prepare,
         )
         for q in queries
     }

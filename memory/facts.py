@@ -29,6 +29,7 @@ from memory.errors import (
 )
 from memory.ids import body_sha256, fact_id, passage_id
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Relation, Source, Status
+from memory.prepared import worth_preparing
 from memory.splitting import passage_for, split_message
 
 # Below this cosine similarity two facts are not "the same claim, revised": the guard that stopped
@@ -317,6 +318,7 @@ def supersede_with_echoes(
     retirement with the savepoint's release. It used to be eight, one per statement."""
     if new_id == old_id:
         raise CycleError("a fact cannot supersede itself")
+    prepare = worth_preparing(conn)
     with _pipelined(conn), conn.transaction():
         locked = conn.execute(
             f"SELECT {FACT_COLUMNS} FROM beads.facts WHERE id = ANY(%s) ORDER BY id FOR UPDATE",
@@ -383,7 +385,7 @@ def supersede_with_echoes(
         )
         # the echoes are other current facts, which the statements above leave alone
         echoes = conn.execute(
-            _ECHOES, {"target": target.id, "new": new.id, "session": new.session_id}, prepare=True
+            _ECHOES, {"target": target.id, "new": new.id, "session": new.session_id}, prepare=prepare
         )
         retired = []
         for echo in echoes.fetchall():

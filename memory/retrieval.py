@@ -43,6 +43,7 @@ from psycopg.rows import DictRow
 
 from memory.errors import Bm25UnavailableError
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, Namespace, SearchResult, Status
+from memory.prepared import worth_preparing
 from memory.slots import order_same_slot
 from memory.vectors import as_vector
 
@@ -606,15 +607,16 @@ def search(
     common = known_common_words(conn, ns.session_id, query, options)
     statement, params = candidate_query(ns, query, query_vector, embedder_id, dims, options, common)
     ef_search = ef_search_for(options)
+    prepare = worth_preparing(conn)  # planned once per connection, where the plan will hold
     try:
         if _session_settings_hold(conn, ef_search):
             # one statement, one round trip, no BEGIN/COMMIT
-            rows = conn.execute(statement, params, prepare=True).fetchall()
+            rows = conn.execute(statement, params, prepare=prepare).fetchall()
         else:
             # inside a caller's transaction: settings scoped to it, BEGIN and the query in one round trip
             with conn.pipeline(), conn.transaction():
                 set_hnsw_local(conn, ef_search)
-                rows = conn.execute(statement, params, prepare=True).fetchall()
+                rows = conn.execute(statement, params, prepare=prepare).fetchall()
     except (psycopg.errors.UndefinedFunction, psycopg.errors.UndefinedObject) as e:
         # no to_bm25query or <@> (no pg_textsearch), or no bm25 index of that name
         if options.keyword_ranker != "bm25":

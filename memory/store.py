@@ -39,6 +39,7 @@ from memory.model import (
     SearchResult,
     Source,
 )
+from memory.prepared import worth_preparing
 from memory.retrieval import SearchOptions
 from memory.thresholds import Thresholds, thresholds_for
 
@@ -238,6 +239,7 @@ class FactStore:
         )
         embedder_id = self.embedder_id
         with self.pool.connection() as conn:
+            prepare = worth_preparing(conn)
             # the facts and what they supersede land together, or not at all; pipelined: the
             # INSERTs and the nearest earlier claims of each new fact (what supersession and
             # restatements compare it with) travel in one round trip, and the edges written after
@@ -267,6 +269,7 @@ class FactStore:
                     ),
                     embedder_id=embedder_id,
                     dims=self.embedder.dims,
+                    prepare=prepare,
                 )
                 new = queued.written()
                 nearest = {fid: earlier_claims.read(ns, cursor) for fid, cursor in sent.items() if fid in new}

@@ -1,9 +1,11 @@
-"""What a search sends: one statement, prepared where the pool allows it, and the same hits either way.
+"""What a search sends: one statement, prepared where the pool allows it and the plan will hold, and
+the same hits either way.
 
 Timing lives in bench/search_latency.py; these tests pin the shape that the figures depend on: a
 search is a single round trip (the winners' rows, how their versions were replaced and their restates
 edges come back with the candidates), the library's pools prepare only the statements the library
-asks for, and a pool without prepared statements (for a pooler in transaction mode) answers alike.
+asks for, and only once the tables have statistics (memory.prepared), and a pool without prepared
+statements (for a pooler in transaction mode) answers alike.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from memory import retrieval
+from memory import prepared, retrieval
 from memory.connection import connection_kwargs, open_pool
 from memory.embedders import FakeEmbedder
 from memory.model import Kind, Source
@@ -40,6 +42,18 @@ class CountingCursor(psycopg.Cursor[Any]):
         return super().execute(query, params, **kwargs)
 
 
+@pytest.fixture(autouse=True)
+def small_tables_prepare(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tables hold a few facts: prepare once they have statistics at all."""
+    monkeypatch.setattr(prepared, "MIN_ROWS", 1)
+
+
+def analyzed(store: FactStore) -> None:
+    with store.pool.connection() as conn:
+        conn.execute("ANALYZE beads.fact_vectors")
+    prepared._checked.clear()
+
+
 def fill(store: FactStore) -> Any:
     ns = store.root("s1")
     for i, body in enumerate(FACTS):
@@ -52,6 +66,7 @@ def fill(store: FactStore) -> Any:
     )
     store.supersede(new, old)
     store.index_pending()
+    analyzed(store)
     return ns
 
 
@@ -99,6 +114,26 @@ def test_only_the_statements_asked_for_are_prepared(db_url: str) -> None:
     asked = ("claim_hits", "nearest.scan", "WITH said AS")
     for text in prepared:
         assert any(part in text for part in asked) or text.startswith("INSERT INTO beads."), text
+
+
+def test_nothing_is_prepared_before_the_tables_have_statistics(store: FactStore) -> None:
+    # a plan made now, from no statistics, would be kept while the tables grow: a nested loop over
+    # every row of both (memory.prepared)
+    ns = store.root("s1")
+    for i, body in enumerate(FACTS):
+        store.remember(ns, body, kind=Kind.USER_INPUT, source=Source.PASSIVE_CAPTURE, source_key=f"k{i}")
+    prepared._checked.clear()
+    for query in QUERIES:
+        store.search(ns, query)
+    with store.pool.connection() as conn:
+        assert not prepared.worth_preparing(conn)
+        statements = [r["statement"] for r in conn.execute("SELECT statement FROM pg_prepared_statements")]
+    assert not any("claim_hits" in text or "nearest.scan" in text for text in statements)
+    analyzed(store)
+    for query in QUERIES:
+        store.search(ns, query)
+    with store.pool.connection() as conn:
+        assert prepared.worth_preparing(conn)
 
 
 def test_a_pool_without_prepared_statements_prepares_nothing_and_answers_alike(

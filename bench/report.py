@@ -164,18 +164,19 @@ def _variant_rows(sizes: list[dict[str, Any]]) -> list[str]:
             for s in measured
         )
         rows.append(f"| {name} | " + " | ".join(cells) + f" | {same} |")
-    keys = ("execute", "fetch_rows", "rank", "read_winners")
+    keys = ("execute", "fetch_rows", "rank", "build_hits")
     rows += [
         "",
-        "Where a library search spends its time (ms, p50 / p95): the candidate query (server and "
-        "transfer), turning rows into dicts, rank() in Python, and reading the winners by primary key:",
+        "Where a library search spends its time (ms, p50 / p95): the candidate statement (server and "
+        "transfer, prepared), turning rows into dicts, rank() in Python, and building the hits from the "
+        "chosen rows (flags, same-slot order):",
         "",
         "| facts | " + " | ".join(keys) + " | candidate rows |",
         "|---:|" + "---:|" * (len(keys) + 1),
     ]
     for s in measured:
         b = s["prototype_search"]["library_breakdown_ms"]
-        cells = [_pp(b[k]) for k in keys]
+        cells = [_pp(b[k]) if k in b else "-" for k in keys]
         rows.append(f"| {s['size']:,} | " + " | ".join(cells) + f" | {b['rows']['p50']:.0f} |")
     return rows
 

@@ -23,7 +23,6 @@ import numpy as np
 import psycopg
 
 from memory import retrieval
-from memory.facts import get_facts
 from memory.model import SearchResult
 from memory.retrieval import SearchOptions
 
@@ -102,22 +101,26 @@ def breakdown(
     conn: psycopg.Connection, systems: Any, data: Any, query_texts: list[str], options: SearchOptions
 ) -> dict[str, Any]:
     """Where one library search spends its time, step by step (ms, p50 and p95 over the queries), on
-    a connection that already carries the HNSW settings, as the library's searches run."""
+    a connection that already carries the HNSW settings, as the library's searches run: the candidate
+    statement (the server's work and the transfer; prepared where the connection allows it, as search
+    sends it), turning its rows into dicts, rank(), and building the hits (their facts, flags and
+    same-slot order) from the chosen rows."""
     eid, dims, root = systems.store.embedder_id, systems.embedder.dims, data.root
-    keys = ("execute", "fetch_rows", "rank", "read_winners")
+    keys = ("execute", "fetch_rows", "rank", "build_hits")
     steps: dict[str, list[float]] = {k: [] for k in (*keys, "rows")}
     retrieval.set_hnsw(conn, retrieval.ef_search_for(options), local=False)  # as search leaves them
     for q in query_texts:
         qvec = systems.embedder.vector(q)
-        statement, params = retrieval.candidate_query(root, q, qvec, eid, dims, options)
+        common = retrieval.known_common_words(conn, root.session_id, q, options)
+        statement, params = retrieval.candidate_query(root, q, qvec, eid, dims, options, common)
         t0 = time.perf_counter()
-        cur = conn.execute(statement, params)  # the server's work and the transfer
+        cur = conn.execute(statement, params, prepare=True)  # the server's work and the transfer
         t1 = time.perf_counter()
         rows = cur.fetchall()  # turning the result into dicts
         t2 = time.perf_counter()
         ranked = retrieval.rank(rows, options)
         t3 = time.perf_counter()
-        get_facts(conn, retrieval.winner_ids(ranked))
+        retrieval.search_result(q, ranked)
         t4 = time.perf_counter()
         for key, value in zip(keys, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
             steps[key].append(value * 1000)

@@ -19,9 +19,30 @@ from memory.errors import ConfigurationError, DatabaseUnavailableError, NoDataba
 from memory.settings import MemorySettings
 
 # autocommit: LangGraph's setup() runs CREATE INDEX CONCURRENTLY, which fails inside a transaction.
-# prepare_threshold=None: no server-side prepared statements, which poolers such as PgBouncer in
-# transaction mode break, and which refuse the multi-statement migration files.
-CONNECTION_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": None, "row_factory": dict_row}
+# prepare_threshold: psycopg prepares no statement by counting (one would have to run this many times
+# on a connection), so the multi-statement migration files, which refuse it, and LangGraph's
+# statements run unprepared. What is prepared: what asks for it, where planning costs more than
+# running (search's candidate statement, capture's nearest earlier claims and supersede's echo
+# lookup, planned once per connection instead of on every call: about 2 ms of a 10k-fact search,
+# bench/search_latency.py) once the tables have statistics (memory.prepared), and what psycopg's
+# executemany sends (it always asks: the vector inserts).
+PREPARE_ONLY_WHEN_ASKED = 2**31 - 1
+CONNECTION_KWARGS: dict[str, Any] = {
+    "autocommit": True,
+    "prepare_threshold": PREPARE_ONLY_WHEN_ASKED,
+    "row_factory": dict_row,
+}
+# No server-side prepared statements at all (psycopg ignores prepare=True): for a pooler in
+# transaction mode that cannot carry them (PgBouncer before 1.21, or without max_prepared_statements).
+# BEADS_PREPARED_STATEMENTS=false gives open_pool's pools these.
+UNPREPARED_KWARGS: dict[str, Any] = {**CONNECTION_KWARGS, "prepare_threshold": None}
+
+
+def connection_kwargs(prepared_statements: bool | None = None) -> dict[str, Any]:
+    """The pools' connection settings; `prepared_statements` None: BEADS_PREPARED_STATEMENTS."""
+    if prepared_statements is None:
+        prepared_statements = MemorySettings().prepared_statements
+    return CONNECTION_KWARGS if prepared_statements else UNPREPARED_KWARGS
 
 
 def configured_database_url(url: str | None = None, settings: MemorySettings | None = None) -> str:
@@ -53,18 +74,24 @@ def ensure_vector_extension(url: str) -> None:
 
 
 def open_pool(
-    url: str | None = None, *, min_size: int = 1, max_size: int = 10, **kwargs: Any
+    url: str | None = None,
+    *,
+    min_size: int = 1,
+    max_size: int = 10,
+    prepared_statements: bool | None = None,
+    **kwargs: Any,
 ) -> ConnectionPool[psycopg.Connection[DictRow]]:
     """An open sync pool on `url` (else `DATABASE_URL`); the caller closes it (or uses it as a context
-    manager)."""
+    manager). `prepared_statements=False` (or BEADS_PREPARED_STATEMENTS=false): none, for a pooler that
+    cannot carry them."""
     url = configured_database_url(url)
     ensure_vector_extension(url)
-    # rows are dicts (CONNECTION_KWARGS' row_factory): the annotation says so to the type checker
+    # rows are dicts (connection_kwargs' row_factory): the annotation says so to the type checker
     pool: ConnectionPool[psycopg.Connection[DictRow]] = ConnectionPool(
         url,
         min_size=min_size,
         max_size=max_size,
-        kwargs=CONNECTION_KWARGS,
+        kwargs=connection_kwargs(prepared_statements),
         configure=register_vector,
         open=False,
         **kwargs,
@@ -74,10 +101,15 @@ def open_pool(
 
 
 async def open_async_pool(
-    url: str | None = None, *, min_size: int = 1, max_size: int = 10, **kwargs: Any
+    url: str | None = None,
+    *,
+    min_size: int = 1,
+    max_size: int = 10,
+    prepared_statements: bool | None = None,
+    **kwargs: Any,
 ) -> AsyncConnectionPool[psycopg.AsyncConnection[DictRow]]:
     """An open async pool on `url` (else `DATABASE_URL`); the caller closes it (or uses it as an async
-    context manager)."""
+    context manager). `prepared_statements` as open_pool's."""
     import asyncio
 
     url = configured_database_url(url)
@@ -86,7 +118,7 @@ async def open_async_pool(
         url,
         min_size=min_size,
         max_size=max_size,
-        kwargs=CONNECTION_KWARGS,
+        kwargs=connection_kwargs(prepared_statements),
         configure=register_vector_async,
         open=False,
         **kwargs,

@@ -498,7 +498,9 @@ class _Claim:
     ended: bool
 
 
-@functools.lru_cache(maxsize=4096)
+# sized for a long conversation's claims, and the clauses of them the rules parse too: a capture
+# compares each new claim with up to 13 earlier ones, whose parses it finds here
+@functools.lru_cache(maxsize=16384)
 def _parse(text: str) -> _Claim:
     body = _LABEL.sub("", text.strip(), count=1) if _LABEL.match(text.strip()) else text.strip()
     found = tuple(values(body))
@@ -993,6 +995,7 @@ def _restated(old: _Claim, new: _Claim) -> str | None:
     return f"same statement, value changed: {' '.join(changed_a)} -> {' '.join(changed_b)}"
 
 
+@functools.lru_cache(maxsize=16384)  # asked of both claims of every pair capture and ranking compare
 def looks_like_code(text: str) -> bool:
     """A line of code or markup: braces, a statement's semicolon, an assignment, a call, a tag."""
     return bool(_CODE.search(text))
@@ -1218,14 +1221,24 @@ def _clauses_agree(o: _Claim, n: _Claim, ov: Value, nv: Value) -> bool:
     return not (_subjects_differ(pa, pb) or _qualifier_conflict(pa, pb))
 
 
+@functools.lru_cache(maxsize=8192)  # capture asks it twice of each new fact
+def names_a_value(text: str) -> bool:
+    """Whether `text` names any value (memory.restatements: what an echo must carry)."""
+    return bool(values(text))
+
+
+@functools.lru_cache(maxsize=8192)  # every search asks it of each hit, every capture of each claim
 def states_something(text: str) -> bool:
     """Whether `text` states a value or ends a state: the only claims that can correct another."""
     return (
         _ends_a_state(text)
         or bool(_INSTEAD.search(text))
-        or bool(re.search(r"(?:\b(?:is|are)|'s)\s+\S+", text))
-        or bool(values(_LABEL.sub("", text.strip(), count=1)))
+        or bool(_STATES.search(text))
+        or bool(_parse(text).values)  # the values of the text after its label, parsed once per text
     )
+
+
+_STATES = re.compile(r"(?:\b(?:is|are)|'s)\s+\S+")
 
 
 @functools.lru_cache(maxsize=8192)
@@ -1345,6 +1358,7 @@ def _same_value_loosely(a: Value, b: Value) -> bool:
     return _same_value(a, b) or (a.kind == b.kind and a.norm.rstrip("s") == b.norm.rstrip("s"))
 
 
+@functools.lru_cache(maxsize=16384)
 def _same_words(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.casefold()))
 
@@ -1387,6 +1401,7 @@ def _periods_differ(a: _Claim, b: _Claim) -> str | None:
     return f"another period: {pa} / {pb}" if pa and pb and pa != pb else None
 
 
+@functools.lru_cache(maxsize=16384)
 def _content(text: str) -> frozenset[str]:
     return frozenset(
         _stem(w.group(0))

@@ -22,103 +22,60 @@ import uuid
 from collections.abc import Mapping, Sequence
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import DictRow
 
-from memory import corrections
+from memory import corrections, earlier_claims
 from memory import facts as fact_sql
+from memory.facts import NewFact
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Source
-from memory.retrieval import set_hnsw_local
-from memory.vectors import as_vector
 
-# earlier user claims compared with each new fact, nearest first, of the SCANNED nearest claims
+# earlier user claims compared with each new fact, nearest first, of the lineage's nearest claims
+# (memory.earlier_claims scans earlier_claims.SCANNED)
 CANDIDATES = 8
-SCANNED = 40
 # what never restates: untrusted text, the agent's plumbing, compactions (already a rollup)
 _NOT_ECHOES = UNTRUSTED_SOURCES | {Source.DELEGATION, Source.FALLBACK_CONCLUDE, Source.COMPACTION}
 
-# The nearest earlier user claims of the namespace's lineage, through HNSW and, for vectors the
-# background indexer has not reached, exactly (the two branches of memory.supersession's query).
-_CLAIMS = """
-SELECT f.id, f.body, f.kind, f.status, f.head_id FROM (
-    (SELECT v.fact_id AS id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
-       FROM beads.fact_vectors v
-       JOIN beads.facts f ON f.id = v.fact_id
-      WHERE v.embedder_id = {eid} AND v.indexed AND f.session_id = %(session)s
-        AND f.namespace_id = ANY(%(lineage)s::uuid[])
-      ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
-      LIMIT %(scan)s)
-    UNION ALL
-    (SELECT v.fact_id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
-       FROM beads.fact_vectors v
-       JOIN beads.facts f ON f.id = v.fact_id
-      WHERE v.embedder_id = {eid} AND NOT v.indexed AND f.session_id = %(session)s
-        AND f.namespace_id = ANY(%(lineage)s::uuid[]))
-) nearest
-JOIN beads.facts f ON f.id = nearest.id
-WHERE sim >= %(min_sim)s AND f.kind = 'user_input' AND f.source = 'passive_capture'
-  AND f.status <> 'archived' AND f.valid_from <= %(at)s AND NOT (f.id = ANY(%(exclude)s::uuid[]))
-ORDER BY sim DESC
-LIMIT %(n)s
-"""
 
-
-def may_restate(fact: Fact) -> bool:
+def may_restate(fact: Fact | NewFact) -> bool:
     """Worth comparing with earlier user claims: trusted text that names a value."""
-    return fact.source not in _NOT_ECHOES and bool(corrections.values(fact.body))
+    return fact.source not in _NOT_ECHOES and corrections.names_a_value(fact.body)
 
 
 def link(
     conn: psycopg.Connection[DictRow],
     ns: Namespace,
     new_facts: Sequence[Fact],
-    claim_vectors: Mapping[uuid.UUID, Sequence[float]],
-    embedder_id: int,
-    dims: int,
+    nearest: Mapping[uuid.UUID, earlier_claims.Nearest],
     min_similarity: float,
+    new_heads: Mapping[uuid.UUID, uuid.UUID] | None = None,
 ) -> int:
     """Link each of `new_facts` (just written into `ns`, in the caller's transaction, after automatic
     supersession) to the earlier user claims it restates; retire at once an echo, not the user's own
-    claim, of a claim already replaced. Returns how many edges were written."""
-    current = {f.id: f for f in fact_sql.get_facts(conn, [f.id for f in new_facts])}
-    worth = [
-        f
-        for f in new_facts
-        if f.id in claim_vectors and f.id in current and current[f.id].head_id == f.id and may_restate(f)
-    ]
-    if not worth:
-        return 0
-    statement = sql.SQL(_CLAIMS).format(eid=sql.Literal(int(embedder_id)), dims=sql.Literal(int(dims)))
-    written = [f.id for f in new_facts]
-    with conn.pipeline():
-        set_hnsw_local(conn, 40)
-        cursors = [
-            conn.execute(
-                statement,
-                {
-                    "q": as_vector(claim_vectors[fact.id]),
-                    "session": ns.session_id,
-                    "lineage": list(ns.lineage),
-                    "at": fact.valid_from,
-                    "exclude": written,
-                    "n": CANDIDATES,
-                    "scan": SCANNED,
-                    "min_sim": min_similarity,
-                },
-            )
-            for fact in worth
-        ]
+    claim, of a claim already replaced. `nearest`: each new fact's nearest earlier claims, read with
+    the facts' INSERTs (memory.earlier_claims), so before this capture's own supersessions, whose
+    `new_heads` (a replaced claim, or an echo retired with it -> its new head) say what they changed.
+    Returns how many edges were written."""
+    new_heads = new_heads or {}
     edges = 0
-    for fact, cursor in zip(worth, cursors, strict=True):
-        restated = [row for row in cursor.fetchall() if corrections.restates(row["body"], fact.body)]
+    for fact in new_facts:
+        # a new fact this capture's supersessions replaced (through an echo of what it had replaced
+        # itself) is no longer a head, and restates nothing
+        if fact.id not in nearest or fact.id in new_heads or not may_restate(fact):
+            continue
+        restated = [
+            row
+            for row in nearest[fact.id].to_restate(min_similarity, CANDIDATES)
+            if corrections.restates(row.body, fact.body)
+        ]
         for row in restated:
+            # sent, not waited for: in a capture's pipeline it travels with what follows
             conn.execute(
                 "INSERT INTO beads.edges (src, relation, dst, session_id) VALUES (%s, 'restates', %s, %s)"
                 " ON CONFLICT DO NOTHING",
-                (fact.id, row["id"], ns.session_id),
+                (fact.id, row.id, ns.session_id),
             )
             edges += 1
-        replaced = next((row for row in restated if row["head_id"] != row["id"]), None)
+        replaced = next((row for row in restated if new_heads.get(row.head_id, row.head_id) != row.id), None)
         # the user saying an old value again may mean it again: only the agent's echoes and the
         # user's questions follow a replaced claim at once
         if (
@@ -126,10 +83,8 @@ def link(
             and fact.kind is not Kind.USER_INPUT
             and corrections.says_one_thing(fact.body)
         ):
-            head, old = (
-                fact_sql.get_facts(conn, [replaced["head_id"]]),
-                fact_sql.get_fact(conn, replaced["id"]),
-            )
+            head_id = new_heads.get(replaced.head_id, replaced.head_id)
+            head, old = fact_sql.get_facts(conn, [head_id]), fact_sql.get_fact(conn, replaced.id)
             if head and head[0].status.value == "active":
                 fact_sql.retire_echo(
                     conn, fact.id, head[0], old, f"restates {old.short_id}, which {head[0].short_id} replaced"

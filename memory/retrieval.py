@@ -31,7 +31,7 @@ import time
 import uuid
 import weakref
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, get_args
@@ -42,8 +42,8 @@ from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow
 
 from memory.errors import Bm25UnavailableError
-from memory.facts import get_facts, replacement_reasons
-from memory.model import UNTRUSTED_SOURCES, Hit, Kind, Namespace, SearchResult, Status
+from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, Namespace, SearchResult, Status
+from memory.prepared import worth_preparing
 from memory.slots import order_same_slot
 from memory.vectors import as_vector
 
@@ -136,7 +136,7 @@ _PASSAGE_HITS = """    SELECT id, sim FROM (
            JOIN beads.passages p ON p.id = v.passage_id
           WHERE v.embedder_id = {eid} AND v.indexed AND p.session_id = %(session)s
           ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
-          LIMIT %(n)s)
+          LIMIT {n})
         UNION ALL
         (SELECT v.passage_id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
            FROM beads.passage_vectors v
@@ -144,7 +144,7 @@ _PASSAGE_HITS = """    SELECT id, sim FROM (
           WHERE v.embedder_id = {eid} AND NOT v.indexed AND p.session_id = %(session)s)
     ) nearest
     ORDER BY sim DESC
-    LIMIT %(n)s"""
+    LIMIT {n}"""
 _NO_PASSAGE_HITS = "    SELECT NULL::uuid AS id, NULL::float8 AS sim WHERE false"
 
 # Keyword candidates (SearchOptions.keyword): the claims, and the passages, that best match the
@@ -173,12 +173,12 @@ _WORD_FOUND = """plainto_tsquery('english', {w}),
              (SELECT count(*) FROM (SELECT FROM beads.facts f
                                      WHERE f.body_tsv @@ plainto_tsquery('english', {w})
                                        AND f.session_id = %(session)s
-                                     LIMIT %(common)s) AS found))"""
+                                     LIMIT {common}) AS found))"""
 _WORDS_Q = """words AS (
     SELECT (string_agg(DISTINCT word.q::text, ' | ')
-              FILTER (WHERE word.found < %(common)s AND numnode(word.q) > 0))::tsquery AS q,
+              FILTER (WHERE word.found < {common} AND numnode(word.q) > 0))::tsquery AS q,
 """
-_WORDS_COMMON = """           array_agg(word.i) FILTER (WHERE word.found >= %(common)s) AS common  -- remembered a while
+_WORDS_COMMON = """           array_agg(word.i) FILTER (WHERE word.found >= {common}) AS common  -- remembered a while
 """
 _CLAIMS_MATCHING = """      FROM beads.facts f
      WHERE f.body_tsv @@ (SELECT q FROM words) AND f.session_id = %(session)s
@@ -200,14 +200,14 @@ claim_words AS (
 """
     + _CLAIMS_MATCHING
     + """     ORDER BY rank DESC
-     LIMIT %(kn)s
+     LIMIT {kn}
 ),
 passage_words AS (
     SELECT p.id, ts_rank_cd(p.body_tsv, (SELECT q FROM words)) AS rank
 """
     + _PASSAGES_MATCHING
     + """     ORDER BY rank DESC
-     LIMIT %(kn)s
+     LIMIT {kn}
 ),"""
 )
 # Keyword search off, or a query without a content word: as with the passage scan, left out rather
@@ -234,7 +234,7 @@ passage_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),"""
 _BM25_WORD = "({i}, {w}::text, " + _WORD_FOUND
 _BM25_WORD_HITS = (
     _WORDS_Q
-    + """           string_agg(word.w, ' ') FILTER (WHERE word.found < %(common)s AND numnode(word.q) > 0) AS text,
+    + """           string_agg(word.w, ' ') FILTER (WHERE word.found < {common} AND numnode(word.q) > 0) AS text,
 """
     + _WORDS_COMMON
     + """      FROM (VALUES {words}) AS word (i, w, q, found)
@@ -248,7 +248,7 @@ claim_words AS (
     SELECT m.id, -(m.body <@> to_bm25query((SELECT text FROM words), {fact_index})) AS rank
       FROM claim_matches m
      ORDER BY rank DESC
-     LIMIT %(kn)s
+     LIMIT {kn}
 ),
 passage_matches AS MATERIALIZED (
     SELECT p.id, p.body
@@ -259,7 +259,7 @@ passage_words AS (
     SELECT m.id, -(m.body <@> to_bm25query((SELECT text FROM words), {passage_index})) AS rank
       FROM passage_matches m
      ORDER BY rank DESC
-     LIMIT %(kn)s
+     LIMIT {kn}
 ),"""
 )
 # The bm25 indexes the BM25 ranker reads its statistics from: not a migration (built-in full-text search
@@ -330,7 +330,7 @@ claim_hits AS (
           WHERE v.embedder_id = {eid} AND v.indexed AND f.session_id = %(session)s
             AND f.namespace_id IN (SELECT id FROM scope)
           ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
-          LIMIT %(n)s)
+          LIMIT {n})
         UNION ALL
         (SELECT v.fact_id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
            FROM beads.fact_vectors v
@@ -339,7 +339,7 @@ claim_hits AS (
             AND f.namespace_id IN (SELECT id FROM scope))
     ) nearest
     ORDER BY sim DESC
-    LIMIT %(n)s
+    LIMIT {n}
 ),
 passage_hits AS (
 {passage_hits}
@@ -355,7 +355,9 @@ hit_ids AS (
     SELECT f.id FROM beads.facts f JOIN passage_words pw ON pw.id = f.passage_id
      WHERE f.namespace_id IN (SELECT id FROM scope)
 )
--- only what ranking reads: the k winners' full rows are read afterwards by primary key
+-- what ranking reads, and the rest of each head's row (and of the hit's, where the hit was resolved
+-- to its head), the edge that replaced the hit's version and the head's restates edges: what the
+-- winners' Hits are made of, so that a search is this one round trip (rank picks from these rows)
 SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.head_id, hit.valued AS hit_valued,
        head.kind AS head_kind, head.status AS head_status, head.agent_id AS head_agent_id,
        head.source = 'fallback_conclude' AS head_failed_delegation,
@@ -366,30 +368,71 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
        coalesce(hs.demoted, false) AS head_demoted,
        -- a fact found through its passage or by keyword has no claim similarity yet, and vice versa:
        -- read the missing one (NULL claim_sim: no vector in this space, which ranking drops)
-       coalesce(ch.sim, (SELECT 1 - (x.embedding <=> %(q)s::vector) FROM beads.fact_vectors x
-                          WHERE x.fact_id = hit.id AND x.embedder_id = {eid})) AS claim_sim,
-       coalesce(ph.sim, (SELECT 1 - (x.embedding <=> %(q)s::vector) FROM beads.passage_vectors x
-                          WHERE x.passage_id = hit.passage_id AND x.embedder_id = {eid})) AS passage_sim,
-       cw.rank AS claim_words_rank, pw.rank AS passage_words_rank,  -- NULL: not a keyword match
-{common}       hv.fact_id IS NOT NULL AS head_has_vector,
+       -- (each side's CTE read by a subquery rather than joined: the planner then has four fewer
+       -- relations to order, 0.6 ms of planning at 10k facts when a statement is not prepared)
+       coalesce((SELECT sim FROM claim_hits c WHERE c.id = hit.id),
+                (SELECT 1 - (x.embedding <=> %(q)s::vector) FROM beads.fact_vectors x
+                  WHERE x.fact_id = hit.id AND x.embedder_id = {eid})) AS claim_sim,
+       coalesce((SELECT sim FROM passage_hits c WHERE c.id = hit.passage_id),
+                (SELECT 1 - (x.embedding <=> %(q)s::vector) FROM beads.passage_vectors x
+                  WHERE x.passage_id = hit.passage_id AND x.embedder_id = {eid})) AS passage_sim,
+       -- NULL: not a keyword match
+       (SELECT rank FROM claim_words c WHERE c.id = hit.id) AS claim_words_rank,
+       (SELECT rank FROM passage_words c WHERE c.id = hit.passage_id) AS passage_words_rank,
+{common_words}       hv.fact_id IS NOT NULL AS head_has_vector,
        coalesce((SELECT array_agg(e.dst) FROM beads.edges e
-                  WHERE e.src = head.id AND e.relation = 'derived_from'), '{{}}') AS head_derived_from
+                  WHERE e.src = head.id AND e.relation = 'derived_from'), '{{}}') AS head_derived_from,
+       coalesce((SELECT array_agg(e.dst ORDER BY e.dst) FROM beads.edges e
+                  WHERE e.src = head.id AND e.relation = 'restates'), '{{}}') AS head_restates,
+       replaced.automatic AS head_replaced_automatically, replaced.reason AS head_replaced_because,
+{head_row},
+{resolved_row}
   FROM hit_ids
   -- one primary-key read per candidate. Joined plainly, the planner, expecting a hundred candidates
   -- once keyword search adds its own, read every fact of the table instead (3 ms at 10k facts).
-  CROSS JOIN LATERAL (SELECT f.id, f.kind, f.status, f.head_id, f.passage_id,
+  CROSS JOIN LATERAL (SELECT {hit_columns},
                               f.kind = 'directive' AND f.body ~ '[0-9]' AND f.source = 'passive_capture' AS valued
                         FROM beads.facts f
                        WHERE f.id = hit_ids.id LIMIT 1) AS hit
   JOIN beads.facts head ON head.id = hit.head_id
   LEFT JOIN scope hs ON hs.id = head.namespace_id
-  LEFT JOIN claim_hits ch ON ch.id = hit.id
-  LEFT JOIN passage_hits ph ON ph.id = hit.passage_id
-  LEFT JOIN claim_words cw ON cw.id = hit.id
-  LEFT JOIN passage_words pw ON pw.id = hit.passage_id
   -- a join, not EXISTS: the planner turned EXISTS into a hash of every vector of the space
   LEFT JOIN beads.fact_vectors hv ON hv.embedder_id = {eid} AND hv.fact_id = head.id
+  -- how the head replaced the version that was hit (read only for a hit resolved to its head)
+  LEFT JOIN LATERAL (SELECT e.automatic, e.reason FROM beads.edges e
+                      WHERE hit.id <> hit.head_id AND e.src = head.id AND e.relation = 'supersedes'
+                        AND e.undone_at IS NULL
+                      LIMIT 1) AS replaced ON true
 """
+
+# What Fact.from_row reads. The candidate statement returns the head's (prefixed head_) and, where the
+# hit was resolved to its head, the hit's (prefixed resolved_; NULL otherwise), so that the winners'
+# Facts come from the rows ranking chose from.
+_FACT_FIELDS = (
+    "id", "session_id", "namespace_id", "kind", "status", "source", "agent_id", "body", "head_id",
+    "valid_from", "valid_to", "recorded_at", "acting_on_behalf_of", "thread_id", "message_id",
+    "span_start", "span_end", "passage_id", "metadata",
+)  # fmt: skip
+# head_id is the head's id (the hit's head_id, joined on), so the head's own head_id is head_head_id;
+# ranking already reads head_kind, head_status, head_agent_id, head_message_id and head_valid_from
+_HEAD_READ = {"id", "kind", "status", "agent_id", "message_id", "valid_from"}
+_HEAD_ROW = sql.SQL(",\n".join(f"       head.{c} AS head_{c}" for c in _FACT_FIELDS if c not in _HEAD_READ))
+_HIT_COLUMNS = sql.SQL(", ".join(f"f.{c}" for c in _FACT_FIELDS))
+_RESOLVED_ROW = sql.SQL(
+    ",\n".join(
+        f"       CASE WHEN hit.id <> hit.head_id THEN hit.{c} END AS resolved_{c}" for c in _FACT_FIELDS
+    )
+)
+
+
+def _fact_of(row: dict[str, Any], prefix: str) -> Fact:
+    """The Fact of a candidate row's head ("head_") or resolved hit ("resolved_")."""
+    fields = {c: row[prefix + c] for c in _FACT_FIELDS if c not in ("id", "head_id")}
+    if prefix == "head_":
+        fields.update(id=row["head_id"], head_id=row["head_head_id"])
+    else:
+        fields.update(id=row[prefix + "id"], head_id=row[prefix + "head_id"])
+    return Fact.from_row(fields)
 
 
 HNSW_EF_SEARCH_MAX = 1000
@@ -412,11 +455,6 @@ def _session_settings_hold(conn: psycopg.Connection[DictRow], ef_search: int) ->
     return True
 
 
-def winner_ids(ranked: Ranked) -> list[uuid.UUID]:
-    """The facts a search reads back in full: each winner's head, and the hit it was found by."""
-    return list(dict.fromkeys([c["head_id"] for c in ranked.chosen] + [c["hit_id"] for c in ranked.chosen]))
-
-
 def candidate_query(
     ns: Namespace,
     query: str,
@@ -428,7 +466,15 @@ def candidate_query(
 ) -> tuple[sql.Composed, dict[str, Any]]:
     """The candidate statement and its parameters, as `search` runs them (benchmarks EXPLAIN it).
     `common_words`: query words already known to be common in the session, left out unsent."""
-    constants = {"eid": sql.Literal(int(embedder_id)), "dims": sql.Literal(int(dims))}
+    # integers we own, placed as literals: the partial HNSW index is matched on {eid} and {dims}, and a
+    # prepared statement's generic plan costs its LIMITs as they are
+    constants = {
+        "eid": sql.Literal(int(embedder_id)),
+        "dims": sql.Literal(int(dims)),
+        "n": sql.Literal(candidate_count(options)),
+        "kn": sql.Literal(keyword_candidate_count(options)),
+        "common": sql.Literal(int(options.keyword_common)),
+    }
     passages = sql.SQL(_PASSAGE_HITS if options.passage_scan else _NO_PASSAGE_HITS).format(**constants)
     keywords = [w for w in keyword_words(query) if w not in common_words] if options.keyword else []
     bm25 = options.keyword_ranker == "bm25"
@@ -444,35 +490,36 @@ def candidate_query(
     words = (
         sql.SQL(word_hits).format(
             words=sql.SQL(",\n            ").join(
-                sql.SQL(word).format(i=sql.Literal(i), w=sql.Placeholder(f"w{i}"))
+                sql.SQL(word).format(i=sql.Literal(i), w=sql.Placeholder(f"w{i}"), common=constants["common"])
                 for i in range(len(keywords))
             ),
             **indexes,
+            **constants,
         )
         if keywords
         else sql.SQL(_NO_WORD_HITS)
     )
-    common = sql.SQL(
+    common_words_column = sql.SQL(
         "       (SELECT common FROM words) AS common_words,  -- for search to remember\n" if keywords else ""
     )
     statement = sql.SQL(_CANDIDATES).format(
-        passage_hits=passages, word_hits=words, common=common, **constants
+        passage_hits=passages,
+        word_hits=words,
+        common_words=common_words_column,
+        head_row=_HEAD_ROW,
+        resolved_row=_RESOLVED_ROW,
+        hit_columns=_HIT_COLUMNS,
+        **constants,
     )
     params: dict[str, Any] = {
         "session": ns.session_id,
         "lineage": list(ns.lineage),
         "ns": ns.id,
         "q": as_vector(query_vector),
-        "n": candidate_count(options),
     }
     if keywords:
         params.update({f"w{i}": word for i, word in enumerate(keywords)})
-        params.update(
-            kn=keyword_candidate_count(options),
-            common=options.keyword_common,
-            directives=options.include_directives,
-            valued=options.directives_with_values,
-        )
+        params.update(directives=options.include_directives, valued=options.directives_with_values)
     return statement, params
 
 
@@ -560,19 +607,16 @@ def search(
     common = known_common_words(conn, ns.session_id, query, options)
     statement, params = candidate_query(ns, query, query_vector, embedder_id, dims, options, common)
     ef_search = ef_search_for(options)
+    prepare = worth_preparing(conn)  # planned once per connection, where the plan will hold
     try:
         if _session_settings_hold(conn, ef_search):
-            # two statements, two round trips, no BEGIN/COMMIT: a fact forgotten in between is skipped
-            rows = conn.execute(statement, params).fetchall()
-            ranked = rank(rows, options)
-            facts = {f.id: f for f in get_facts(conn, winner_ids(ranked))}
+            # one statement, one round trip, no BEGIN/COMMIT
+            rows = conn.execute(statement, params, prepare=prepare).fetchall()
         else:
             # inside a caller's transaction: settings scoped to it, BEGIN and the query in one round trip
             with conn.pipeline(), conn.transaction():
                 set_hnsw_local(conn, ef_search)
-                rows = conn.execute(statement, params).fetchall()
-                ranked = rank(rows, options)
-                facts = {f.id: f for f in get_facts(conn, winner_ids(ranked))}
+                rows = conn.execute(statement, params, prepare=prepare).fetchall()
     except (psycopg.errors.UndefinedFunction, psycopg.errors.UndefinedObject) as e:
         # no to_bm25query or <@> (no pg_textsearch), or no bm25 index of that name
         if options.keyword_ranker != "bm25":
@@ -581,25 +625,33 @@ def search(
             f"{Bm25UnavailableError().args[0]} The server said: {str(e).strip().splitlines()[0]}"
         ) from e
     remember_common_words(conn, ns.session_id, options, params, rows)
-    resolved_heads = [c["head_id"] for c in ranked.chosen if c["hit_id"] != c["head_id"]]
-    # how each resolved head replaced its predecessor: said by capture's rules, or by an agent
-    reasons = replacement_reasons(conn, resolved_heads) if resolved_heads else {}
+    return search_result(query, rank(rows, options))
+
+
+def search_result(query: str, ranked: Ranked) -> SearchResult:
+    """The hits of `ranked`, built from the candidate rows it chose (pure: no database): flags for
+    resolved, demoted, keyword and restating hits, then same-slot and trust order."""
     hits = []
+    restated: dict[uuid.UUID, Sequence[uuid.UUID]] = {}
     for c in ranked.chosen:
-        if c["head_id"] not in facts or c["hit_id"] not in facts:
-            continue
-        head = facts[c["head_id"]]
-        resolved_from = facts[c["hit_id"]] if c["hit_id"] != c["head_id"] else None
+        row = c["row"]
+        head = _fact_of(row, "head_")
+        resolved_from = _fact_of(row, "resolved_") if c["hit_id"] != c["head_id"] else None
         flags = []
         if resolved_from is not None:
             flags.append(f"resolved from superseded {resolved_from.short_id}")
-            automatic, reason = reasons.get(head.id, (False, None))
-            if automatic:
-                flags.append(f'current; replaced "{_clip(resolved_from.body)}", automatically ({reason})')
+            # how the head replaced its predecessor: said by capture's rules, or by an agent
+            if row["head_replaced_automatically"]:
+                flags.append(
+                    f'current; replaced "{_clip(resolved_from.body)}", automatically '
+                    f"({row['head_replaced_because']})"
+                )
         if c["demoted"]:
             flags.append(f"demoted: sub-agent {head.agent_id}")
         if c.get("keyword"):
             flags.append("keyword match")
+        if row["head_restates"]:
+            restated[head.id] = row["head_restates"]
         hits.append(
             Hit(
                 fact=head,
@@ -612,8 +664,8 @@ def search(
                 flags=tuple(flags),
             )
         )
-    if len(hits) > 1:
-        hits = flag_restatements(conn, hits)
+    if len(hits) > 1 and restated:
+        hits = flag_restatements(hits, restated)
     return SearchResult(
         hits=tuple(below_the_users_claims(order_same_slot(hits))),
         query=query,
@@ -626,22 +678,17 @@ def search(
 RESTATES_FLAG = "restates"
 
 
-def flag_restatements(conn: psycopg.Connection[DictRow], hits: list[Hit]) -> list[Hit]:
+def flag_restatements(hits: list[Hit], restated: Mapping[uuid.UUID, Sequence[uuid.UUID]]) -> list[Hit]:
     """Flag each hit that restates another hit's claim (memory.restatements) "restates <short id>":
-    the block folds it into the line it restates, so an echo is never a second line."""
-    ids = [h.fact.id for h in hits]
-    rows = conn.execute(
-        "SELECT src, dst FROM beads.edges"
-        " WHERE session_id = %s AND relation = 'restates' AND src = ANY(%s) AND dst = ANY(%s)",
-        (hits[0].fact.session_id, ids, ids),
-    ).fetchall()
-    if not rows:
-        return hits
+    the block folds it into the line it restates, so an echo is never a second line. `restated`:
+    each hit's restates edges (the facts it restates, in id order), as the candidate statement read
+    them."""
     short = {h.fact.id: h.fact.short_id for h in hits}
-    echoes: dict[uuid.UUID, list[str]] = {}
-    for row in rows:
-        echoes.setdefault(row["src"], []).append(f"{RESTATES_FLAG} {short[row['dst']]}")
-    return [replace(h, flags=(*h.flags, *echoes[h.fact.id])) if h.fact.id in echoes else h for h in hits]
+    out = []
+    for h in hits:
+        echoes = [f"{RESTATES_FLAG} {short[dst]}" for dst in restated.get(h.fact.id, ()) if dst in short]
+        out.append(replace(h, flags=(*h.flags, *echoes)) if echoes else h)
+    return out
 
 
 def _topic_words(text: str) -> frozenset[str]:
@@ -793,7 +840,9 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
     dropped: dict[uuid.UUID, str] = {}
     # per head, the best keyword rank of any hit resolving to it, on its claim and on its passage
     words: dict[str, dict[uuid.UUID, float]] = {"claim_words_rank": {}, "passage_words_rank": {}}
-    for row in rows:
+    # in id order, not the order the plan returned them in: where two candidates tie (two facts with
+    # one text, or two versions of a claim), the same one wins whichever plan the server chose
+    for row in sorted(rows, key=lambda r: r["hit_id"]):
         hit_id, head_id = row["hit_id"], row["head_id"]
         if row["hit_status"] == Status.ARCHIVED:
             dropped[hit_id] = "archived"
@@ -833,7 +882,8 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
             if row.get(side) is not None:
                 ranks[head_id] = max(ranks.get(head_id, 0.0), float(row[side]))
         current = best.get(head_id)
-        if current is None or score > current["score"]:
+        # a tie goes to the current version itself: found as it is, it needs no "resolved from"
+        if current is None or score > current["score"] or (score == current["score"] and hit_id == head_id):
             best[head_id] = {
                 "head_id": head_id,
                 "hit_id": hit_id,
@@ -847,6 +897,7 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
                 "passage_sim": passage_sim,
                 "demoted": demoted,
                 "derived_from": frozenset(row["head_derived_from"] or ()),
+                "row": row,  # the winners' Hits are built from it
             }
 
     ordered = sorted(best.values(), key=lambda c: (-round(c["score"], 6), c["md5"]))

@@ -25,6 +25,9 @@ class MemorySettings(BaseSettings):
 
     database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
     data_dir: Path = Field(default_factory=default_data_dir)
+    # server-side prepared statements for the library's hottest statements (memory.connection); false
+    # behind a pooler in transaction mode that cannot carry them
+    prepared_statements: bool = True
 
     @field_validator("database_url")
     @classmethod

@@ -21,10 +21,10 @@ from psycopg.rows import DictRow
 from psycopg_pool import ConnectionPool
 
 from memory import consolidate as consolidation
+from memory import earlier_claims, reads, restatements, retrieval, supersession, vectors
 from memory import facts as fact_sql
 from memory import namespaces as ns_sql
 from memory import pins as pin_sql
-from memory import reads, restatements, retrieval, supersession, vectors
 from memory.embedders.base import Embedder, embed_query
 from memory.errors import FactNotFoundError
 from memory.facts import NewFact, Provenance
@@ -39,6 +39,7 @@ from memory.model import (
     SearchResult,
     Source,
 )
+from memory.prepared import worth_preparing
 from memory.retrieval import SearchOptions
 from memory.thresholds import Thresholds, thresholds_for
 
@@ -238,34 +239,65 @@ class FactStore:
         )
         embedder_id = self.embedder_id
         with self.pool.connection() as conn:
-            # the facts and what they supersede land together, or not at all
-            with conn.transaction():
-                ids, new = fact_sql.insert_facts(conn, ns, items, provenance, embedder_id)
-                auto = (
+            prepare = worth_preparing(conn)
+            # the facts and what they supersede land together, or not at all; pipelined: the
+            # INSERTs and the nearest earlier claims of each new fact (what supersession and
+            # restatements compare it with) travel in one round trip, and the edges written after
+            # the rules decide travel with the COMMIT
+            with conn.pipeline(), conn.transaction():
+                queued = fact_sql.queue_facts(conn, ns, items, provenance, embedder_id)
+                checked = [
+                    earlier_claims.Query(
+                        fid,
+                        item.claim_vector,
+                        (item.metadata or {}).get("speaker"),
+                        correct=self.auto_supersede and supersession.may_correct(item),
+                        restate=restatements.may_restate(item),
+                    )
+                    for fid, item in zip(queued.ids, items, strict=True)
+                ]
+                sent = earlier_claims.send(
+                    conn,
+                    ns,
+                    checked,
+                    valid_from=provenance.valid_from,
+                    min_similarity=min(
+                        self.thresholds.relevance_floor,
+                        self.supersede_min_similarity,
+                        self.thresholds.short_claim_similarity,
+                    ),
+                    embedder_id=embedder_id,
+                    dims=self.embedder.dims,
+                    prepare=prepare,
+                )
+                new = queued.written()
+                nearest = {
+                    fid: earlier_claims.read(ns, cursor, new) for fid, cursor in sent.items() if fid in new
+                }
+                applied = (
                     supersession.apply(
                         conn,
                         ns,
                         list(new.values()),
-                        {fid: item.claim_vector for fid, item in zip(ids, items, strict=True)},
+                        nearest,
                         embedder_id,
-                        self.embedder.dims,
                         self.supersede_min_similarity,
                         self.thresholds.short_claim_similarity,
-                        {fid: item.passage or item.body for fid, item in zip(ids, items, strict=True)},
+                        {fid: item.passage or item.body for fid, item in zip(queued.ids, items, strict=True)},
                     )
                     if self.auto_supersede and new
-                    else []
+                    else supersession.Applied([], {})
                 )
                 if new:
                     restatements.link(
                         conn,
                         ns,
                         list(new.values()),
-                        {fid: item.claim_vector for fid, item in zip(ids, items, strict=True)},
-                        embedder_id,
-                        self.embedder.dims,
+                        nearest,
                         self.thresholds.relevance_floor,
+                        applied.new_heads,
                     )
+            ids, auto = queued.ids, applied.done
             known = dict(new)
             if missing := [i for i in dict.fromkeys(ids) if i not in known]:  # a replay: already stored
                 known.update((f.id, f) for f in fact_sql.get_facts(conn, missing))

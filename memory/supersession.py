@@ -2,14 +2,15 @@
 value replaces it, in the capture's own transaction, with no model call.
 
 For each new user claim that states a value or ends a state (memory.corrections decides what that
-is), the nearest earlier claims are compared with it: active current user claims of the namespace it
-was captured in, said no later than it, by the same speaker (where a session records speakers), at
-least as close as the supersede guard requires. Only the same namespace: a sub-agent's task is
-captured in its own, and must never retire the supervisor's facts (corrections across namespaces stay
-with remember_fact and rollups). Each that `corrections.judge` says it replaces (the old value said
-twice is two claims) is superseded through the guarded `facts.supersede`, and the edge records that it
-was automatic and why; or, where the rule is one of PROPOSING_RULES, proposed. Where the rules cannot
-decide, nothing is written and ranking orders the two (memory.slots).
+is), the nearest earlier claims (memory.earlier_claims, read in the round trip of the capture's
+INSERTs) are compared with it: active current user claims of the namespace it was captured in, said
+no later than it, by the same speaker (where a session records speakers), at least as close as the
+supersede guard requires. Only the same namespace: a sub-agent's task is captured in its own, and
+must never retire the supervisor's facts (corrections across namespaces stay with remember_fact and
+rollups). Each that `corrections.judge` says it replaces (the old value said twice is two claims) is
+superseded through the guarded `facts.supersede`, and the edge records that it was automatic and
+why; or, where the rule is one of PROPOSING_RULES, proposed. Where the rules cannot decide, nothing
+is written and ranking orders the two (memory.slots).
 
 Only the user's own claims take part on either side: a tool result or a web page never supersedes
 (memory.facts refuses it anyway), and an agent's conclusions are not the user's statements.
@@ -19,22 +20,21 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg import sql
 from psycopg.rows import DictRow
 
-from memory import corrections
+from memory import corrections, earlier_claims
 from memory import facts as fact_sql
 from memory.errors import BeadsMemoryError
+from memory.facts import NewFact
 from memory.model import AutoSupersession, Fact, Kind, Namespace, Source
-from memory.retrieval import set_hnsw_local
-from memory.vectors import as_vector
 
-# earlier claims compared with each new one, nearest first, from the namespace's SCANNED nearest claims
+# earlier claims compared with each new one, nearest first, of the namespace's nearest claims
+# (memory.earlier_claims scans earlier_claims.SCANNED)
 CANDIDATES = 5
-SCANNED = 40
 # Two short claims are judged down to this similarity (MiniLM's scale; memory.thresholds has each
 # embedder's), longer ones only from the guard's up. A short message says one thing, so the rules read
 # it reliably, while its embedding is mostly the words around the value: "I live in Austin" / "We
@@ -70,108 +70,65 @@ PROPOSING_RULES: frozenset[str] = frozenset(
     )
 )
 
-# The nearest earlier current user claims of the namespace: the namespace's nearest claims through
-# HNSW (exactly, for the few vectors the background indexer has not reached: the same two branches as
-# retrieval's claim_hits), then the ones that may be corrected. The filters stay outside the nearest-
-# neighbour subquery: inside it, the planner read them as selective and sorted every vector of the
-# namespace by distance instead (a second per capture at 100k facts, bench/search_latency.py).
-_EARLIER = """
-SELECT f.id, f.body, coalesce(p.body, f.body) AS message, sim FROM (
-    (SELECT v.fact_id AS id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
-       FROM beads.fact_vectors v
-       JOIN beads.facts f ON f.id = v.fact_id
-      WHERE v.embedder_id = {eid} AND v.indexed AND f.session_id = %(session)s
-        AND f.namespace_id = %(ns)s
-      ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
-      LIMIT %(scan)s)
-    UNION ALL
-    (SELECT v.fact_id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
-       FROM beads.fact_vectors v
-       JOIN beads.facts f ON f.id = v.fact_id
-      WHERE v.embedder_id = {eid} AND NOT v.indexed AND f.session_id = %(session)s
-        AND f.namespace_id = %(ns)s)
-) nearest
-JOIN beads.facts f ON f.id = nearest.id
-LEFT JOIN beads.passages p ON p.id = f.passage_id
-WHERE sim >= %(min_sim)s AND f.kind = 'user_input' AND f.status = 'active' AND f.head_id = f.id
-  AND f.valid_from <= %(at)s AND NOT (f.id = ANY(%(exclude)s::uuid[]))
-  AND f.metadata->>'speaker' IS NOT DISTINCT FROM %(speaker)s
-ORDER BY sim DESC
-LIMIT %(n)s
-"""
 
-
-def may_correct(fact: Fact) -> bool:
+def may_correct(fact: Fact | NewFact) -> bool:
     """Worth comparing with earlier claims: a user's claim that states a value or ends a state."""
     if fact.kind is not Kind.USER_INPUT or fact.source not in _USER_SOURCES:
         return False
     return corrections.states_something(fact.body)
 
 
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What capture's supersession did: its replacements (and proposals), and every fact whose
+    chain now ends at another head (the replaced claims and the echoes retired with them)."""
+
+    done: list[AutoSupersession]
+    new_heads: dict[uuid.UUID, uuid.UUID]
+
+
 def apply(
     conn: psycopg.Connection[DictRow],
     ns: Namespace,
     new_facts: Sequence[Fact],
-    claim_vectors: Mapping[uuid.UUID, Sequence[float]],
+    nearest: Mapping[uuid.UUID, earlier_claims.Nearest],
     embedder_id: int,
-    dims: int,
     min_similarity: float,
     short_similarity: float | None = None,
     messages: Mapping[uuid.UUID, str] | None = None,
-) -> list[AutoSupersession]:
+) -> Applied:
     """Supersede what `new_facts` (just written into `ns`, inside the caller's transaction) correct,
-    or propose it where the rule that decided is one of PROPOSING_RULES. Candidates must be
+    or propose it where the rule that decided is one of PROPOSING_RULES. `nearest`: each new fact's
+    nearest earlier claims (memory.earlier_claims, read with the facts' INSERTs). Candidates must be
     `min_similarity` close, or `short_similarity` when both claims are short. `messages`: each new
     fact's whole message (its passage, or itself), which names the rule by its length."""
-    worth = [f for f in new_facts if may_correct(f) and f.id in claim_vectors]
-    if not worth:
-        return []
-    statement = sql.SQL(_EARLIER).format(eid=sql.Literal(int(embedder_id)), dims=sql.Literal(int(dims)))
     short_similarity = min_similarity if short_similarity is None else min(short_similarity, min_similarity)
-    written = [f.id for f in new_facts]
-    # every claim's candidates in one round trip: no query needs another's answer
-    with conn.pipeline():
-        set_hnsw_local(conn, 40)
-        cursors = [
-            conn.execute(
-                statement,
-                {
-                    "q": as_vector(claim_vectors[fact.id]),
-                    "session": ns.session_id,
-                    "ns": ns.id,
-                    "at": fact.valid_from,
-                    "exclude": written,
-                    "speaker": fact.metadata.get("speaker"),
-                    "n": CANDIDATES,
-                    "scan": SCANNED,
-                    "min_sim": short_similarity,
-                },
-            )
-            for fact in worth
-        ]
     done: list[AutoSupersession] = []
-    for fact, cursor in zip(worth, cursors, strict=True):
+    new_heads: dict[uuid.UUID, uuid.UUID] = {}
+    for fact in new_facts:
+        if fact.id not in nearest or not may_correct(fact):
+            continue
         retired = {d.old.id for d in done if not d.proposed}
-        for row in cursor.fetchall():
-            if row["id"] in retired:
+        for row in nearest[fact.id].to_correct(short_similarity, CANDIDATES):
+            if row.id in retired:
                 continue
-            accepted = accept(row["body"], fact.body, row["sim"], min_similarity, short_similarity)
+            accepted = accept(row.body, fact.body, row.sim, min_similarity, short_similarity)
             if accepted is None:
                 continue
             verdict, close_enough = accepted
             said = (messages or {}).get(fact.id, fact.body)
-            if rule_of(verdict.reason, row["message"], said) in PROPOSING_RULES:
-                if fact_sql.propose(conn, fact.id, row["id"], ns.session_id, verdict.reason):
-                    old_fact = fact_sql.get_fact(conn, row["id"])
+            if rule_of(verdict.reason, row.message, said) in PROPOSING_RULES:
+                if fact_sql.propose(conn, fact.id, row.id, ns.session_id, verdict.reason):
+                    old_fact = fact_sql.get_fact(conn, row.id)
                     done.append(
                         AutoSupersession(new=fact, old=old_fact, reason=verdict.reason, proposed=True)
                     )
                 continue
             try:
-                old = fact_sql.supersede(
+                superseded = fact_sql.supersede_with_echoes(
                     conn,
                     fact.id,
-                    row["id"],
+                    row.id,
                     embedder_id,
                     close_enough,
                     reason=verdict.reason,
@@ -181,8 +138,20 @@ def apply(
                 continue  # the guard said no after all (a cycle, an archived target): leave both
             # and on: the old value said twice ("I'm on 50mg" ... "I take my 50mg with breakfast") is
             # two earlier claims, each judged, each replaced
-            done.append(AutoSupersession(new=fact, old=old, reason=verdict.reason))
-    return done
+            done.append(AutoSupersession(new=fact, old=superseded.old, reason=verdict.reason))
+            _moved(new_heads, (superseded.old.id, *superseded.echoes), fact.id)
+    return Applied(done, new_heads)
+
+
+def _moved(new_heads: dict[uuid.UUID, uuid.UUID], retired: Sequence[uuid.UUID], head: uuid.UUID) -> None:
+    """Record that the chains of `retired` now end at `head`, as supersede's UPDATE of head_id left
+    them: what already ended at one of `retired` (an earlier replacement of this capture, itself
+    replaced since) ends at `head` too."""
+    gone = set(retired)
+    for fid, current in new_heads.items():
+        if current in gone:
+            new_heads[fid] = head
+    new_heads.update(dict.fromkeys(retired, head))
 
 
 def accept(

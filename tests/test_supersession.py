@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,7 +14,7 @@ from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.errors import FactNotFoundError
 from memory.model import Kind, Source, Status
 from memory.store import FactStore
-from memory.supersession import SHORT_MESSAGE_WORDS, accept
+from memory.supersession import SHORT_MESSAGE_WORDS, _moved, accept
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -366,3 +367,15 @@ def test_between_short_messages_a_rule_writes_between_long_ones_it_proposes(
     [proposal] = proposed.proposed
     assert "March 14" in proposal.old.body and proposal.old.id in {f.id for f in long_old.facts}
     assert store.get(proposal.old.id).status is Status.ACTIVE
+
+
+def test_what_a_capture_retired_ends_at_the_head_that_retired_it_last() -> None:
+    # capture reads each new fact's earlier claims before it supersedes anything; the heads it
+    # changes must then be followed as supersede's UPDATE of head_id left them: a claim replaced by
+    # one new fact, which a later one of the same capture replaced in turn, ends at the later one
+    old, echo, first, second = (uuid.uuid4() for _ in range(4))
+    heads: dict[uuid.UUID, uuid.UUID] = {}
+    _moved(heads, (old, echo), first)
+    assert heads == {old: first, echo: first}
+    _moved(heads, (first,), second)
+    assert heads == {old: second, echo: second, first: second}

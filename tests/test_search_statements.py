@@ -1,0 +1,158 @@
+"""What a search sends: one statement, prepared where the pool allows it and the plan will hold, and
+the same hits either way.
+
+Timing lives in bench/search_latency.py; these tests pin the shape that the figures depend on: a
+search is a single round trip (the winners' rows, how their versions were replaced and their restates
+edges come back with the candidates), the library's pools prepare only the statements the library
+asks for, and only once the tables have statistics (memory.prepared), and a pool without prepared
+statements (for a pooler in transaction mode) answers alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from memory import prepared, retrieval
+from memory.connection import connection_kwargs, open_pool
+from memory.embedders import FakeEmbedder
+from memory.model import Kind, Source
+from memory.store import FactStore
+
+FACTS = [
+    "Our budget is $100k per year.",
+    "The deploy region of the billing api is eu-west-1.",
+    "The billing api's owner is team atlas.",
+    "Postgres 16 runs the billing api, behind a pooler.",
+    "The retention window of the audit log is 30 days.",
+]
+
+
+class CountingCursor(psycopg.Cursor[Any]):
+    """A cursor that counts the statements sent through it."""
+
+    sent: ClassVar[list[str]] = []
+
+    def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+        text = query.as_string(self.connection) if isinstance(query, sql.Composable) else str(query)
+        CountingCursor.sent.append(text)
+        return super().execute(query, params, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def small_tables_prepare(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tables hold a few facts: prepare once they have statistics at all."""
+    monkeypatch.setattr(prepared, "MIN_ROWS", 1)
+
+
+def analyzed(store: FactStore) -> None:
+    with store.pool.connection() as conn:
+        conn.execute("ANALYZE beads.fact_vectors")
+    prepared._checked.clear()
+
+
+def fill(store: FactStore) -> Any:
+    ns = store.root("s1")
+    for i, body in enumerate(FACTS):
+        store.remember(ns, body, kind=Kind.USER_INPUT, source=Source.PASSIVE_CAPTURE, source_key=f"k{i}")
+    old = store.remember(
+        ns, "The owner of the payments queue is team cobalt.", kind=Kind.USER_INPUT, source_key="o"
+    )
+    new = store.remember(
+        ns, "The owner of the payments queue is team delta.", kind=Kind.USER_INPUT, source_key="n"
+    )
+    store.supersede(new, old)
+    store.index_pending()
+    analyzed(store)
+    return ns
+
+
+def answers(store: FactStore, ns: Any, queries: list[str]) -> list[Any]:
+    return [
+        [(h.fact.id, round(h.score, 9), h.resolved_from and h.resolved_from.id, h.flags) for h in r.hits]
+        for r in (store.search(ns, q, relevance_floor=-1.0) for q in queries)
+    ]
+
+
+QUERIES = ["Who owns the payments queue?", "Where is the billing api deployed?", "budget", "audit log"]
+
+
+def test_a_search_is_one_statement(store: FactStore) -> None:
+    ns = fill(store)
+    [qvec] = store.embedder.embed([QUERIES[0]])
+    with store.pool.connection() as conn:
+        retrieval.search(conn, ns, QUERIES[0], qvec, store.embedder_id, store.embedder.dims)  # settings
+        conn.cursor_factory = CountingCursor
+        CountingCursor.sent.clear()
+        try:
+            for query in QUERIES:
+                [qvec] = store.embedder.embed([query])
+                result = retrieval.search(conn, ns, query, qvec, store.embedder_id, store.embedder.dims)
+                assert result.hits
+        finally:
+            conn.cursor_factory = psycopg.Cursor
+    assert len(CountingCursor.sent) == len(QUERIES)
+    assert all("claim_hits" in text for text in CountingCursor.sent)
+
+
+def test_only_the_statements_asked_for_are_prepared(db_url: str) -> None:
+    with open_pool(db_url, min_size=1, max_size=1) as pool:
+        store = FactStore(pool, FakeEmbedder(64))
+        store.setup()
+        ns = fill(store)
+        for query in QUERIES:
+            store.search(ns, query)
+        with pool.connection() as conn:
+            prepared = [r["statement"] for r in conn.execute("SELECT statement FROM pg_prepared_statements")]
+    assert any("claim_hits" in text for text in prepared), "the candidate statement is prepared"
+    # besides the statements the library asks to prepare (search's candidates, capture's nearest
+    # earlier claims, supersede's echo lookup), only what psycopg's executemany prepares by itself
+    # (the vector inserts); nothing of the migrations, the other writes or the coverage check
+    asked = ("claim_hits", "nearest.scan", "WITH said AS")
+    for text in prepared:
+        assert any(part in text for part in asked) or text.startswith("INSERT INTO beads."), text
+
+
+def test_nothing_is_prepared_before_the_tables_have_statistics(store: FactStore) -> None:
+    # a plan made now, from no statistics, would be kept while the tables grow: a nested loop over
+    # every row of both (memory.prepared)
+    ns = store.root("s1")
+    for i, body in enumerate(FACTS):
+        store.remember(ns, body, kind=Kind.USER_INPUT, source=Source.PASSIVE_CAPTURE, source_key=f"k{i}")
+    prepared._checked.clear()
+    for query in QUERIES:
+        store.search(ns, query)
+    with store.pool.connection() as conn:
+        assert not prepared.worth_preparing(conn)
+        statements = [r["statement"] for r in conn.execute("SELECT statement FROM pg_prepared_statements")]
+    assert not any("claim_hits" in text or "nearest.scan" in text for text in statements)
+    analyzed(store)
+    for query in QUERIES:
+        store.search(ns, query)
+    with store.pool.connection() as conn:
+        assert prepared.worth_preparing(conn)
+
+
+def test_a_pool_without_prepared_statements_prepares_nothing_and_answers_alike(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert connection_kwargs(False)["prepare_threshold"] is None
+    monkeypatch.setenv("BEADS_PREPARED_STATEMENTS", "false")
+    assert connection_kwargs()["prepare_threshold"] is None
+    with open_pool(db_url, min_size=1, max_size=1) as unprepared:
+        store = FactStore(unprepared, FakeEmbedder(64))
+        store.setup()
+        ns = fill(store)
+        without = answers(store, ns, QUERIES * 3)  # past psycopg's and the server's first executions
+        with unprepared.connection() as conn:
+            assert conn.execute("SELECT count(*) AS n FROM pg_prepared_statements").fetchone()["n"] == 0
+    monkeypatch.delenv("BEADS_PREPARED_STATEMENTS")
+    with open_pool(db_url, min_size=1, max_size=1) as prepared:
+        store = FactStore(prepared, FakeEmbedder(64))
+        store.setup()
+        with_prepared = answers(store, ns, QUERIES * 3)
+    assert with_prepared == without
+    assert any(resolved for hits in without for _, _, resolved, _ in hits), "a resolved hit is compared"

@@ -1,6 +1,6 @@
 """`BeadsStore`, LangGraph's BaseStore over the fact graph: the same calls run on LangGraph's own
 InMemoryStore and PostgresStore (on the test's database) and answer alike, apart from the
-differences the README lists; then what ours adds (history, our ranking), and LangMem's tools on it."""
+differences docs/integrations.md lists; then what ours adds (history, our ranking), and LangMem's tools on it."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory.corrections import says_one_thing
-from memory.model import UNTRUSTED_SOURCES, Fact, Hit, SearchResult
+from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, SearchResult
 from memory.pins import PinnedFact
 from memory.retrieval import RESTATES_FLAG
 from memory.slots import NOT_THE_USERS
@@ -233,6 +233,10 @@ class TierSettings:
     whole_share: float = 1.0
     whole_budget: int = 1 << 30  # for_budget sets it: the tokens whole messages may spend in all
     max_chars: int = MAX_FACT_CHARS  # a line's fact is clipped to this many characters
+    # An agent's conclusion too long to be shown whole is clipped as every line once was, however large
+    # the budget: it restates or derives from what was said, and at a large line's length one long
+    # answer takes the room of many claims (results/tuning/line-share.md). 0: max_chars.
+    conclusion_chars: int = MAX_FACT_CHARS
     style: LineStyle = LineStyle()
 
     def for_budget(self, budget: int | None) -> TierSettings:
@@ -420,13 +424,14 @@ def _lines(
                 )
             )
         else:
+            agents = fact.kind is Kind.CONCLUSION and settings.conclusion_chars
             lines.append(
                 hit_line(
                     hit,
                     now=now,
                     earlier=earlier.get(fact.id, ()),
                     style=settings.style,
-                    max_chars=settings.max_chars,
+                    max_chars=settings.conclusion_chars if agents else settings.max_chars,
                 )
             )
         kept.append(hit)

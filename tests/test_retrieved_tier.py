@@ -26,7 +26,7 @@ from memory.eval.runner import Stores, open_stores
 from memory.eval.tokens import count_tokens
 from memory.eval.window import TAIL_TITLE, ConversationView
 from memory.middleware import BeadsMemoryMiddleware, message_slots
-from memory.model import Hit
+from memory.model import Hit, Kind
 from memory.models.scripted import ScriptedChatModel
 from memory.recall import plan_call
 from memory.retrieval import SearchOptions, rank
@@ -375,3 +375,11 @@ def test_a_large_budget_shows_a_long_message_whole_and_whole_share_caps_it(store
     # whole_share=0: no budget for whole messages, so the message is shown as its claims
     claims = system(TierSettings(whole_share=0.0))
     assert message not in claims and sentences[0] in claims
+    # an agent's conclusion too long to be shown whole is clipped as a claim is, at any budget
+    answer = " ".join(
+        f"Summary {i}: our budget for item {i} of the rollout is ${i}5k in all." for i in range(40)
+    )
+    store.remember(root, answer, kind=Kind.CONCLUSION)
+    clipped = system(TierSettings())
+    assert message in clipped and answer not in clipped and answer[:200] in clipped
+    assert answer[:1500] in system(TierSettings(conclusion_chars=0))  # clipped at the line's own length

@@ -15,10 +15,10 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
-from psycopg_pool import AsyncConnectionPool
 
 from memory.store import AsyncFactStore
 from playground.comparison.stock import STOCK_NAMESPACE_ROOT
+from playground.db import AppPool
 
 DEFAULT_TITLE = "New chat"
 MAX_TITLE_CHARS = 200
@@ -61,9 +61,7 @@ def clean_title(title: str) -> str:
     return cleaned
 
 
-async def create_chat(
-    pool: AsyncConnectionPool, title: str = DEFAULT_TITLE, walkthrough: bool = False
-) -> Chat:
+async def create_chat(pool: AppPool, title: str = DEFAULT_TITLE, walkthrough: bool = False) -> Chat:
     chat_id = uuid.uuid4()
     async with pool.connection() as conn:
         cur = await conn.execute(
@@ -72,27 +70,29 @@ async def create_chat(
             # the session id is the chat's id: unique, and safe inside a store namespace (no dots)
             (chat_id, chat_id.hex, clean_title(title), walkthrough),
         )
-        return Chat.from_row(await cur.fetchone())  # type: ignore[arg-type]
+        row = await cur.fetchone()
+        assert row is not None  # INSERT ... RETURNING returns the row it inserted
+        return Chat.from_row(row)
 
 
-async def list_chats(pool: AsyncConnectionPool) -> list[Chat]:
+async def list_chats(pool: AppPool) -> list[Chat]:
     async with pool.connection() as conn:
         cur = await conn.execute(
             f"SELECT {_COLUMNS} FROM playground.chats WHERE deleted_at IS NULL ORDER BY updated_at DESC, id"
         )
-        return [Chat.from_row(r) for r in await cur.fetchall()]  # type: ignore[arg-type]
+        return [Chat.from_row(r) for r in await cur.fetchall()]
 
 
-async def get_chat(pool: AsyncConnectionPool, chat_id: uuid.UUID) -> Chat | None:
+async def get_chat(pool: AppPool, chat_id: uuid.UUID) -> Chat | None:
     async with pool.connection() as conn:
         cur = await conn.execute(
             f"SELECT {_COLUMNS} FROM playground.chats WHERE id = %s AND deleted_at IS NULL", (chat_id,)
         )
         row = await cur.fetchone()
-    return Chat.from_row(row) if row else None  # type: ignore[arg-type]
+    return Chat.from_row(row) if row else None
 
 
-async def rename_chat(pool: AsyncConnectionPool, chat_id: uuid.UUID, title: str) -> Chat | None:
+async def rename_chat(pool: AppPool, chat_id: uuid.UUID, title: str) -> Chat | None:
     async with pool.connection() as conn:
         cur = await conn.execute(
             f"UPDATE playground.chats SET title = %s, updated_at = now() WHERE id = %s AND deleted_at IS NULL"
@@ -100,7 +100,7 @@ async def rename_chat(pool: AsyncConnectionPool, chat_id: uuid.UUID, title: str)
             (clean_title(title), chat_id),
         )
         row = await cur.fetchone()
-    return Chat.from_row(row) if row else None  # type: ignore[arg-type]
+    return Chat.from_row(row) if row else None
 
 
 async def forget_stock_items(store: BaseStore, session_id: str) -> int:
@@ -114,7 +114,7 @@ async def forget_stock_items(store: BaseStore, session_id: str) -> int:
     return deleted
 
 
-async def mark_deleting(pool: AsyncConnectionPool, chat_id: uuid.UUID) -> str | None:
+async def mark_deleting(pool: AppPool, chat_id: uuid.UUID) -> str | None:
     """Start deleting a chat: returns its session id, or None if there is no such chat."""
     async with pool.connection() as conn:
         cur = await conn.execute(
@@ -123,26 +123,26 @@ async def mark_deleting(pool: AsyncConnectionPool, chat_id: uuid.UUID) -> str | 
             (chat_id,),
         )
         row = await cur.fetchone()
-    return row["session_id"] if row else None  # type: ignore[index]
+    return row["session_id"] if row else None
 
 
-async def thread_ids(pool: AsyncConnectionPool, chat_id: uuid.UUID) -> list[str]:
+async def thread_ids(pool: AppPool, chat_id: uuid.UUID) -> list[str]:
     async with pool.connection() as conn:
         cur = await conn.execute(
             "SELECT stock_thread_id, beads_thread_id FROM playground.turns WHERE chat_id = %s", (chat_id,)
         )
         return [
             tid for row in await cur.fetchall() for tid in (row["stock_thread_id"], row["beads_thread_id"])
-        ]  # type: ignore[call-overload]
+        ]
 
 
-async def drop_chat_rows(pool: AsyncConnectionPool, chat_id: uuid.UUID) -> None:
+async def drop_chat_rows(pool: AppPool, chat_id: uuid.UUID) -> None:
     async with pool.connection() as conn:
         await conn.execute("DELETE FROM playground.chats WHERE id = %s", (chat_id,))
 
 
 async def delete_chat(
-    pool: AsyncConnectionPool,
+    pool: AppPool,
     chat_id: uuid.UUID,
     *,
     facts: AsyncFactStore,

@@ -7,9 +7,10 @@ migration runner (`memory.migrate.MigrationSet`) into the `playground` schema un
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, TypeAlias
 
 import psycopg
+from psycopg.rows import DictRow
 from psycopg_pool import AsyncConnectionPool
 
 from memory.errors import ConfigurationError
@@ -17,6 +18,9 @@ from memory.migrate import Migration, MigrationSet
 
 # pg_advisory_lock takes a bigint; this one is "playgr" in ASCII (the library's is "beads").
 MIGRATION_LOCK_KEY = 0x706C61796772
+
+#: the app's pool (memory.connection.open_async_pool): its connections return rows as dicts
+AppPool: TypeAlias = AsyncConnectionPool[psycopg.AsyncConnection[DictRow]]
 
 PLAYGROUND_MIGRATIONS = MigrationSet("playground.migrations", "playground", MIGRATION_LOCK_KEY)
 
@@ -70,16 +74,26 @@ async def setup(conn: psycopg.AsyncConnection[Any]) -> list[int]:
     return await PLAYGROUND_MIGRATIONS.asetup(conn)
 
 
-async def fetch_all(pool: AsyncConnectionPool, query: str, params: Any = None) -> list[dict[str, Any]]:
+async def fetch_all(pool: AppPool, query: str, params: Any = None) -> list[dict[str, Any]]:
     async with pool.connection() as conn:
-        cur = await conn.execute(query, params)  # type: ignore[arg-type]
-        return list(await cur.fetchall())  # type: ignore[arg-type]
+        cur = await conn.execute(query, params)
+        return list(await cur.fetchall())
 
 
-async def fetch_one(pool: AsyncConnectionPool, query: str, params: Any = None) -> dict[str, Any] | None:
+async def fetch_one(pool: AppPool, query: str, params: Any = None) -> dict[str, Any] | None:
     async with pool.connection() as conn:
-        cur = await conn.execute(query, params)  # type: ignore[arg-type]
-        return await cur.fetchone()  # type: ignore[return-value]
+        cur = await conn.execute(query, params)
+        return await cur.fetchone()
+
+
+def conninfo_of(pool: AsyncConnectionPool[Any]) -> str:
+    """The connection string `pool` was opened on. psycopg_pool also takes a function that makes one;
+    the app's pools are always opened on a string, and a dedicated connection (a listener, a lock
+    holder) is opened on the same one."""
+    conninfo = pool.conninfo
+    if not isinstance(conninfo, str):
+        raise TypeError(f"the app's pools are opened on a connection string, not {conninfo!r}")
+    return conninfo
 
 
 # what the server allows: its slots, those kept for superusers (and, from Postgres 16, for roles with

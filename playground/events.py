@@ -20,17 +20,16 @@ import contextlib
 import logging
 import uuid
 from collections import defaultdict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import psycopg
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool
 from sse_starlette import ServerSentEvent
 
 from playground import jobs
-from playground.db import EVENTS_CHANNEL, INSERT_EVENT, STOPS_CHANNEL, TURNS_CHANNEL
+from playground.db import EVENTS_CHANNEL, INSERT_EVENT, STOPS_CHANNEL, TURNS_CHANNEL, AppPool
 from playground.waits import cancel_and_wait, wait_up_to
 
 _log = logging.getLogger(__name__)
@@ -57,7 +56,7 @@ class EventRow:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> EventRow:
-        return cls(**{f: row[f] for f in cls.__slots__})  # type: ignore[attr-defined]
+        return cls(**{f: row[f] for f in cls.__slots__})
 
 
 # -- writing -------------------------------------------------------------------------------------
@@ -80,7 +79,7 @@ class EventWriter:
 
     def __init__(
         self,
-        pool: AsyncConnectionPool,
+        pool: AppPool,
         turn_id: uuid.UUID,
         chat_id: uuid.UUID,
         owner: uuid.UUID,
@@ -212,7 +211,7 @@ class Hub:
         self._subscribers: dict[str, set[asyncio.Queue[None]]] = defaultdict(set)
         self._task: asyncio.Task[None] | None = None
         self.listening = asyncio.Event()
-        self.on_chat_stop: Callable[[uuid.UUID], Awaitable[None]] | None = None
+        self.on_chat_stop: Callable[[uuid.UUID], Coroutine[Any, Any, None]] | None = None
         self._stopping: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
@@ -300,16 +299,16 @@ DATABASE_UNREACHABLE = "The database is unreachable; this stream resumes where i
 
 
 async def read_after(
-    pool: AsyncConnectionPool, scope: StreamScope, after: int, timeout: float | None = None
+    pool: AppPool, scope: StreamScope, after: int, timeout: float | None = None
 ) -> list[EventRow]:
     query, key = (_TURN_AFTER, scope.turn_id) if scope.turn_id is not None else (_CHAT_AFTER, scope.chat_id)
     async with pool.connection(timeout=timeout) as conn:
         cur = await conn.execute(query, (key, after, REPLAY_BATCH))
-        return [EventRow.from_row(r) for r in await cur.fetchall()]  # type: ignore[arg-type]
+        return [EventRow.from_row(r) for r in await cur.fetchall()]
 
 
 async def event_stream(
-    pool: AsyncConnectionPool,
+    pool: AppPool,
     hub: Hub,
     scope: StreamScope,
     after: int,

@@ -32,9 +32,8 @@ from typing import Any, Literal
 
 import psycopg
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool
 
-from playground.db import EVENTS_CHANNEL, INSERT_EVENT, STOPS_CHANNEL, TURNS_CHANNEL
+from playground.db import EVENTS_CHANNEL, INSERT_EVENT, STOPS_CHANNEL, TURNS_CHANNEL, AppPool
 
 #: the first key of every worker's liveness lock (pg_advisory_lock(int, int)); "play" in ASCII
 LIVENESS_LOCK_CLASS = 0x706C6179
@@ -73,7 +72,7 @@ class ClaimedTurn:
 
 
 async def submit_message(
-    pool: AsyncConnectionPool, chat_id: uuid.UUID, text: str, idempotency_key: str
+    pool: AppPool, chat_id: uuid.UUID, text: str, idempotency_key: str
 ) -> Submitted | None:
     """Queue a turn for `text`; None if the chat does not exist (or is being deleted)."""
     async with pool.connection() as conn, conn.transaction():
@@ -88,14 +87,15 @@ async def submit_message(
         )
         existing = await cur.fetchone()
         if existing is not None:
-            return Submitted(existing["id"], existing["turn_no"], created=False)  # type: ignore[call-overload]
+            return Submitted(existing["id"], existing["turn_no"], created=False)
         cur = await conn.execute(
             "UPDATE playground.chats SET last_turn_no = last_turn_no + 1, last_event_no = last_event_no + 1,"
             " updated_at = now() WHERE id = %s RETURNING last_turn_no, last_event_no",
             (chat_id,),
         )
         numbers = await cur.fetchone()
-        turn_id, turn_no = uuid.uuid4(), numbers["last_turn_no"]  # type: ignore[index]
+        assert numbers is not None  # the chat's row, locked above
+        turn_id, turn_no = uuid.uuid4(), numbers["last_turn_no"]
         await conn.execute(
             "INSERT INTO playground.turns (id, chat_id, turn_no, idempotency_key, stock_thread_id,"
             " beads_thread_id, last_seq) VALUES (%s, %s, %s, %s, %s, %s, 1)",
@@ -108,7 +108,7 @@ async def submit_message(
         payload = Jsonb({"text": text, "turn_no": turn_no})
         await conn.execute(
             INSERT_EVENT, (chat_id, numbers["last_event_no"], turn_id, 1, "turn", "turn", payload)
-        )  # type: ignore[index]
+        )
         await conn.execute("SELECT pg_notify(%s, %s)", (EVENTS_CHANNEL, str(chat_id)))
         await conn.execute("SELECT pg_notify(%s, '')", (TURNS_CHANNEL,))
     return Submitted(turn_id, turn_no, created=True)
@@ -159,7 +159,7 @@ UPDATE playground.turns SET status = 'queued', lease_owner = NULL, lease_key = N
 
 
 async def claim(
-    pool: AsyncConnectionPool,
+    pool: AppPool,
     owner: uuid.UUID,
     lock_key: int,
     lease_seconds: float,
@@ -177,7 +177,7 @@ async def claim(
     async with pool.connection() as conn:
         cur = await conn.execute(_CLAIM, params)
         row = await cur.fetchone()
-    return ClaimedTurn(**row) if row else None  # type: ignore[arg-type]
+    return ClaimedTurn(**row) if row else None
 
 
 async def hold_liveness(conn: AsyncConn, lock_key: int) -> None:
@@ -185,16 +185,14 @@ async def hold_liveness(conn: AsyncConn, lock_key: int) -> None:
     await conn.execute("SELECT pg_advisory_lock(%s, %s)", (LIVENESS_LOCK_CLASS, lock_key))
 
 
-async def renew(
-    pool: AsyncConnectionPool, turn_id: uuid.UUID, owner: uuid.UUID, lease_seconds: float
-) -> bool:
+async def renew(pool: AppPool, turn_id: uuid.UUID, owner: uuid.UUID, lease_seconds: float) -> bool:
     """Extend the lease; False if `owner` no longer holds the turn (another worker took it over)."""
     async with pool.connection() as conn:
         cur = await conn.execute(_RENEW, (lease_seconds, turn_id, owner))
         return await cur.fetchone() is not None
 
 
-async def release(pool: AsyncConnectionPool, owner: uuid.UUID) -> None:
+async def release(pool: AppPool, owner: uuid.UUID) -> None:
     """Queue every turn `owner` is running again, at once (a worker stopping on purpose)."""
     async with pool.connection() as conn:
         await conn.execute(_RELEASE, (owner,))
@@ -217,24 +215,24 @@ SELECT count(*) AS held FROM playground.turns t
 """
 
 
-async def release_turns(pool: AsyncConnectionPool, owner: uuid.UUID, turn_ids: list[uuid.UUID]) -> None:
+async def release_turns(pool: AppPool, owner: uuid.UUID, turn_ids: list[uuid.UUID]) -> None:
     """Queue these turns of `owner` again (their chat is being deleted: nobody claims them)."""
     async with pool.connection() as conn:
         await conn.execute(_RELEASE_TURNS, (owner, turn_ids))
 
 
-async def stop_everywhere(pool: AsyncConnectionPool, chat_id: uuid.UUID) -> None:
+async def stop_everywhere(pool: AppPool, chat_id: uuid.UUID) -> None:
     """Ask every app process on the database to stop the chat's running turns."""
     async with pool.connection() as conn:
         await conn.execute("SELECT pg_notify(%s, %s)", (STOPS_CHANNEL, str(chat_id)))
 
 
-async def held_turns(pool: AsyncConnectionPool, chat_id: uuid.UUID) -> int:
+async def held_turns(pool: AppPool, chat_id: uuid.UUID) -> int:
     """How many of the chat's turns a live worker (in any process) is running now."""
     async with pool.connection() as conn:
         cur = await conn.execute(_HELD, {"chat": chat_id, "lock_class": LIVENESS_LOCK_CLASS})
         row = await cur.fetchone()
-    return int(row["held"]) if row else 0  # type: ignore[call-overload]
+    return int(row["held"]) if row else 0
 
 
 # -- inside a turn's write transactions ----------------------------------------------------------
@@ -269,7 +267,7 @@ async def take_seq(conn: AsyncConn, turn_id: uuid.UUID, owner: uuid.UUID, n: int
     """Reserve `n` event numbers of the turn (the last one comes back), or None if `owner` lost it."""
     cur = await conn.execute(_TAKE_SEQ, {"n": n, "turn": turn_id, "owner": owner})
     row = await cur.fetchone()
-    return None if row is None else int(row["last_seq"])  # type: ignore[call-overload]
+    return None if row is None else int(row["last_seq"])
 
 
 async def lane_done(
@@ -300,16 +298,16 @@ async def hand_back(conn: AsyncConn, turn_id: uuid.UUID) -> None:
 # -- reads ---------------------------------------------------------------------------------------
 
 
-async def is_finished(pool: AsyncConnectionPool, turn_id: uuid.UUID) -> bool:
+async def is_finished(pool: AppPool, turn_id: uuid.UUID) -> bool:
     async with pool.connection() as conn:
         cur = await conn.execute(
             "SELECT status = 'done' AS done FROM playground.turns WHERE id = %s", (turn_id,)
         )
         row = await cur.fetchone()
-    return bool(row and row["done"])  # type: ignore[index,call-overload]
+    return bool(row and row["done"])
 
 
-async def in_chat(pool: AsyncConnectionPool, chat_id: uuid.UUID, turn_id: uuid.UUID) -> bool:
+async def in_chat(pool: AppPool, chat_id: uuid.UUID, turn_id: uuid.UUID) -> bool:
     async with pool.connection() as conn:
         cur = await conn.execute(
             "SELECT 1 FROM playground.turns WHERE id = %s AND chat_id = %s", (turn_id, chat_id)
@@ -317,14 +315,14 @@ async def in_chat(pool: AsyncConnectionPool, chat_id: uuid.UUID, turn_id: uuid.U
         return await cur.fetchone() is not None
 
 
-async def user_text(pool: AsyncConnectionPool, turn_id: uuid.UUID) -> str:
+async def user_text(pool: AppPool, turn_id: uuid.UUID) -> str:
     """The message the turn answers."""
     async with pool.connection() as conn:
         cur = await conn.execute(
             "SELECT body FROM playground.messages WHERE turn_id = %s AND author = 'user'", (turn_id,)
         )
         row = await cur.fetchone()
-    return row["body"] if row else ""  # type: ignore[index]
+    return row["body"] if row else ""
 
 
 # chats with no turn queued or running (and not being deleted), newest first; or just `session`
@@ -337,8 +335,8 @@ SELECT c.session_id FROM playground.chats c
 """
 
 
-async def idle_sessions(pool: AsyncConnectionPool, session: str | None = None) -> list[str]:
+async def idle_sessions(pool: AppPool, session: str | None = None) -> list[str]:
     """The sessions of chats with no unfinished turn (only `session`, if given and idle)."""
     async with pool.connection() as conn:
         cur = await conn.execute(_IDLE_SESSIONS, {"session": session})
-        return [row["session_id"] for row in await cur.fetchall()]  # type: ignore[call-overload]
+        return [row["session_id"] for row in await cur.fetchall()]

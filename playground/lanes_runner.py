@@ -48,9 +48,7 @@ RECURSION_LIMIT = 40
 DATABASE_WAIT_SECONDS = 600.0
 
 
-async def run_turn(
-    rt: Runtime, turn: ClaimedTurn, owner: uuid.UUID, lanes: Sequence[str] = LANES
-) -> None:
+async def run_turn(rt: Runtime, turn: ClaimedTurn, owner: uuid.UUID, lanes: Sequence[str] = LANES) -> None:
     """Run the turn's unfinished lanes of `lanes` (both, in the app; one, in a bench that runs an arm
     at a time) and mark the turn done."""
     flush = rt.settings.token_flush_ms / 1000
@@ -137,7 +135,7 @@ async def logged_usage(rt: Runtime, writer: EventWriter, turn_id: uuid.UUID, lan
     await writer.flush()
     async with rt.pool.connection() as conn:
         row = await (await conn.execute(_LOGGED_USAGE, (turn_id, lane))).fetchone()
-    totals = row["payload"] if row else {}  # type: ignore[index]
+    totals = row["payload"] if row else {}
     return LaneCounters(
         int(totals.get("model_calls", 0)),
         int(totals.get("input_tokens", 0)),

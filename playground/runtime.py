@@ -16,7 +16,6 @@ from typing import Any
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.store.postgres import AsyncPostgresStore
-from psycopg_pool import AsyncConnectionPool
 
 from memory.consolidate import ConsolidationReport
 from memory.embedders import Embedder
@@ -24,6 +23,7 @@ from memory.models.select import ActiveModel
 from memory.store import FactStore
 from playground import jobs
 from playground.comparison.lanes import build_beads_agent, build_stock_agent
+from playground.db import AppPool
 from playground.events import Hub
 from playground.leader import Leadership
 from playground.settings import PlaygroundSettings
@@ -35,7 +35,7 @@ _log = logging.getLogger(__name__)
 @dataclass
 class Runtime:
     settings: PlaygroundSettings
-    pool: AsyncConnectionPool
+    pool: AppPool
     facts: FactStore
     stock_store: AsyncPostgresStore
     saver: AsyncPostgresSaver

@@ -98,7 +98,7 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
             timeout=settings.database_wait_seconds,
         )
         stack.push_async_callback(pool.close)
-        sync_pool: ConnectionPool = await asyncio.to_thread(
+        sync_pool = await asyncio.to_thread(
             open_pool,
             url,
             min_size=1,
@@ -113,7 +113,7 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
         stack.callback(facts.aio.close)
         async with pool.connection() as conn:
             await db.setup(conn)  # the playground's migrations
-        saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+        saver = AsyncPostgresSaver(pool)
         await saver.setup()
         stock_store, stock_pool = await open_async_stock_store(
             url, embedder, settings.stock_pool_size, backend=settings.stock_store
@@ -122,7 +122,7 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
         await setting_up.close()
 
         tools = [web_search_tool()] if settings.web_search else []
-        hub = Hub(pool.conninfo, poll_seconds=settings.poll_seconds)
+        hub = Hub(db.conninfo_of(pool), poll_seconds=settings.poll_seconds)
         await hub.start()
         stack.push_async_callback(hub.stop)
         rt = Runtime(settings, pool, facts, stock_store, saver, model, embedder, embedder_note, tools, hub)

@@ -20,13 +20,13 @@ import logging
 import secrets
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool
 
 from playground import jobs
+from playground.db import AppPool, conninfo_of
 from playground.events import EventWriter, Hub, LeaseLostError
 from playground.jobs import ClaimedTurn
 from playground.waits import cancel_and_wait, wait_up_to
@@ -36,7 +36,8 @@ _log = logging.getLogger(__name__)
 #: the `interrupted` event of a turn cut off by its process stopping (SIGTERM, Ctrl+C)
 STOPPED_MESSAGE = "The server process running this turn stopped; the turn goes on from its last checkpoint."
 
-TurnRunner = Callable[[ClaimedTurn, uuid.UUID], Awaitable[None]]
+#: runs one claimed turn; a coroutine function, since each turn is scheduled as its own task
+TurnRunner = Callable[[ClaimedTurn, uuid.UUID], Coroutine[Any, Any, None]]
 
 
 class TurnWorker:
@@ -44,7 +45,7 @@ class TurnWorker:
 
     def __init__(
         self,
-        pool: AsyncConnectionPool,
+        pool: AppPool,
         hub: Hub,
         run: TurnRunner,
         *,
@@ -86,7 +87,7 @@ class TurnWorker:
                 return
             except psycopg.OperationalError:
                 await previous.close()
-        conn = await psycopg.AsyncConnection.connect(self.pool.conninfo, autocommit=True)
+        conn = await psycopg.AsyncConnection.connect(conninfo_of(self.pool), autocommit=True)
         await jobs.hold_liveness(conn, self.lock_key)
         self._liveness, self._liveness_checked = conn, time.monotonic()
         if previous is not None and self.on_reconnect is not None:

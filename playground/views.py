@@ -13,8 +13,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from psycopg_pool import AsyncConnectionPool
-
+from playground.db import AppPool
 from playground.events import LANES, EventRow
 
 LANE_TITLES = {"stock": "LangGraph stock memory", "beads": "Fact-graph memory"}
@@ -124,7 +123,7 @@ SELECT e.chat_id, e.event_no, e.turn_id, e.seq, e.lane, e.kind, e.payload
 
 
 async def load_turns(
-    pool: AsyncConnectionPool, chat_id: uuid.UUID, turn_id: uuid.UUID | None = None
+    pool: AppPool, chat_id: uuid.UUID, turn_id: uuid.UUID | None = None
 ) -> tuple[list[TurnView], int]:
     """The chat's turns (or one of them) as of one snapshot, and the last event number they include."""
     params = {"chat": chat_id, "turn": turn_id}
@@ -138,17 +137,17 @@ async def load_turns(
         ).fetchone()
     turns: dict[uuid.UUID, TurnView] = {}
     for row in turn_rows:
-        view = TurnView(row["id"], row["chat_id"], row["turn_no"], row["user_text"], row["status"])  # type: ignore[call-overload]
+        view = TurnView(row["id"], row["chat_id"], row["turn_no"], row["user_text"], row["status"])
         turns[view.id] = view
     for row in event_rows:
-        event = EventRow.from_row(row)  # type: ignore[arg-type]
+        event = EventRow.from_row(row)
         if event.turn_id in turns:
             apply(turns[event.turn_id], event)
     for row in turn_rows:  # the row's statuses are the truth (the log can lag a crashed attempt)
-        view = turns[row["id"]]  # type: ignore[call-overload]
-        view.status = row["status"]  # type: ignore[call-overload]
+        view = turns[row["id"]]
+        view.status = row["status"]
         for lane in LANES:
-            status = row[f"{lane}_status"]  # type: ignore[call-overload]
+            status = row[f"{lane}_status"]
             if status in ("done", "error"):
                 view.lanes[lane].status = status
-    return list(turns.values()), int(last["last_event_no"]) if last else 0  # type: ignore[call-overload]
+    return list(turns.values()), int(last["last_event_no"]) if last else 0

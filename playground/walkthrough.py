@@ -12,9 +12,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from psycopg_pool import AsyncConnectionPool
-
 from memory.conclusions import is_conclusion
+from playground.db import AppPool
 from playground.events import LANES
 
 
@@ -96,15 +95,15 @@ SELECT t.turn_no, t.status, m.author, m.body
 """
 
 
-async def load_walkthrough(pool: AsyncConnectionPool, chat_id: uuid.UUID) -> WalkthroughView:
+async def load_walkthrough(pool: AppPool, chat_id: uuid.UUID) -> WalkthroughView:
     async with pool.connection() as conn:
         rows = await (await conn.execute(_STATE, (chat_id, len(STEPS)))).fetchall()
-    sent = max((r["turn_no"] for r in rows), default=0)  # type: ignore[call-overload]
-    last = [r for r in rows if r["turn_no"] == len(STEPS)]  # type: ignore[call-overload]
-    finished = bool(last) and last[0]["status"] == "done"  # type: ignore[call-overload]
+    sent = max((r["turn_no"] for r in rows), default=0)
+    last = [r for r in rows if r["turn_no"] == len(STEPS)]
+    finished = bool(last) and last[0]["status"] == "done"
     verdicts: tuple[LaneVerdict, ...] = ()
     if finished:
-        replies = {r["author"]: r["body"] for r in last if r["author"]}  # type: ignore[call-overload]
+        replies = {r["author"]: r["body"] for r in last if r["author"]}
         verdicts = tuple(
             LaneVerdict(lane, verdict(replies.get(lane, "")), replies.get(lane, "")) for lane in LANES
         )

@@ -17,8 +17,9 @@ from typing import Any, Literal
 
 import psycopg
 from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
+from langgraph.store.postgres.base import PostgresIndexConfig
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from memory.connection import open_pool
@@ -28,6 +29,9 @@ from memory.store import FactStore
 
 STOCK_NAMESPACE_ROOT = "memories"
 StockBackend = Literal["postgres", "beads"]
+#: the stock store's pools: their connections return rows as dicts (_kwargs), as LangGraph's stores need
+SyncStockPool = ConnectionPool[psycopg.Connection[DictRow]]
+AsyncStockPool = AsyncConnectionPool[psycopg.AsyncConnection[DictRow]]
 
 
 def stock_schema(embedder: Embedder) -> str:
@@ -35,7 +39,7 @@ def stock_schema(embedder: Embedder) -> str:
     return "lg_" + re.sub(r"[^a-z0-9]+", "_", embedder.name.lower()).strip("_")[:50]
 
 
-def _index(embedder: Embedder) -> dict[str, Any]:
+def _index(embedder: Embedder) -> PostgresIndexConfig:
     return {"dims": embedder.dims, "embed": embedder.embed, "fields": ["content"]}
 
 
@@ -55,12 +59,14 @@ def _create_schema(url: str, schema: str) -> None:
         conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema)))
 
 
-def open_stock_store(url: str, embedder: Embedder, max_size: int = 4) -> tuple[PostgresStore, ConnectionPool]:
+def open_stock_store(url: str, embedder: Embedder, max_size: int = 4) -> tuple[PostgresStore, SyncStockPool]:
     """A set-up PostgresStore for `embedder` and the pool behind it (close the pool when done)."""
     schema = stock_schema(embedder)
     _create_schema(url, schema)
-    pool = ConnectionPool(url, min_size=1, max_size=max_size, kwargs=_kwargs(schema), open=True)
-    store = PostgresStore(pool, index=_index(embedder))  # type: ignore[arg-type]
+    pool: SyncStockPool = ConnectionPool(
+        url, min_size=1, max_size=max_size, kwargs=_kwargs(schema), open=True
+    )
+    store = PostgresStore(pool, index=_index(embedder))
     store.setup()
     return store, pool
 
@@ -68,7 +74,7 @@ def open_stock_store(url: str, embedder: Embedder, max_size: int = 4) -> tuple[P
 class _SyncPoolHandle:
     """A sync pool behind the two calls the app makes on the stock lane's pool (close, check)."""
 
-    def __init__(self, pool: ConnectionPool) -> None:
+    def __init__(self, pool: SyncStockPool) -> None:
         self.pool = pool
 
     async def close(self) -> None:
@@ -97,8 +103,10 @@ async def open_async_stock_store(
         return await open_async_beads_stock_store(url, embedder, max_size)
     schema = stock_schema(embedder)
     await asyncio.to_thread(_create_schema, url, schema)
-    pool = AsyncConnectionPool(url, min_size=1, max_size=max_size, kwargs=_kwargs(schema), open=False)
+    pool: AsyncStockPool = AsyncConnectionPool(
+        url, min_size=1, max_size=max_size, kwargs=_kwargs(schema), open=False
+    )
     await pool.open()
-    store = AsyncPostgresStore(pool, index={**_index(embedder), "embed": embedder.aembed})  # type: ignore[arg-type]
+    store = AsyncPostgresStore(pool, index={**_index(embedder), "embed": embedder.aembed})
     await store.setup()
     return store, pool

@@ -182,7 +182,8 @@ def run_tool_call_bench(
     modes: list[bool | None] = [None]
     active = select_chat_model(settings)
     if active.backend == "local":
-        modes = {"on": [True], "off": [False], "both": [False, True]}[grammar]
+        by_grammar: dict[str, list[bool | None]] = {"on": [True], "off": [False], "both": [False, True]}
+        modes = by_grammar[grammar]
     print(f"backend: {active.backend}  model: {active.model_name}  temperature: {temperature}")
     models = {
         mode: _model(

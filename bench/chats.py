@@ -286,9 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / "summary.md").write_text(summary(rows, title, command))
         print(summary(rows, title, command))
         return 0
-    chats = load_chats(args.chats)
-    if args.ids:
-        chats = [c for c in chats if c.id in set(args.ids)]
+    every = load_chats(args.chats)  # the rows file keeps every chat already run, whatever --ids picks
+    chats = [c for c in every if c.id in set(args.ids)] if args.ids else every
     args.out.mkdir(parents=True, exist_ok=True)
     done = (
         {json.loads(line)["id"]: json.loads(line) for line in rows_path.read_text().splitlines() if line}
@@ -315,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
                 row = run_chat(app.base, db, chat)
                 row["model"] = args.model
                 done[chat.id] = row
-                rows_path.write_text("".join(json.dumps(done[c.id]) + "\n" for c in chats if c.id in done))
+                rows_path.write_text("".join(json.dumps(done[c.id]) + "\n" for c in every if c.id in done))
                 print(
                     f"      ours {row['reading']['beads']}, stock {row['reading']['stock']}, block first "
                     f"{row['block']['first_topical']}, {time.monotonic() - started:.0f} s so far",
@@ -324,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         drop_database(own.url, db)
         own.close()
-    rows = [done[c.id] for c in chats if c.id in done]
+    rows = [done[c.id] for c in every if c.id in done]
     (args.out / "summary.md").write_text(summary(rows, title, command))
     print(summary(rows, title, command))
     return 0

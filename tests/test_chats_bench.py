@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from bench.chats import Chat, load_chats, names, read_block, read_reply, run_chat
+from bench.chats import Chat, load_chats, main, names, read_block, read_reply, run_chat
 from bench.reliability.servers import app_process, create_database, drop_database
 
 CHAT = Chat(
@@ -69,3 +70,15 @@ def test_one_chat_through_both_lanes_of_the_real_app(pg_server_url: str) -> None
     assert len(row["seconds_per_message"]) == 3
     with pytest.raises(ValueError):
         Chat.from_json({"id": "x", "kind": "other", "messages": ["a", "b"], "expect": ["1"], "wrong": ["2"]})
+
+
+def test_a_run_of_some_chats_keeps_the_rows_of_the_others(tmp_path: Path) -> None:
+    chats = Path(__file__).parent / "data" / "chats_three.jsonl"
+    first, second = (c.id for c in load_chats(chats)[:2])
+    for only in (first, second):  # one chat, then another: the second run adds to the first's rows
+        assert (
+            main(["--chats", str(chats), "--out", str(tmp_path), "--model", "scripted", "--ids", only]) == 0
+        )
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in rows] == [first, second]
+    assert f"| {first} |" in (tmp_path / "summary.md").read_text()

@@ -1114,7 +1114,7 @@ _NOW_THAT = re.compile(r"\bnow that\b", re.I)
 
 @functools.lru_cache(maxsize=8192)
 def _is_short(claim: _Claim) -> bool:
-    return sum(1 for _ in _WORD.finditer(claim.text)) <= SHORT_CLAIM_WORDS
+    return word_count(claim.text) <= SHORT_CLAIM_WORDS
 
 
 def says_one_thing(text: str) -> bool:

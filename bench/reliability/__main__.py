@@ -31,7 +31,13 @@ from bench.reliability.isolation import (
 from bench.reliability.load import run_load
 from bench.reliability.multiprocess import run_multiprocess, run_throughput
 from bench.reliability.outage import run_outage
-from bench.reliability.servers import OwnPostgres, app_in_thread, app_process, create_database, drop_database
+from bench.reliability.servers import (
+    app_in_thread,
+    app_process,
+    create_database,
+    drop_database,
+    server_or_own,
+)
 from bench.reliability.sse_reconnect import run_sse_reconnects
 from memory.connection import open_pool
 from playground.settings import PlaygroundSettings
@@ -98,14 +104,8 @@ THROUGHPUT_POOLS = {"pool_size": 14, "facts_pool_size": 4, "stock_pool_size": 2}
 @contextlib.contextmanager
 def database_server() -> Iterator[str]:
     """DATABASE_URL's server if set, else an embedded Postgres of our own in a temporary directory."""
-    if os.environ.get("DATABASE_URL"):
-        yield os.environ["DATABASE_URL"]
-        return
-    own = OwnPostgres()
-    try:
-        yield own.url
-    finally:
-        own.close()
+    with server_or_own(os.environ.get("DATABASE_URL")) as url:
+        yield url
 
 
 @contextlib.contextmanager

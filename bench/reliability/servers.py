@@ -64,6 +64,19 @@ class OwnPostgres:
         shutil.rmtree(self.parent, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def server_or_own(url: str | None) -> Iterator[str]:
+    """`url` where one is given, else an embedded Postgres of our own for the block's length."""
+    if url:
+        yield url
+        return
+    own = OwnPostgres()
+    try:
+        yield own.url
+    finally:
+        own.close()
+
+
 def create_database(server_url: str, prefix: str = "rel") -> str:
     """A new empty database with pgvector on `server_url`; returns its URL (the app migrates it)."""
     name = f"{prefix}_{uuid.uuid4().hex[:10]}"

@@ -11,12 +11,11 @@ its arms are done.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -169,20 +168,6 @@ def judge_run(
         say(f"  judge {scenario.name} run {run}: {assignment.label} graded {grades} ({row['seconds']:.0f} s)")
 
 
-@contextlib.contextmanager
-def _server(url: str | None) -> Iterator[str]:
-    if url is not None:
-        yield url
-        return
-    from bench.reliability.servers import OwnPostgres
-
-    own = OwnPostgres()
-    try:
-        yield own.url
-    finally:
-        own.close()
-
-
 async def run_all(options: Options, say: Printer = print) -> list[dict[str, Any]]:
     """Run every cell not yet complete in `options.out`, judge what is ready; returns every row."""
     options.out.mkdir(parents=True, exist_ok=True)
@@ -238,7 +223,9 @@ async def run_all(options: Options, say: Printer = print) -> list[dict[str, Any]
                 complete = {name: steps for name, steps in present.items() if steps is not None}
                 judge_run(judge, options.judge_model, scenario, run, complete, options.seed, sink, say)
 
-    with _server(options.server_url) as server:
+    from bench.reliability.servers import server_or_own
+
+    with server_or_own(options.server_url) as server:
         template = await make_template(server, backend, options.embedder) if plan else None
         try:
             for run, scenario, arm in plan:

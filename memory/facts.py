@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 import psycopg
 from psycopg import pq
@@ -62,13 +62,38 @@ class NewFact:
     metadata: dict[str, Any] | None = None
 
 
+class ProvenanceArgs(TypedDict, total=False):
+    """The keyword arguments every write takes to say where its facts come from: the agent that
+    wrote them (default: the namespace's), on whose behalf, in which thread and message, and from
+    when they hold (default: now)."""
+
+    agent_id: str | None
+    acting_on_behalf_of: str | None
+    thread_id: str | None
+    message_id: str | None
+    valid_from: datetime | None
+
+
 @dataclass(frozen=True, slots=True)
 class Provenance:
+    """Where a write's facts come from, as stored on each of them."""
+
     agent_id: str
     acting_on_behalf_of: str | None = None
     thread_id: str | None = None
     message_id: str | None = None
     valid_from: datetime | None = None
+
+    @classmethod
+    def of(cls, ns: Namespace, args: ProvenanceArgs) -> Provenance:
+        """The provenance a write into `ns` with keyword arguments `args` records."""
+        return cls(
+            agent_id=args.get("agent_id") or ns.agent_id,
+            acting_on_behalf_of=args.get("acting_on_behalf_of"),
+            thread_id=args.get("thread_id"),
+            message_id=args.get("message_id"),
+            valid_from=args.get("valid_from"),
+        )
 
 
 def message_facts(
@@ -654,6 +679,7 @@ __all__ = [
     "SUPERSEDE_MIN_SIMILARITY",
     "NewFact",
     "Provenance",
+    "ProvenanceArgs",
     "archive",
     "body_sha256",
     "edges_of",

@@ -21,7 +21,7 @@ from psycopg.rows import DictRow
 from psycopg_pool import ConnectionPool
 
 from memory import consolidate as consolidation
-from memory import earlier_claims, reads, restatements, retrieval, supersession, vectors
+from memory import earlier_claims, reads, restatements, retrieval, revisions, supersession, vectors
 from memory import facts as fact_sql
 from memory import namespaces as ns_sql
 from memory import pins as pin_sql
@@ -294,13 +294,13 @@ class FactStore:
             floor = min(floor, self.thresholds.short_claim_similarity)
         with self.pool.connection() as conn:
             new_id, old_id = self._id(conn, new), self._id(conn, old)
-            return fact_sql.supersede(conn, new_id, old_id, self.embedder_id, floor)
+            return revisions.supersede(conn, new_id, old_id, self.embedder_id, floor)
 
     def undo_supersede(self, new: FactRef, old: FactRef) -> Fact:
         """Take back `new` superseding `old` (an automatic edge that was wrong, say): `old` is current
         again and the edge stays, marked undone, as history."""
         with self.pool.connection() as conn:
-            return fact_sql.undo_supersede(conn, self._id(conn, new), self._id(conn, old))
+            return revisions.undo_supersede(conn, self._id(conn, new), self._id(conn, old))
 
     def proposals(self, session_id: str) -> list[dict[str, Any]]:
         """The replacements capture proposed (a rule below the precision it may act on alone) and no
@@ -311,7 +311,7 @@ class FactStore:
     def settle_proposal(self, new: FactRef, old: FactRef, *, accept: bool) -> Fact | None:
         """Accept a proposal (`new` replaces `old`; returns the retired fact) or dismiss it."""
         with self.pool.connection() as conn:
-            return fact_sql.settle_proposal(
+            return revisions.settle_proposal(
                 conn,
                 self._id(conn, new),
                 self._id(conn, old),

@@ -13,9 +13,10 @@ captures messages itself (the playground's HTTP API).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, Unpack
 
-from memory.conclusions import is_conclusion, is_failure_notice, states_nothing
+from memory.conclusions import is_conclusion, is_failure_notice, repeats, states_nothing, without_lead_in
 from memory.facts import ProvenanceArgs
 from memory.model import CaptureResult, Kind, Namespace, Source
 from memory.store import FactStore
@@ -80,11 +81,15 @@ def capture_answer(
     text: str,
     *,
     key: str,
+    tool_results: Sequence[str] = (),
     **provenance: Unpack[ProvenanceArgs],
 ) -> CaptureResult | None:
-    """Capture a final answer as a conclusion under `key`; None when it is no conclusion. Unless
-    `provenance` says otherwise, the answer acts on the user's behalf."""
-    if not is_conclusion(text) or states_nothing(text):
+    """Capture a final answer as a conclusion under `key`, less a lead-in that only announces it;
+    None when it is no conclusion, or when it says back one of its turn's `tool_results` (those
+    are memory's own notices, or already captured). Unless `provenance` says otherwise, the answer
+    acts on the user's behalf."""
+    text = without_lead_in(text)
+    if not is_conclusion(text) or states_nothing(text) or any(repeats(text, r) for r in tool_results):
         return None
     return store.remember_result(
         ns,

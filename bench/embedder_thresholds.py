@@ -52,8 +52,8 @@ from memory.eval.supersession_pairs import (
     load_own_pairs,
     resolve_beam_pairs,
 )
-from memory.facts import SUPERSEDE_MIN_SIMILARITY
 from memory.retrieval import SearchOptions
+from memory.revisions import SUPERSEDE_MIN_SIMILARITY
 from memory.splitting import passage_for, split_message
 
 CLAIM_WEIGHT = SearchOptions().claim_weight

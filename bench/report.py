@@ -112,7 +112,7 @@ def markdown(results: dict[str, Any]) -> str:
             "insert_facts (capture's SQL layer; pipelined, so each statement is only queued and the "
             "server's work and the round trip show at commit)",
         ),
-        ("supersede_steps_ms", "memory.facts.supersede"),
+        ("supersede_steps_ms", "memory.revisions.supersede"),
     ):
         step_names = sorted({k for s in sizes for k in s["writes"][key]})
         rows += [

@@ -244,7 +244,7 @@ def measure_writes(
             elapsed_ms = (time.perf_counter() - started) * 1000
             with store.pool.connection() as conn:
                 timed = TimingConnection(conn)
-                fact_sql.supersede(timed, new_b.id, old_b.id, eid, store.supersede_min_similarity)  # type: ignore[arg-type]
+                revisions.supersede(timed, new_b.id, old_b.id, eid, store.supersede_min_similarity)  # type: ignore[arg-type]
         except fact_sql.SupersedeRefusedError:
             refused += 1
             continue

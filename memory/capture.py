@@ -13,10 +13,11 @@ captures messages itself (the playground's HTTP API).
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
+from collections.abc import Sequence
+from typing import Literal, Unpack
 
-from memory.conclusions import is_conclusion, is_failure_notice, states_nothing
+from memory.conclusions import is_conclusion, is_failure_notice, repeats, states_nothing, without_lead_in
+from memory.facts import ProvenanceArgs
 from memory.model import CaptureResult, Kind, Namespace, Source
 from memory.store import FactStore
 
@@ -33,17 +34,14 @@ def capture_said(
     text: str,
     *,
     by: Said,
-    agent_id: str | None = None,
-    acting_on_behalf_of: str | None = "user",
-    thread_id: str | None = None,
-    message_id: str | None = None,
-    valid_from: datetime | None = None,
     source_key: str | None = None,
+    **provenance: Unpack[ProvenanceArgs],
 ) -> CaptureResult:
     """Capture what the user said (`by="user"`), what a tool returned (`by="tool"`) or the task a
     delegating agent gave a sub-agent (`by="delegation"`: the agent's words, kept as its
     instruction and never recalled as the user's); capturing under the same `source_key` again
-    (default: the message id) writes nothing."""
+    (default: the message id) writes nothing. Unless `provenance` says otherwise, the words are
+    taken to act on the user's behalf."""
     if by == "tool" and is_failure_notice(text):
         return CaptureResult(facts=(), written=0)  # an outage is not memory
     if by == "tool":
@@ -51,24 +49,24 @@ def capture_said(
             ns,
             text[:MAX_TOOL_RESULT_CHARS],
             source=Source.TOOL_RESULT,
-            agent_id=agent_id,
-            acting_on_behalf_of=None,  # a tool result is nobody's instruction
-            thread_id=thread_id,
-            message_id=message_id,
-            valid_from=valid_from,
             source_key=source_key,
+            **_on_behalf_of(None, provenance),  # a tool result is nobody's instruction
         )
     return store.capture_message(
         ns,
         text,
         source=Source.DELEGATION if by == "delegation" else Source.PASSIVE_CAPTURE,
-        agent_id=agent_id,
-        acting_on_behalf_of=acting_on_behalf_of,
-        thread_id=thread_id,
-        message_id=message_id,
-        valid_from=valid_from,
         source_key=source_key,
+        **_on_behalf_of("user", provenance, default=True),
     )
+
+
+def _on_behalf_of(whom: str | None, provenance: ProvenanceArgs, *, default: bool = False) -> ProvenanceArgs:
+    """`provenance` acting on `whom`'s behalf (only where it names no one else, with `default`)."""
+    said: ProvenanceArgs = {**provenance}
+    if not default or "acting_on_behalf_of" not in said:
+        said["acting_on_behalf_of"] = whom
+    return said
 
 
 def answer_key(thread_id: str | None, asked: str | None) -> str:
@@ -83,14 +81,15 @@ def capture_answer(
     text: str,
     *,
     key: str,
-    agent_id: str | None = None,
-    acting_on_behalf_of: str | None = "user",
-    thread_id: str | None = None,
-    message_id: str | None = None,
-    valid_from: datetime | None = None,
+    tool_results: Sequence[str] = (),
+    **provenance: Unpack[ProvenanceArgs],
 ) -> CaptureResult | None:
-    """Capture a final answer as a conclusion under `key`; None when it is no conclusion."""
-    if not is_conclusion(text) or states_nothing(text):
+    """Capture a final answer as a conclusion under `key`, less a lead-in that only announces it;
+    None when it is no conclusion, or when it says back one of its turn's `tool_results` (those
+    are memory's own notices, or already captured). Unless `provenance` says otherwise, the answer
+    acts on the user's behalf."""
+    text = without_lead_in(text)
+    if not is_conclusion(text) or states_nothing(text) or any(repeats(text, r) for r in tool_results):
         return None
     return store.remember_result(
         ns,
@@ -98,11 +97,7 @@ def capture_answer(
         kind=Kind.CONCLUSION,
         source=Source.PASSIVE_CAPTURE,
         source_key=key,
-        agent_id=agent_id,
-        acting_on_behalf_of=acting_on_behalf_of,
-        thread_id=thread_id,
-        message_id=message_id,
-        valid_from=valid_from,
+        **_on_behalf_of("user", provenance, default=True),
     )
 
 

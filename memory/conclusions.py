@@ -19,7 +19,7 @@ import re
 
 from memory.models.toolcalls import OPEN_TAG
 
-__all__ = ["is_bare_name", "is_conclusion", "is_failure_notice", "states_nothing"]
+__all__ = ["is_bare_name", "is_conclusion", "is_failure_notice", "repeats", "states_nothing", "without_lead_in"]
 
 _FENCE = re.compile(r"\A```[ \t]*(?:json|tool_call)?[ \t]*\n?(.*?)\n?```\s*\Z", re.DOTALL | re.IGNORECASE)
 _CALL_KEYS = frozenset({"arguments", "args", "parameters"})
@@ -91,3 +91,43 @@ def _looks_like_call(value: object) -> bool:
     return (
         isinstance(value, dict) and "name" in value and (bool(_CALL_KEYS & value.keys()) or len(value) == 1)
     )
+
+
+# A lead-in a small model writes before what it found, often the tool's own description said back
+# ("The summary of what was found for the agent that delegated it is: ..."): a short clause ending
+# in a colon that names the report itself. Kept, it makes the finding a line that matches no claim.
+_LEAD_IN = re.compile(
+    r"\A\s*(?P<lead>[^:\n]{0,120}?\b(?:summary|summarized|found|findings?|results?|answer|conclusions?|"
+    r"concluded|here is|here's)\b[^:\n]{0,80}):\s*\n?\s*(?P<rest>\S.*)\Z",
+    re.IGNORECASE | re.DOTALL,
+)
+_LEAD_IN_WORDS = 16
+
+
+def without_lead_in(text: str) -> str:
+    """`text` without a lead-in clause that only announces it ("Here is what I found: ..."), and
+    without the quotes a small model then puts around the rest."""
+    found = _LEAD_IN.match(text)
+    if found is None or len(found["lead"].split()) > _LEAD_IN_WORDS:
+        return text
+    rest = found["rest"].strip()
+    if len(rest) >= 2 and rest[0] in "\"'\u201c" and rest[-1] in "\"'\u201d" and rest.count(rest[0]) <= 2:
+        rest = rest[1:-1].strip()
+    return rest or text
+
+
+_WORD = re.compile(r"\w+")
+# the share of an answer's words found in one tool result for the answer to be that result said back
+_REPEATED_SHARE = 0.8
+
+
+def repeats(answer: str, said: str) -> bool:
+    """True when `answer` is `said` said back: nearly all of its words are `said`'s. A final answer
+    that repeats a tool's result (memory's own notices, a sub-agent's summary already rolled up, a
+    page already captured) is no new conclusion."""
+    words = _WORD.findall(answer.casefold())
+    if not words:
+        return False
+    theirs = set(_WORD.findall(said.casefold()))
+    return sum(w in theirs for w in words) >= _REPEATED_SHARE * len(words)
+

@@ -47,6 +47,7 @@ from langgraph.store.base import (
 from psycopg import sql
 
 from memory import facts as fact_sql
+from memory import revisions
 from memory.model import Fact, Kind, Source
 from memory.store import FactStore
 
@@ -306,7 +307,7 @@ class BeadsStore(BaseStore):
         )
         if previous is not None:
             with self.facts.pool.connection() as conn:
-                fact_sql.supersede(
+                revisions.supersede(
                     conn, result.facts[0].id, previous.current.id, self.facts.embedder_id, _ANY_SIMILARITY
                 )
 

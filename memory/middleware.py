@@ -180,6 +180,18 @@ def message_slots(messages: Sequence[AnyMessage]) -> list[MessageSlot]:
     return slots
 
 
+def _turn_tool_results(messages: Sequence[AnyMessage]) -> list[str]:
+    """The texts the tools returned since the user's last message: what a final answer may only be
+    saying back."""
+    turn: list[str] = []
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            break
+        if isinstance(message, ToolMessage):
+            turn.append(message_text(message))
+    return turn
+
+
 def _thread_id() -> str | None:
     try:
         return get_config().get("configurable", {}).get("thread_id")
@@ -424,6 +436,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
                 ns,
                 message_text(final),
                 key=answer_key(thread_id, asked),
+                tool_results=_turn_tool_results(state["messages"]),
                 agent_id=self._agent(ns),
                 acting_on_behalf_of=self.acting_on_behalf_of,
                 thread_id=thread_id,

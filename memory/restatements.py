@@ -6,7 +6,7 @@ value ("the launch deadline is March 14"), each would be one more line saying th
 user corrects it. So each new fact that restates an earlier user claim (`corrections.restates`: the
 same words, or the claim's value in the claim's slot) gets a `restates` edge to it, in the capture's
 own transaction. When the claim is replaced, its restatements that say nothing else are retired with
-it, the edge naming why (memory.facts.supersede); one that arrives after the claim was replaced is
+it, the edge naming why (memory.revisions.supersede); one that arrives after the claim was replaced is
 retired at once. A long message that restates a value among other things keeps its line: the edge
 records the echo, retiring it would lose the rest.
 
@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 import psycopg
 from psycopg.rows import DictRow
 
-from memory import corrections, earlier_claims
+from memory import corrections, earlier_claims, revisions
 from memory import facts as fact_sql
 from memory.facts import NewFact
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Source
@@ -86,7 +86,7 @@ def link(
             head_id = new_heads.get(replaced.head_id, replaced.head_id)
             head, old = fact_sql.get_facts(conn, [head_id]), fact_sql.get_fact(conn, replaced.id)
             if head and head[0].status.value == "active":
-                fact_sql.retire_echo(
+                revisions.retire_echo(
                     conn, fact.id, head[0], old, f"restates {old.short_id}, which {head[0].short_id} replaced"
                 )
     return edges

@@ -14,20 +14,20 @@ from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any, Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 import psycopg
 from psycopg.rows import DictRow
 from psycopg_pool import ConnectionPool
 
 from memory import consolidate as consolidation
-from memory import earlier_claims, reads, restatements, retrieval, supersession, vectors
+from memory import earlier_claims, reads, restatements, retrieval, revisions, supersession, vectors
 from memory import facts as fact_sql
 from memory import namespaces as ns_sql
 from memory import pins as pin_sql
 from memory.embedders.base import Embedder, embed_query
 from memory.errors import FactNotFoundError
-from memory.facts import NewFact, Provenance
+from memory.facts import NewFact, Provenance, ProvenanceArgs
 from memory.indexer import BackgroundIndexer
 from memory.migrate import setup as migrate
 from memory.model import (
@@ -133,13 +133,9 @@ class FactStore:
         text: str,
         *,
         source: Source = Source.PASSIVE_CAPTURE,
-        agent_id: str | None = None,
-        acting_on_behalf_of: str | None = None,
-        thread_id: str | None = None,
-        message_id: str | None = None,
-        valid_from: datetime | None = None,
         speaker: str | None = None,
         source_key: str | None = None,
+        **provenance: Unpack[ProvenanceArgs],
     ) -> CaptureResult:
         """Split `text` verbatim into claims and store one fact per claim (questions as directives).
 
@@ -148,16 +144,17 @@ class FactStore:
         who said it where several people share a session (a group chat): it is kept in each fact's
         metadata, and one person's claim never supersedes another's. The facts' ids derive from
         `source_key` (default: `message_id`, else the text), so capturing under the same key again
-        writes nothing.
+        writes nothing. `provenance`: who said it, on whose behalf, where and from when
+        (memory.facts.ProvenanceArgs).
         """
-        source_key = source_key or message_id or fact_sql.body_sha256(text).hex()
+        source_key = source_key or provenance.get("message_id") or fact_sql.body_sha256(text).hex()
         # embedded before any transaction opens
         items = fact_sql.message_facts(text, source, source_key, self.embedder.embed)
         if speaker is not None:
             items = [replace(item, metadata={**(item.metadata or {}), "speaker": speaker}) for item in items]
         if not items:
             return CaptureResult(facts=(), written=0)
-        return self._write(ns, items, agent_id, acting_on_behalf_of, thread_id, message_id, valid_from)
+        return self._write(ns, items, Provenance.of(ns, provenance))
 
     def remember(
         self,
@@ -167,26 +164,12 @@ class FactStore:
         kind: Kind = Kind.CONCLUSION,
         source: Source = Source.REMEMBER_TOOL,
         source_key: str = "",
-        agent_id: str | None = None,
-        acting_on_behalf_of: str | None = None,
-        thread_id: str | None = None,
-        message_id: str | None = None,
-        valid_from: datetime | None = None,
         metadata: dict[str, Any] | None = None,
+        **provenance: Unpack[ProvenanceArgs],
     ) -> Fact:
         """Store `text` as one fact, unsplit (an agent's deliberate note, a conclusion, a summary)."""
         return self.remember_result(
-            ns,
-            text,
-            kind=kind,
-            source=source,
-            source_key=source_key,
-            agent_id=agent_id,
-            acting_on_behalf_of=acting_on_behalf_of,
-            thread_id=thread_id,
-            message_id=message_id,
-            valid_from=valid_from,
-            metadata=metadata,
+            ns, text, kind=kind, source=source, source_key=source_key, metadata=metadata, **provenance
         ).facts[0]
 
     def remember_result(
@@ -197,12 +180,8 @@ class FactStore:
         kind: Kind = Kind.CONCLUSION,
         source: Source = Source.REMEMBER_TOOL,
         source_key: str = "",
-        agent_id: str | None = None,
-        acting_on_behalf_of: str | None = None,
-        thread_id: str | None = None,
-        message_id: str | None = None,
-        valid_from: datetime | None = None,
         metadata: dict[str, Any] | None = None,
+        **provenance: Unpack[ProvenanceArgs],
     ) -> CaptureResult:
         """`remember`, answered as a capture is: the fact, and whether this call wrote it (a replay
         writes nothing) or superseded anything."""
@@ -214,29 +193,13 @@ class FactStore:
             body=body,
             kind=kind,
             source=source,
-            source_key=source_key or (message_id or ""),
+            source_key=source_key or (provenance.get("message_id") or ""),
             claim_vector=vec,
             metadata=metadata,
         )
-        return self._write(ns, [item], agent_id, acting_on_behalf_of, thread_id, message_id, valid_from)
+        return self._write(ns, [item], Provenance.of(ns, provenance))
 
-    def _write(
-        self,
-        ns: Namespace,
-        items: Sequence[NewFact],
-        agent_id: str | None,
-        acting_on_behalf_of: str | None,
-        thread_id: str | None,
-        message_id: str | None,
-        valid_from: datetime | None,
-    ) -> CaptureResult:
-        provenance = Provenance(
-            agent_id=agent_id or ns.agent_id,
-            acting_on_behalf_of=acting_on_behalf_of,
-            thread_id=thread_id,
-            message_id=message_id,
-            valid_from=valid_from,
-        )
+    def _write(self, ns: Namespace, items: Sequence[NewFact], provenance: Provenance) -> CaptureResult:
         embedder_id = self.embedder_id
         with self.pool.connection() as conn:
             prepare = worth_preparing(conn)
@@ -331,13 +294,13 @@ class FactStore:
             floor = min(floor, self.thresholds.short_claim_similarity)
         with self.pool.connection() as conn:
             new_id, old_id = self._id(conn, new), self._id(conn, old)
-            return fact_sql.supersede(conn, new_id, old_id, self.embedder_id, floor)
+            return revisions.supersede(conn, new_id, old_id, self.embedder_id, floor)
 
     def undo_supersede(self, new: FactRef, old: FactRef) -> Fact:
         """Take back `new` superseding `old` (an automatic edge that was wrong, say): `old` is current
         again and the edge stays, marked undone, as history."""
         with self.pool.connection() as conn:
-            return fact_sql.undo_supersede(conn, self._id(conn, new), self._id(conn, old))
+            return revisions.undo_supersede(conn, self._id(conn, new), self._id(conn, old))
 
     def proposals(self, session_id: str) -> list[dict[str, Any]]:
         """The replacements capture proposed (a rule below the precision it may act on alone) and no
@@ -348,7 +311,7 @@ class FactStore:
     def settle_proposal(self, new: FactRef, old: FactRef, *, accept: bool) -> Fact | None:
         """Accept a proposal (`new` replaces `old`; returns the retired fact) or dismiss it."""
         with self.pool.connection() as conn:
-            return fact_sql.settle_proposal(
+            return revisions.settle_proposal(
                 conn,
                 self._id(conn, new),
                 self._id(conn, old),

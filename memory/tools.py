@@ -9,7 +9,7 @@ from typing import Literal
 from langchain_core.tools import BaseTool, StructuredTool
 
 from memory.block import clip
-from memory.conclusions import is_bare_name, is_failure_notice
+from memory.conclusions import is_bare_name, is_failure_notice, without_lead_in
 from memory.errors import BeadsMemoryError
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Relation, Source, Status
 from memory.scope import SessionScope, as_scope
@@ -97,7 +97,7 @@ def _conclude_tool(store: FactStore, scope: SessionScope, agent_id: str | None) 
         try:
             rollup = store.remember(
                 parent,
-                summary,
+                without_lead_in(summary),
                 kind=Kind.SUMMARY,
                 source=Source.CONCLUDE_TASK,
                 agent_id=agent,

@@ -64,7 +64,6 @@ STATEMENTS_WITHOUT_SESSION: dict[str, str] = {
     "FROM beads.facts f WHERE f.namespace_id = %s": _BY_ID + " (facts_in_namespace)",
     "FROM beads.namespaces WHERE id = %s": _BY_ID + " (namespace)",
     "FROM beads.namespaces WHERE parent_id = %s": _BY_ID + " (children)",
-    "FROM beads.edges WHERE src = ANY(%s) AND relation = 'supersedes'": _BY_ID + " (replacement_reasons)",
 }
 
 _BEADS_TABLE = re.compile(r'"?\bbeads"?\."?(\w+)"?')  # quoted or not (sql.Identifier quotes)

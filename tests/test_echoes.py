@@ -50,6 +50,17 @@ def real(pool: ConnectionPool, minilm: MiniLMEmbedder) -> FactStore:
         ("Our API runs in us-east-1.", "The API is hosted in us-east-1.", True),
         ("I take 500 mg of metformin daily.", "Ibuprofen 500 mg as needed.", False),  # a unit is no slot
         ("I used to live in Austin.", "We live in Austin.", False),  # history restates nothing
+        # the person repeated, the date changed: a change, which an echo never is
+        (
+            "The grant report is due to the CTO on Friday, March 6.",
+            "The CTO moved the grant report deadline up to Tuesday, March 3.",
+            False,
+        ),
+        (
+            "The grant report is due to the CTO on Friday, March 6.",
+            "Send the CTO the grant report by March 6.",
+            True,
+        ),
     ],
 )
 def test_what_restates_a_claim(old: str, new: str, echo: bool) -> None:

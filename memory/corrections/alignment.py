@@ -283,7 +283,7 @@ def restates(old: str, new: str) -> bool:
     if looks_like_code(old) or looks_like_code(new):
         return False
     o, n = parse(old), parse(new)
-    if o.history or n.history or WISH.match(n.body) or periods_differ(o, n):
+    if o.history or n.history or WISH.match(n.body) or periods_differ(o, n) or _gives_another_value(o, n):
         return False
     for ov in o.values:
         echoed = [nv for nv in n.values if same_value_loosely(ov, nv)]
@@ -301,6 +301,21 @@ def restates(old: str, new: str) -> bool:
             slot = (named & _context(n, nv)) - MEASURES - value_words
             if slot and not other_person(o, ov, n, nv):
                 return True
+    return False
+
+
+def _gives_another_value(o: Claim, n: Claim) -> bool:
+    """`n` states a value of a kind `o` states too, and none of `o`'s: "The CFO moved the board report
+    deadline up to Tuesday, October 15." after "The Q3 board report is due to the CFO on Friday,
+    October 18." repeats the CFO and changes the date. An echo changes nothing, so that is a change
+    (for supersession to judge), whatever else it repeats."""
+    theirs = [ov for ov in o.values if not worded(ov)]
+    for nv in n.values:
+        if worded(nv):
+            continue
+        same_kind = [ov for ov in theirs if kind_family(ov.kind) == kind_family(nv.kind)]
+        if same_kind and not any(same_value_loosely(ov, nv) for ov in same_kind):
+            return True
     return False
 
 

@@ -36,11 +36,12 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from memory.conclusions import OPEN_TAG
 from memory.models.chatml import IM_END, format_prompt, tool_choice_instruction
 from memory.models.engine import Engine, LlamaLike, import_llama_cpp, require_local, shared_engine
 from memory.models.grammar import tool_call_gbnf, uuids_in
 from memory.models.settings import ModelSettings
-from memory.models.toolcalls import OPEN_TAG, call_opening, hold_index, parse_tool_calls
+from memory.models.toolcalls import call_opening, hold_index, parse_tool_calls
 from memory.models.weights import LOCAL_MODELS, QWEN_CODER_05B
 
 #: The default offline model's name (``LocalChatModel.model_name`` follows ``settings.local_model``).

@@ -18,7 +18,8 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-OPEN_TAG = "<tool_call>"
+from memory.conclusions import OPEN_TAG
+
 CLOSE_TAG = "</tool_call>"
 
 # A block ends at its closing tag, at the next opening tag (the model forgot to close it) or at the end.

@@ -7,7 +7,7 @@ import pytest
 
 from memory.conclusions import is_conclusion
 from memory.model import Kind
-from memory.models.scripted import ScriptedChatModel
+from memory.scripted import ScriptedChatModel
 from memory.store import FactStore
 from playground.comparison.lanes import build_beads_agent
 from tests.test_agents import run_turns

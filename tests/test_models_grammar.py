@@ -19,9 +19,9 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from memory.model import Namespace
 from memory.models.engine import import_llama_cpp
 from memory.models.grammar import tool_call_gbnf, uuids_in
-from memory.models.scripted import ScriptedChatModel
 from memory.models.settings import ModelSettings
 from memory.models.weights import ensure_weights
+from memory.scripted import ScriptedChatModel
 from memory.store import FactStore
 from memory.tools import memory_tools
 from playground.comparison.lanes import stock_tools

@@ -14,10 +14,10 @@ from pydantic import ValidationError
 from memory.models import engine
 from memory.models.local import MODEL_NAME, LocalChatModel
 from memory.models.ollama import OllamaChatModel
-from memory.models.scripted import ScriptedChatModel
 from memory.models.select import select_chat_model
 from memory.models.settings import LocalModelName, ModelSettings, normalise_ollama_url
 from memory.models.weights import LOCAL_MODELS, QWEN_CODER_05B, QWEN_CODER_15B, WeightsSpec
+from memory.scripted import ScriptedChatModel
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from memory.models import smoke
-from memory.models.scripted import ScriptedChatModel, calls, tool_call
 from memory.models.select import ActiveModel
 from memory.models.settings import ModelSettings
+from memory.scripted import ScriptedChatModel, calls, tool_call
 from playground.comparison import toolcall_bench
 
 

@@ -27,9 +27,9 @@ from memory.eval.tokens import count_tokens
 from memory.eval.window import TAIL_TITLE, ConversationView
 from memory.middleware import BeadsMemoryMiddleware, message_slots
 from memory.model import Hit, Kind
-from memory.models.scripted import ScriptedChatModel
 from memory.recall import plan_call
 from memory.retrieval import SearchOptions, rank
+from memory.scripted import ScriptedChatModel
 from memory.store import FactStore
 
 ASK = "What is our budget for each item?"

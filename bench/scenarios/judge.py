@@ -171,7 +171,7 @@ def grade(model: BaseChatModel, prompt: str) -> tuple[dict[str, int | None], str
 def scripted_judge() -> BaseChatModel:
     """A rule in place of the judge, for the harness's tests: 1 for every grade of a transcript whose
     last reply is empty, 4 otherwise."""
-    from memory.models.scripted import ScriptedChatModel, calls, tool_call
+    from memory.scripted import ScriptedChatModel, calls, tool_call
 
     def rule(messages: list[BaseMessage]) -> AIMessage:
         last = messages[-1].text.rsplit("Assistant:", 1)[-1]

@@ -15,17 +15,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from memory.models.local import LocalChatModel
     from memory.models.ollama import OllamaChatModel, explain_ollama_error, ollama_chat_model, probe_ollama
-    from memory.models.scripted import ScriptedChatModel
     from memory.models.select import ActiveModel, select_chat_model
     from memory.models.settings import ModelSettings
     from memory.models.weights import ensure_weights
+    from memory.scripted import ScriptedChatModel
 
 _EXPORTS = {
     "ActiveModel": "memory.models.select",
     "LocalChatModel": "memory.models.local",
     "ModelSettings": "memory.models.settings",
     "OllamaChatModel": "memory.models.ollama",
-    "ScriptedChatModel": "memory.models.scripted",
+    "ScriptedChatModel": "memory.scripted",
     "ensure_weights": "memory.models.weights",
     "explain_ollama_error": "memory.models.ollama",
     "ollama_chat_model": "memory.models.ollama",

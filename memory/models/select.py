@@ -12,8 +12,8 @@ from memory.errors import MissingExtraError
 from memory.models.chatml import text_of
 from memory.models.local import LocalChatModel
 from memory.models.ollama import display_url, has_model, list_ollama_models, ollama_chat_model
-from memory.models.scripted import ScriptedChatModel
 from memory.models.settings import Backend, ModelSettings
+from memory.scripted import ScriptedChatModel
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from bench.eval.metrics import auroc
+from bench.eval.supersession_pairs import OWN_SETS, read_jsonl, short_label
 from memory import corrections
 from memory.embedders.select import embedder_from_name
-from memory.eval.metrics import auroc
-from memory.eval.supersession_pairs import OWN_SETS, read_jsonl, short_label
 from memory.splitting import split_message
 from memory.supersession import CANDIDATES, accept
 from memory.thresholds import Thresholds, thresholds_for
@@ -167,7 +167,7 @@ def main() -> int:
         negative = [s for s, y in zip(scores, labels, strict=True) if not y]
         print(f"| {name} | {auroc(positive, negative) or 0:.2f} | {cells[0]} | {cells[1]} |")
     if args.locomo:
-        from memory.eval.loaders import load_locomo
+        from bench.eval.loaders import load_locomo
 
         edges = {"rules": [], "rules + model": []}
         for conv in load_locomo(args.locomo).conversations:

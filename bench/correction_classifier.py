@@ -41,10 +41,10 @@ from typing import Any
 import numpy as np
 
 from bench.contradiction_model import Vectors
+from bench.eval.loaders import load_beam, load_locomo
+from bench.eval.supersession_pairs import BEAM_PAIRS, OWN_SETS, SUPERSEDE, read_jsonl, short_label
 from memory import corrections
 from memory.embedders.select import embedder_from_name
-from memory.eval.loaders import load_beam, load_locomo
-from memory.eval.supersession_pairs import BEAM_PAIRS, OWN_SETS, SUPERSEDE, read_jsonl, short_label
 from memory.splitting import split_message
 from memory.supersession import CANDIDATES, accept
 from memory.thresholds import thresholds_for

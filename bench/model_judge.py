@@ -47,9 +47,9 @@ from typing import Any
 
 import numpy as np
 
+from bench.eval.loaders import SEQUENCE_KINDS, load_sequences
+from bench.eval.supersession_pairs import KEEP_BOTH, OWN_SETS, SUPERSEDE, read_jsonl, short_label
 from memory import corrections
-from memory.eval.loaders import SEQUENCE_KINDS, load_sequences
-from memory.eval.supersession_pairs import KEEP_BOTH, OWN_SETS, SUPERSEDE, read_jsonl, short_label
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "memory" / "eval" / "data"
 SEQUENCE_FILES = (DATA_DIR / "sequences_blind.jsonl", DATA_DIR / "sequences_blind2.jsonl")
@@ -125,9 +125,9 @@ def wild_pairs(
 ) -> list[dict[str, Any]]:
     from bench.contradiction_model import Vectors
     from bench.correction_classifier import candidates, conversation_turns
+    from bench.eval.loaders import load_beam, load_locomo
+    from bench.eval.supersession_pairs import BEAM_PAIRS
     from memory.embedders.select import embedder_from_name
-    from memory.eval.loaders import load_beam, load_locomo
-    from memory.eval.supersession_pairs import BEAM_PAIRS
 
     updates = {
         (f"beam-{p['chat']}", t)

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from bench.eval.supersession_pairs import OWN_SETS, read_jsonl, short_label
 from memory.embedders.select import embedder_from_name
-from memory.eval.supersession_pairs import OWN_SETS, read_jsonl, short_label
 from memory.slots import may_outdate
 
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8, 0.9)

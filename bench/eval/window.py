@@ -10,8 +10,8 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from memory.eval.conversation import Conversation, Question, Turn
-from memory.eval.tokens import Packer, clip_to_last, count_many, count_tokens
+from bench.eval.conversation import Conversation, Question, Turn
+from bench.eval.tokens import Packer, clip_to_last, count_many, count_tokens
 from memory.model import Fact
 
 TAIL_TITLE = "Conversation so far (oldest first):"

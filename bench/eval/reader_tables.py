@@ -1,6 +1,6 @@
 """The report's reader tables: what the reader answered with each arm's window, and paired intervals.
 
-Computed from the rows alone, like the rest of the report (memory.eval.report).
+Computed from the rows alone, like the rest of the report (bench.eval.report).
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from memory.eval.bootstrap import LEVEL, RESAMPLES, SEED, arm_intervals
-from memory.eval.metrics import is_answered
-from memory.eval.reader import reader_label
+from bench.eval.bootstrap import LEVEL, RESAMPLES, SEED, arm_intervals
+from bench.eval.metrics import is_answered
+from bench.eval.reader import reader_label
 
 HEADLINE_ARM = "beads"
 # the figures a paired interval is reported for: the reader's, then the model-free one it leans on

@@ -2,9 +2,9 @@
 
 `--answer-model offline` is the bundled offline model (memory.models.local, Qwen2.5-Coder-0.5B in
 process, greedy; the 1.5B with BEADS_LOCAL_MODEL=qwen2.5-coder-1.5b); `ollama:<model>` and
-`<module>:<factory>` are any LangChain chat model (memory.eval.judging.chat_model_from_spec). The prompt asks for a short phrase in the memory's own
+`<module>:<factory>` are any LangChain chat model (bench.eval.judging.chat_model_from_spec). The prompt asks for a short phrase in the memory's own
 words, as LoCoMo's question answering does, and for "not mentioned" when the memory does not say,
-the phrase LoCoMo's scorer looks for on unanswerable questions (memory.eval.answer_scores).
+the phrase LoCoMo's scorer looks for on unanswerable questions (bench.eval.answer_scores).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from memory.eval.conversation import Question
+from bench.eval.conversation import Question
 
 OFFLINE = "offline"
 #: how reports name the offline reader: say what it is, so nobody reads its figures as a strong model's

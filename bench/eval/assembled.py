@@ -24,13 +24,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from bench.eval.arms import FACT_LINE_TOKENS, FACTS_TITLE, MAX_K, WIDEN_BELOW, FactsArm
+from bench.eval.conversation import Question, Turn
+from bench.eval.tokens import Packer, count_cached
+from bench.eval.window import TAIL_TITLE, ConversationView, Window, WindowItem, fact_line, render
 from memory.assembler import Assembly, Budgets, Item, MessageSlot, assemble, cleared_text, plan_window
 from memory.assembler import Role as SlotRole
 from memory.block import NOTHING, PINNED_HEADER, clip, header, shown_as_outdated
-from memory.eval.arms import FACT_LINE_TOKENS, FACTS_TITLE, MAX_K, WIDEN_BELOW, FactsArm
-from memory.eval.conversation import Question, Turn
-from memory.eval.tokens import Packer, count_cached
-from memory.eval.window import TAIL_TITLE, ConversationView, Window, WindowItem, fact_line, render
 from memory.middleware import RESERVE_TOKENS, BeadsMemoryMiddleware
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Namespace, SearchResult, Status
 

@@ -1,6 +1,6 @@
 """The summary (markdown) and the plot (PNG), computed from the rows file alone.
 
-Nothing here reads the data or the database: `python -m memory.eval report` rebuilds both from a
+Nothing here reads the data or the database: `python -m bench.eval report` rebuilds both from a
 committed rows.jsonl (plus run-info.json for load issues and runtime, when present).
 """
 
@@ -12,15 +12,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from memory.eval.arms import ARM_NAMES
-from memory.eval.judging import accuracy_by_type, pairwise
-from memory.eval.metrics import aggregate
-from memory.eval.reader_tables import answered, reader_line, reader_table
-from memory.eval.reader_tables import paired_table as reader_paired_table
+from bench.eval.arms import ARM_NAMES
+from bench.eval.judging import accuracy_by_type, pairwise
+from bench.eval.metrics import aggregate
+from bench.eval.reader_tables import answered, reader_line, reader_table
+from bench.eval.reader_tables import paired_table as reader_paired_table
 
 SUMMARY_FILE = "summary.md"
 PLOT_FILE = "metrics-by-budget.png"
-HEADLINE_ARM = "beads"  # the middleware itself (memory.eval.assembled.BeadsArm)
+HEADLINE_ARM = "beads"  # the middleware itself (bench.eval.assembled.BeadsArm)
 SPLIT_ORDER = ("tune", "holdout")
 
 Group = tuple[str, str, int | None]  # dataset, arm, budget
@@ -473,7 +473,7 @@ _DEFINITIONS = """## Definitions
   Evidence recall counts a fact from the right turn; this counts the words of the answer.
 - **tokens**: the window as the model would see it (headers included), by the one shared count.
 - **reader** (`--answer-model`): one model answers every question from each arm's window with the same
-  prompt (memory.eval.reader). **F1** and **exact match** are LoCoMo's own (memory.eval.answer_scores:
+  prompt (bench.eval.reader). **F1** and **exact match** are LoCoMo's own (bench.eval.answer_scores:
   commas, punctuation and a/an/the/and out, lowercased; a multi-hop reference split at commas; no
   stemming, so a little below LoCoMo's figures on the same answers), F1 on every answerable question
   whose reference is an answer (not a rubric), exact match on references of at most 5 tokens;
@@ -482,7 +482,7 @@ _DEFINITIONS = """## Definitions
   are both known (BEAM: the rubric's value and the number of the same unit in the `original_info`
   message; sequences: their `current` and `stale`), whether the answer names only the current value,
   only the stale one, both, or neither. The bootstrap intervals pair the two arms' scores question by
-  question (memory.eval.bootstrap).
+  question (bench.eval.bootstrap).
 """
 
 

@@ -1,4 +1,4 @@
-"""Grade a reader's answer (memory.eval.reader) with a judge model, and compare arms pairwise.
+"""Grade a reader's answer (bench.eval.reader) with a judge model, and compare arms pairwise.
 
 The judge prompts are LongMemEval's (Wu et al., "LongMemEval: Benchmarking Chat Assistants on
 Long-Term Interactive Memory", ICLR 2025; prompts (c) 2024 Di Wu, MIT licence), used unchanged: the
@@ -18,8 +18,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 
+from bench.eval.conversation import JudgePrompt, Question
 from memory.errors import ConfigurationError
-from memory.eval.conversation import JudgePrompt, Question
 
 _JUDGE_TAIL = "\n\nQuestion: {}\n\nCorrect Answer: {}\n\nModel Response: {}\n\nIs the model response correct? Answer yes or no only."
 _JUDGE_HEAD = (

@@ -10,8 +10,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from memory.eval.conversation import Question
-from memory.eval.window import Window
+from bench.eval.conversation import Question
+from bench.eval.window import Window
 
 
 def _first_priority(window: Window, turn_ids: Sequence[str]) -> int | None:
@@ -239,12 +239,12 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def is_answered(row: dict[str, Any]) -> bool:
     """Whether the reader answered this row: its scores are there (the answer's text may not be: the
-    committed snapshot leaves it out, memory.eval.runner.DATA_TEXT_FIELDS)."""
+    committed snapshot leaves it out, bench.eval.runner.DATA_TEXT_FIELDS)."""
     return "reader_not_mentioned" in row
 
 
 def reader_figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """What the reader's answers score (memory.eval.answer_scores), over the rows it answered.
+    """What the reader's answers score (bench.eval.answer_scores), over the rows it answered.
 
     F1 and exact match over the answerable questions they apply to; "not mentioned" as the answer to
     unanswerable questions (right) and to answerable ones (a miss); for knowledge updates with both

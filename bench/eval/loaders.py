@@ -1,4 +1,4 @@
-"""Read LoCoMo, BEAM and LongMemEval files into memory.eval.conversation records, leniently.
+"""Read LoCoMo, BEAM and LongMemEval files into bench.eval.conversation records, leniently.
 
 Each benchmark cites evidence its own way and each has defects (LoCoMo's "D8:6; D9:17", BEAM's
 `source_chat_ids` as a list, a nested list or a dict). Every id that had to be repaired or could not
@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory.eval.answer_scores import stale_values_from
-from memory.eval.conversation import (
+from bench.eval.answer_scores import stale_values_from
+from bench.eval.conversation import (
     Conversation,
     Dataset,
     JudgePrompt,

@@ -35,12 +35,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory.eval.supersession_pairs import KEEP_BOTH, OWN_SETS, SUPERSEDE, Pair, read_jsonl, write_jsonl
+from bench.eval.supersession_pairs import KEEP_BOTH, OWN_SETS, SUPERSEDE, Pair, read_jsonl, write_jsonl
 from memory.model import Fact, Kind, Source, Status
 
 if TYPE_CHECKING:
+    from bench.eval.conversation import Dataset
     from memory.embedders.base import Embedder
-    from memory.eval.conversation import Dataset
     from memory.store import FactStore
 
 ROWS_FILE = "pair-rows.jsonl"  # not rows.jsonl: results/.gitignore keeps those local
@@ -228,7 +228,7 @@ def measure_pair(store: FactStore, pair: Pair) -> dict[str, Any]:
 
 def whole_supersessions(store: FactStore, dataset: Dataset) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Capture every conversation of `dataset` into its own session; every supersedes edge written."""
-    from memory.eval.ingest import capture_conversation
+    from bench.eval.ingest import capture_conversation
 
     found: list[dict[str, Any]] = []
     per_conversation: dict[str, dict[str, int]] = {}
@@ -330,9 +330,9 @@ def write_sample_texts(path: Path, dataset: Dataset, sample: Sequence[dict[str, 
 
 @contextmanager
 def open_store(config: SupersessionConfig, embedder: Embedder) -> Iterator[tuple[FactStore, str]]:
+    from bench.eval.ingest import database_name, ensure_database
     from memory.connection import open_pool
     from memory.embedded import resolve_database_url
-    from memory.eval.ingest import database_name, ensure_database
     from memory.store import FactStore
 
     server = config.database_url or resolve_database_url()

@@ -1,11 +1,11 @@
 """The arms: ways to spend the same context budget on one conversation, and the window each builds.
 
-Every budgeted arm packs through one `Packer` with one token count (memory.eval.tokens), so no arm can
+Every budgeted arm packs through one `Packer` with one token count (bench.eval.tokens), so no arm can
 exceed its budget and none is measured differently. Items are recorded with the order in which the arm
 chose them (`priority`, 0 first): rank for retrieval, recency for a transcript tail.
 
 - beads     BeadsMemoryMiddleware itself, by default, with the model's context = the budget
-            (memory.eval.assembled.BeadsArm): the headline
+            (bench.eval.assembled.BeadsArm): the headline
 - tail      the newest turns, whole, the oldest of them clipped to fill the budget
 - docstore  LangGraph's PostgresStore over whole turns (same embedder), best first until full
 - bm25      bm25s over whole turns, best first until full
@@ -13,7 +13,7 @@ chose them (`priority`, 0 first): rank for retrieval, recency for a transcript t
 - full      every turn, no budget: the ceiling
 - beads_gated  the middleware with `injection="gated"`: no block while the transcript fits
 - facts_gated, assembled, assembled_pinned, assembled_noclear: the middleware's gate and context
-            assembler over the same budget (memory.eval.assembled)
+            assembler over the same budget (bench.eval.assembled)
 """
 
 from __future__ import annotations
@@ -23,10 +23,9 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Protocol
 
-from memory.assembler import should_inject
-from memory.eval.conversation import Conversation, Question
-from memory.eval.tokens import Packer, count_cached, count_tokens
-from memory.eval.window import (
+from bench.eval.conversation import Conversation, Question
+from bench.eval.tokens import Packer, count_cached, count_tokens
+from bench.eval.window import (
     TAIL_TITLE,
     ConversationView,
     Window,
@@ -34,6 +33,7 @@ from memory.eval.window import (
     fact_line,
     fill_tail,
 )
+from memory.assembler import should_inject
 from memory.model import Hit, Namespace, SearchResult, Status
 from memory.retrieval import SearchOptions
 
@@ -57,7 +57,7 @@ ARM_NAMES = (
     "full",
 )
 # the default run: the middleware itself (the headline), the baselines and the facts ablations; the
-# assembled arms are measured on purpose (memory.eval.assembled)
+# assembled arms are measured on purpose (bench.eval.assembled)
 DEFAULT_ARMS = ("beads", "tail", "docstore", "bm25", "facts", "facts_gated", "full")
 TURNS_TITLE = "Conversation turns retrieved from memory (most relevant first):"
 FACTS_TITLE = "Facts from memory (most relevant first):"

@@ -24,9 +24,9 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import DictRow
 
+from bench.eval.arms import docstore_namespace
+from bench.eval.conversation import Conversation
 from memory.embedders.cache import CachedEmbedder
-from memory.eval.arms import docstore_namespace
-from memory.eval.conversation import Conversation
 from memory.model import Kind, Namespace, Source
 from memory.splitting import passage_for, split_message
 

@@ -1,12 +1,12 @@
-"""`python -m memory.eval`: run the budget-matched evaluation, or rebuild its report from the rows.
+"""`python -m bench.eval`: run the budget-matched evaluation, or rebuild its report from the rows.
 
-    python -m memory.eval run --locomo PATH --beam DIR [--longmemeval PATH] [--out results]
+    python -m bench.eval run --locomo PATH --beam DIR [--longmemeval PATH] [--out results]
         [--budgets 1200 3000 6000] [--arms tail docstore bm25 facts full] [--embedder minilm]
         [--database-url URL] [--sample N [--sample-seed S]] [--limit N]
         [--answer-model offline|ollama:<model> [--judge-model SPEC]]
         [--consolidate] [--expire-days DAYS] [--recency-weight W [--recency-half-life DAYS]] [--tool-calls EVERY]
-    python -m memory.eval report [--out results]
-    python -m memory.eval supersession [--beam DIR] [--locomo PATH] [--out results/supersession]
+    python -m bench.eval report [--out results]
+    python -m bench.eval supersession [--beam DIR] [--locomo PATH] [--out results/supersession]
         [--pairs PATH] [--beam-pairs PATH] [--embedder minilm] [--database-url URL] [--no-auto-supersede]
         [--sample-size 50] [--seed 7] [--write-beam-pairs]
 
@@ -24,11 +24,10 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from memory.errors import BeadsMemoryError
-from memory.eval.arms import ARM_NAMES, DEFAULT_ARMS
-from memory.eval.loaders import SEQUENCE_KINDS
-from memory.eval.report import paired_table, write_report
-from memory.eval.runner import (
+from bench.eval.arms import ARM_NAMES, DEFAULT_ARMS
+from bench.eval.loaders import SEQUENCE_KINDS
+from bench.eval.report import paired_table, write_report
+from bench.eval.runner import (
     ROWS_FILE,
     ROWS_SNAPSHOT,
     Evaluation,
@@ -39,12 +38,13 @@ from memory.eval.runner import (
     write_run_info,
     write_snapshot,
 )
-from memory.eval.window import ASK_AT_MODES
+from bench.eval.window import ASK_AT_MODES
+from memory.errors import BeadsMemoryError
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m memory.eval",
+        prog="python -m bench.eval",
         description="Budget-matched memory evaluation on external conversations.",
     )
     sub = p.add_subparsers(dest="command", required=True)
@@ -56,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
         "--sequences",
         type=Path,
         help="short chats where a fact is stated, maybe changed, then asked (JSON lines, "
-        "memory/eval/data/sequences_blind.jsonl): read as two datasets, its updates and its look-alikes",
+        "bench/eval/data/sequences_blind.jsonl): read as two datasets, its updates and its look-alikes",
     )
     run.add_argument("--out", type=Path, default=Path("results"), help="output folder (default: results)")
     run.add_argument("--budgets", type=int, nargs="+", default=list(RunConfig.budgets))
@@ -124,7 +124,7 @@ def parser() -> argparse.ArgumentParser:
         default=0,
         metavar="EVERY",
         help="insert a web search call and its output after every EVERY-th turn, the output taken "
-        "from another conversation (memory.eval.toolcalls); datasets get a '-tools' name (default 0: none)",
+        "from another conversation (bench.eval.toolcalls); datasets get a '-tools' name (default 0: none)",
     )
     run.add_argument(
         "--tool-tokens",
@@ -204,7 +204,7 @@ def parser() -> argparse.ArgumentParser:
     compare.set_defaults(handler=_compare)
     sup = sub.add_parser(
         "supersession",
-        help="capture labeled message pairs and count what capture supersedes (memory.eval.supersession)",
+        help="capture labeled message pairs and count what capture supersedes (bench.eval.supersession)",
     )
     sup.add_argument(
         "--beam", type=Path, help="a folder of BEAM chats (e.g. chats/100K): adds the BEAM pairs"
@@ -217,7 +217,7 @@ def parser() -> argparse.ArgumentParser:
     )
     sup.add_argument("--out", type=Path, default=Path("results/supersession"))
     sup.add_argument(
-        "--pairs", type=Path, help="our pair file (default: the one shipped in memory/eval/data)"
+        "--pairs", type=Path, help="our pair file (default: the one shipped in bench/eval/data)"
     )
     sup.add_argument("--beam-pairs", type=Path, help="the BEAM pair ids (default: the shipped file)")
     sup.add_argument(
@@ -294,8 +294,8 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
     if args.judge_model and args.judge_model == args.answer_model:
         raise UsageError("the judge must differ from the reader (a model never grades itself)")
     if args.answer_model:
-        from memory.eval.judging import chat_model_from_spec
-        from memory.eval.reader import OFFLINE, offline_name, offline_reader
+        from bench.eval.judging import chat_model_from_spec
+        from bench.eval.reader import OFFLINE, offline_name, offline_reader
 
         if args.answer_model == OFFLINE:
             config.answer_model, config.answer_model_name = offline_reader(config.budgets), offline_name()
@@ -344,7 +344,7 @@ def _rows_at(path: Path) -> list[dict[str, Any]]:
 
 
 def _compare(args: argparse.Namespace, console: Console) -> int:
-    """Two runs side by side, question by question (memory.eval.report.paired_table)."""
+    """Two runs side by side, question by question (bench.eval.report.paired_table)."""
     names = tuple(args.names) if args.names else (args.left.name or "left", args.right.name or "right")
     table = paired_table(_rows_at(args.left), _rows_at(args.right), (names[0], names[1]))
     console.print("\n".join(table), markup=False, highlight=False, soft_wrap=True)
@@ -370,8 +370,8 @@ def _report(args: argparse.Namespace, console: Console) -> int:
 
 
 def _supersession(args: argparse.Namespace, console: Console) -> int:
-    from memory.eval import supersession_pairs as pairs_lib
-    from memory.eval.supersession import SupersessionConfig, run
+    from bench.eval import supersession_pairs as pairs_lib
+    from bench.eval.supersession import SupersessionConfig, run
 
     for path in (args.beam, args.locomo, args.pairs, args.beam_pairs):
         if path is not None and not path.exists():
@@ -401,13 +401,13 @@ def _supersession(args: argparse.Namespace, console: Console) -> int:
         unresolved = resolution.unresolved
     whole = []
     if args.locomo is not None:
-        from memory.eval.loaders import load_locomo
+        from bench.eval.loaders import load_locomo
 
         whole.append(load_locomo(args.locomo))
     if args.beam_chats:
         if args.beam is None:
             raise UsageError("--beam-chats counts the chats of --beam")
-        from memory.eval.loaders import load_beam
+        from bench.eval.loaders import load_beam
 
         whole.append(load_beam(args.beam))
     config = SupersessionConfig(

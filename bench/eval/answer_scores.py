@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from memory.eval.conversation import Question
+from bench.eval.conversation import Question
 
 UpdateAnswer = Literal["current", "stale", "both", "neither"]
 

@@ -5,7 +5,7 @@ conversation once into the fact graph and LangGraph's PostgresStore (`ingest`); 
 window per question at each token budget (`arms`, `window`, counted by `tokens`); `metrics` scores
 windows with no model, `judging` answers and grades when models are given; `runner` writes one JSONL
 row per (question, arm, budget) and `report` turns the rows into a summary and a plot. Run
-`python -m memory.eval --help`.
+`python -m bench.eval --help`.
 """
 
 from memory.extras import require_extra

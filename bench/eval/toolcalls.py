@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from itertools import cycle
 
-from memory.eval.conversation import Conversation, Dataset, Session, Turn
+from bench.eval.conversation import Conversation, Dataset, Session, Turn
 
 TOOL_NAME = "web_search"
 CHARS_PER_TOKEN = 4  # close enough for English prose under the WordPiece count

@@ -1,6 +1,6 @@
 """The one internal shape every benchmark is loaded into: conversation -> sessions -> turns, plus questions.
 
-Loaders (memory.eval.loaders) turn LoCoMo, BEAM and LongMemEval files into these records; everything
+Loaders (bench.eval.loaders) turn LoCoMo, BEAM and LongMemEval files into these records; everything
 downstream (ingestion, arms, metrics) reads only these, so a new format needs only a new loader.
 """
 
@@ -12,9 +12,9 @@ from datetime import datetime
 from functools import cached_property
 from typing import Literal
 
-Role = Literal["user", "assistant", "tool"]  # "tool": a tool's result (memory.eval.toolcalls)
+Role = Literal["user", "assistant", "tool"]  # "tool": a tool's result (bench.eval.toolcalls)
 
-# Which LongMemEval judge prompt grades a question (see memory.eval.judging).
+# Which LongMemEval judge prompt grades a question (see bench.eval.judging).
 JudgePrompt = Literal["default", "temporal", "knowledge-update", "preference", "abstention"]
 
 

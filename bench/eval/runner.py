@@ -24,17 +24,17 @@ from psycopg.rows import dict_row
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from memory.eval import arms as arm_lib
-from memory.eval.answer_scores import answer_scores
-from memory.eval.arms import Arm, budgets_for
-from memory.eval.conversation import Conversation, Dataset, Question
-from memory.eval.ingest import Ingestor, IngestStats, database_name, ensure_database
-from memory.eval.judging import judge
-from memory.eval.loaders import LOADERS
-from memory.eval.metrics import window_metrics
-from memory.eval.reader import read
-from memory.eval.toolcalls import with_tool_calls
-from memory.eval.window import ConversationView, Window, asked_at
+from bench.eval import arms as arm_lib
+from bench.eval.answer_scores import answer_scores
+from bench.eval.arms import Arm, budgets_for
+from bench.eval.conversation import Conversation, Dataset, Question
+from bench.eval.ingest import Ingestor, IngestStats, database_name, ensure_database
+from bench.eval.judging import judge
+from bench.eval.loaders import LOADERS
+from bench.eval.metrics import window_metrics
+from bench.eval.reader import read
+from bench.eval.toolcalls import with_tool_calls
+from bench.eval.window import ConversationView, Window, asked_at
 from memory.retrieval import SearchOptions
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ class RunConfig:
     tool_calls: int = 0
     tool_tokens: int = 300
     # when each question is asked: at the end of the conversation, or right after the session that
-    # holds its latest evidence (memory.eval.window.asked_at), where shorter histories fit a window
+    # holds its latest evidence (bench.eval.window.asked_at), where shorter histories fit a window
     ask_at: str = "end"
     # the beads arm's middleware settings where they differ from its defaults (tuning runs; None: the
     # default): the retrieved tier's share of the context, the score gap, thin claims and passages
@@ -93,8 +93,8 @@ class RunConfig:
     # with `only_split`, the one split evaluated
     split: dict[str, list[str]] | None = None
     only_split: str | None = None
-    # the reader (memory.eval.reader), and a judge that grades its answers (optional: the reader's
-    # answers are scored without one, memory.eval.answer_scores)
+    # the reader (bench.eval.reader), and a judge that grades its answers (optional: the reader's
+    # answers are scored without one, bench.eval.answer_scores)
     answer_model: BaseChatModel | None = None
     judge_model: BaseChatModel | None = None
     answer_model_name: str | None = None
@@ -624,7 +624,7 @@ def make_arm(
     beads: dict[str, Any] | None = None,
 ) -> Arm:
     if name in ("beads", "beads_gated"):
-        from memory.eval.assembled import BeadsArm
+        from bench.eval.assembled import BeadsArm
 
         settings = dict(beads or {})
         if "search" in settings:
@@ -652,7 +652,7 @@ def make_arm(
         facts = arm_lib.FactsArm(stores.facts, stores.ingestor.root, share=facts_share, options=options)
         return facts if name == "facts" else arm_lib.GatedFactsArm(facts)
     if name.startswith("assembled"):
-        from memory.eval.assembled import AssembledArm, standing_rules
+        from bench.eval.assembled import AssembledArm, standing_rules
 
         facts = arm_lib.FactsArm(stores.facts, stores.ingestor.root, share=facts_share, options=options)
         return AssembledArm(

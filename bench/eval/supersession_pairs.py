@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.eval.conversation import LoadIssues, Turn
+from bench.eval.loaders import flatten_beam_ids, load_beam
 from memory.errors import BeadsMemoryError
-from memory.eval.conversation import LoadIssues, Turn
-from memory.eval.loaders import flatten_beam_ids, load_beam
 
 DATA_DIR = Path(__file__).parent / "data"
 OWN_PAIRS = DATA_DIR / "supersession_pairs.jsonl"

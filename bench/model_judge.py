@@ -244,8 +244,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     model = args.model
     if model is None:
-        from memory.models.settings import ModelSettings
-        from memory.models.weights import ensure_weights
+        from playground.models.settings import ModelSettings
+        from playground.models.weights import ensure_weights
 
         model = ensure_weights(ModelSettings().model_cache_dir)
     judge = Judge(model)

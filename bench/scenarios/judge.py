@@ -184,8 +184,8 @@ def scripted_judge() -> BaseChatModel:
 def judge_model(spec: str) -> BaseChatModel:
     """The judge as `--judge-model` names it, chosen the way the playground chooses its model:
     `local` (the offline model), `ollama:<name>`, or `scripted` (a rule, for tests). Temperature 0."""
-    from memory.models.select import select_chat_model
-    from memory.models.settings import ModelSettings
+    from playground.models.select import select_chat_model
+    from playground.models.settings import ModelSettings
 
     if spec == "scripted":
         return scripted_judge()

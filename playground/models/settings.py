@@ -19,7 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from memory.settings import APP_NAME
 
 Backend = Literal["auto", "ollama", "local", "scripted"]
-#: The offline models (memory.models.weights.LOCAL_MODELS has their files).
+#: The offline models (playground.models.weights.LOCAL_MODELS has their files).
 LocalModelName = Literal["qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"]
 DEFAULT_LOCAL_MODEL: LocalModelName = "qwen2.5-coder-0.5b"
 

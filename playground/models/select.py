@@ -9,11 +9,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from memory.errors import MissingExtraError
-from memory.models.chatml import text_of
-from memory.models.local import LocalChatModel
-from memory.models.ollama import display_url, has_model, list_ollama_models, ollama_chat_model
-from memory.models.settings import Backend, ModelSettings
 from memory.scripted import ScriptedChatModel
+from playground.models.chatml import text_of
+from playground.models.local import LocalChatModel
+from playground.models.ollama import display_url, has_model, list_ollama_models, ollama_chat_model
+from playground.models.settings import Backend, ModelSettings
 
 
 @dataclass(frozen=True)

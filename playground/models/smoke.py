@@ -1,4 +1,4 @@
-"""A quick gate for the configured models: ``python -m memory.models.smoke [--backend ...]``.
+"""A quick gate for the configured models: ``python -m playground.models.smoke [--backend ...]``.
 
 Three checks, each PASS or FAIL with the reason: (a) the chat model returns a structured tool call,
 (b) it can answer with a JSON object of given keys (the shape fact extraction needs), (c) the
@@ -23,9 +23,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 
-from memory.models.chatml import text_of
-from memory.models.select import ActiveModel, select_chat_model
-from memory.models.settings import ModelSettings
+from playground.models.chatml import text_of
+from playground.models.select import ActiveModel, select_chat_model
+from playground.models.settings import ModelSettings
 
 EXTRACTION_KEYS = ("name", "city", "job")
 EXTRACTION_PROMPT = (
@@ -118,7 +118,7 @@ def run_checks(active: ActiveModel, settings: ModelSettings) -> list[CheckResult
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m memory.models.smoke",
+        prog="python -m playground.models.smoke",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from memory.errors import ModelUnavailableError
 from memory.extras import import_extra
-from memory.models.settings import LocalModelName
+from playground.models.settings import LocalModelName
 
 
 @dataclass(frozen=True)

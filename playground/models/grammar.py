@@ -26,8 +26,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from memory.models.engine import import_llama_cpp
-from memory.models.toolcalls import CLOSE_TAG
+from playground.models.engine import import_llama_cpp
+from playground.models.toolcalls import CLOSE_TAG
 
 _log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The llama.cpp model behind :class:`memory.models.local.LocalChatModel`, loaded once per process.
+"""The llama.cpp model behind :class:`playground.models.local.LocalChatModel`, loaded once per process.
 
 A llama.cpp context is not thread-safe: every :class:`Engine` carries the lock that generations
 hold for as long as they run. Models are freed at interpreter exit, while the interpreter is whole.
@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 from memory.errors import MissingExtraError, ModelUnavailableError
 from memory.extras import import_extra, require_extra
-from memory.models.settings import DEFAULT_LOCAL_MODEL, ModelSettings
-from memory.models.weights import LOCAL_MODELS, ensure_weights, weights_ready
+from playground.models.settings import DEFAULT_LOCAL_MODEL, ModelSettings
+from playground.models.weights import LOCAL_MODELS, ensure_weights, weights_ready
 
 
 class LlamaLike(Protocol):

@@ -2,11 +2,11 @@
 1.5B of the same family (``BEADS_LOCAL_MODEL=qwen2.5-coder-1.5b``, the ``local15`` extra).
 
 No server and no network: the weights are joined from the installed packages on first use (see
-:mod:`memory.models.weights`). It binds tools and streams like any chat model: content tokens as they
-are generated, tool calls (parsed from the text the model writes, see :mod:`memory.models.toolcalls`)
+:mod:`playground.models.weights`). It binds tools and streams like any chat model: content tokens as they
+are generated, tool calls (parsed from the text the model writes, see :mod:`playground.models.toolcalls`)
 as ``tool_call_chunks`` on the last chunk, with token counts on that chunk too. Once the model opens
 a tool call, the rest of the call is generated under a grammar built from the bound tools' schemas
-(see :mod:`memory.models.grammar`; ``BEADS_LOCAL_TOOL_GRAMMAR=false`` turns it off).
+(see :mod:`playground.models.grammar`; ``BEADS_LOCAL_TOOL_GRAMMAR=false`` turns it off).
 
 One model is loaded per process and shared by every instance with the same settings. A llama.cpp
 context is not thread-safe, so generations take turns under a lock; async calls generate in a worker
@@ -37,12 +37,12 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
 from memory.conclusions import OPEN_TAG
-from memory.models.chatml import IM_END, format_prompt, tool_choice_instruction
-from memory.models.engine import Engine, LlamaLike, import_llama_cpp, require_local, shared_engine
-from memory.models.grammar import tool_call_gbnf, uuids_in
-from memory.models.settings import ModelSettings
-from memory.models.toolcalls import call_opening, hold_index, parse_tool_calls
-from memory.models.weights import LOCAL_MODELS, QWEN_CODER_05B
+from playground.models.chatml import IM_END, format_prompt, tool_choice_instruction
+from playground.models.engine import Engine, LlamaLike, import_llama_cpp, require_local, shared_engine
+from playground.models.grammar import tool_call_gbnf, uuids_in
+from playground.models.settings import ModelSettings
+from playground.models.toolcalls import call_opening, hold_index, parse_tool_calls
+from playground.models.weights import LOCAL_MODELS, QWEN_CODER_05B
 
 #: The default offline model's name (``LocalChatModel.model_name`` follows ``settings.local_model``).
 MODEL_NAME = QWEN_CODER_05B.model_name
@@ -226,7 +226,7 @@ class LocalChatModel(BaseChatModel):
         Free text is generated unconstrained. Once the reply opens a tool call (see
         :func:`call_opening`), that generation is stopped and the call is written again from its
         opening tag under a grammar that admits only a valid call of a bound tool (see
-        :mod:`memory.models.grammar`); the text before the call is kept. UUID arguments may only be
+        :mod:`playground.models.grammar`); the text before the call is kept. UUID arguments may only be
         ones the conversation holds (``known_ids``). A ``tool_choice`` that demands a call is
         constrained from the first token.
         """

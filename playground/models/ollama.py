@@ -22,7 +22,7 @@ from langchain_ollama import ChatOllama
 from ollama import ResponseError
 
 from memory.errors import ModelUnavailableError
-from memory.models.settings import ModelSettings, normalise_ollama_url
+from playground.models.settings import ModelSettings, normalise_ollama_url
 
 #: Connecting is quick or it is not happening; reading waits for a model that may need a minute to load
 #: and longer to read a long prompt on a CPU, but not forever (the client's default).

@@ -8,7 +8,7 @@ For each answerable question (a stride sample per question type): is any evidenc
 messages the top-8 facts were carved from, under each variant, and how many questions get the same
 top 8 as the first variant. The variants by default: hybrid search as shipped, vectors alone
 (keyword=False) and vectors with the passage scan. Reads the harness's cached databases (run
-`python -m memory.eval run` on the same files first); each question is embedded once.
+`python -m bench.eval run` on the same files first); each question is embedded once.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.eval.ingest import database_name, ensure_database
+from bench.eval.loaders import LOADERS
+from bench.eval.runner import changed_options, open_stores, sample_questions
 from memory import retrieval
 from memory.embedded import resolve_database_url
 from memory.embedders.base import embed_query
 from memory.embedders.select import embedder_from_name
-from memory.eval.ingest import database_name, ensure_database
-from memory.eval.loaders import LOADERS
-from memory.eval.runner import changed_options, open_stores, sample_questions
 from memory.retrieval import SearchOptions
 
 DEFAULT_VARIANTS = (

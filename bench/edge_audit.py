@@ -1,6 +1,6 @@
 """Automatic supersedes edges on real chats, read by hand: precision per rule.
 
-The harness ingests LoCoMo and BEAM the way the middleware captures a chat (`python -m memory.eval
+The harness ingests LoCoMo and BEAM the way the middleware captures a chat (`python -m bench.eval
 run`), so its databases hold every edge capture's rules wrote on those conversations (few: on
 ingestion 13, 18 in 7 LoCoMo conversations and 12 BEAM chats, nearly all between long messages).
 Short messages, as a playground user types them, come from the chats written for the benches,
@@ -9,7 +9,7 @@ claims were short) for a person to read, and reports precision per rule from the
 
     uv run --extra dev python -m bench.edge_audit sample --per-rule 99 > edges-to-read.txt
     uv run --extra dev python -m bench.edge_audit sample --per-rule 99 --written \
-        memory/eval/data/sequences_blind.jsonl memory/eval/data/sequences_blind2.jsonl \
+        bench/eval/data/sequences_blind.jsonl bench/eval/data/sequences_blind2.jsonl \
         bench/data/chats_tune.jsonl > written-edges-to-read.txt
     uv run --extra dev python -m bench.edge_audit report   # results/supersession/edge-audit/
 

@@ -7,7 +7,7 @@ For each embedder, in alternating rounds (so both meet the same load on a shared
 of LoCoMo's tune conversations embedded as stored texts in batches of 32 (texts per second), each
 tune question embedded alone as a query (milliseconds), and `FactStore.search` for each question, as
 the middleware calls it (the query's embedding included), on the database the harness ingested for
-that embedder (run `python -m memory.eval run --locomo ...` with that embedder first; DATABASE_URL
+that embedder (run `python -m bench.eval run --locomo ...` with that embedder first; DATABASE_URL
 names the server). With --beam, also whole BEAM turns of the tune chats as stored texts: long ones,
 where MiniLM reads the first 256 tokens and e5 every token (in windows of 512). Medians over the
 rounds' runs; the first question of each round warms up, uncounted.
@@ -24,12 +24,12 @@ from typing import Any
 
 from psycopg.conninfo import make_conninfo
 
+from bench.eval.ingest import database_name
+from bench.eval.loaders import load_beam, load_locomo
+from bench.eval.runner import open_stores
 from memory.embedded import resolve_database_url
 from memory.embedders.base import embed_query
 from memory.embedders.select import embedder_from_name
-from memory.eval.ingest import database_name
-from memory.eval.loaders import load_beam, load_locomo
-from memory.eval.runner import open_stores
 from memory.splitting import split_message
 from memory.store import FactStore
 from memory.tokens import count_tokens

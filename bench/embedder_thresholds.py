@@ -40,18 +40,18 @@ from typing import Any
 
 import numpy as np
 
-from memory.consolidate import DEFAULT_MERGE_THRESHOLD, content_words
-from memory.embedders.base import Embedder, embed_queries
-from memory.embedders.select import embedder_from_name
-from memory.eval.conversation import Conversation
-from memory.eval.loaders import load_locomo
-from memory.eval.supersession_pairs import (
+from bench.eval.conversation import Conversation
+from bench.eval.loaders import load_locomo
+from bench.eval.supersession_pairs import (
     SUPERSEDE,
     Pair,
     load_beam_pair_specs,
     load_own_pairs,
     resolve_beam_pairs,
 )
+from memory.consolidate import DEFAULT_MERGE_THRESHOLD, content_words
+from memory.embedders.base import Embedder, embed_queries
+from memory.embedders.select import embedder_from_name
 from memory.retrieval import SearchOptions
 from memory.revisions import SUPERSEDE_MIN_SIMILARITY
 from memory.splitting import passage_for, split_message

@@ -4,7 +4,7 @@ Our block and the stock store's search, side by side, with no chat model.
     uv run --extra dev python -m bench.fresh_thread [--sequences FILE] [--k 8] [--out results/fresh-thread]
 
 This is the playground's setting: every message goes on a thread of its own, so the model sees memory
-and nothing else. Each sequence (memory/eval/data/sequences_blind.jsonl, written apart from the rules;
+and nothing else. Each sequence (bench/eval/data/sequences_blind.jsonl, written apart from the rules;
 sequences_blind2.jsonl, a second writer's, held out)
 goes into a fresh session, message by message, an hour apart:
 
@@ -39,12 +39,12 @@ import psycopg
 from langgraph.store.postgres import PostgresStore
 from psycopg.rows import dict_row
 
+from bench.eval.loaders import SEQUENCE_START, SEQUENCE_STEP
+from bench.eval.supersession_pairs import DATA_DIR, read_jsonl
 from bench.scratch import scratch_database
 from memory.block import shown_as_outdated
 from memory.connection import open_pool
 from memory.embedders.select import embedder_from_name
-from memory.eval.loaders import SEQUENCE_START, SEQUENCE_STEP
-from memory.eval.supersession_pairs import DATA_DIR, read_jsonl
 from memory.model import Status
 from memory.store import FactStore
 

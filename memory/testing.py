@@ -7,7 +7,7 @@
 which langchain-core's `GenericFakeChatModel` cannot take), streams token by token, and records every
 prompt it was sent: `model.system_prompts[-1]` is the system prompt of the last call, with the block
 the middleware injected into it. It is the model the library's own tests and the playground's
-scripted mode run on (memory.models.scripted).
+scripted mode run on (memory.scripted).
 
 `injections(agent, input, config)` runs a turn and returns the middleware's `beads_injection` events,
 one per model call: `block` is the text it put into the system prompt, `facts` the ranked facts
@@ -35,7 +35,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from memory.middleware import INJECTION_EVENT
-from memory.models.scripted import Reply, ScriptedChatModel, calls, tool_call
+from memory.scripted import Reply, ScriptedChatModel, calls, tool_call
 
 #: the variable naming a Postgres server for throwaway databases instead of the embedded one
 SERVER_URL_VARIABLE = "TEST_DATABASE_URL"

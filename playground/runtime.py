@@ -19,13 +19,13 @@ from langgraph.store.postgres import AsyncPostgresStore
 
 from memory.consolidate import ConsolidationReport
 from memory.embedders import Embedder
-from memory.models.select import ActiveModel
 from memory.store import FactStore
 from playground import jobs
 from playground.comparison.lanes import build_beads_agent, build_stock_agent
 from playground.db import AppPool
 from playground.events import Hub
 from playground.leader import Leadership
+from playground.models.select import ActiveModel
 from playground.settings import PlaygroundSettings
 from playground.turns import TurnWorker
 

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memory.models.settings import LocalModelName
+from playground.models.settings import LocalModelName
 
 #: A message longer than this is refused whatever the settings say: one message is not a document.
 MAX_MESSAGE_CHARS_CEILING = 100_000
@@ -165,7 +165,7 @@ class PlaygroundSettings(BaseSettings):
         return self
 
     def offers_memory_tools(self, backend: str) -> bool:
-        """Whether our lane's model, from `backend` (memory.models.select), gets the memory tools."""
+        """Whether our lane's model, from `backend` (playground.models.select), gets the memory tools."""
         if self.memory_tools == "auto":
             return backend != "local"
         return self.memory_tools == "on"

@@ -24,8 +24,6 @@ from memory.connection import open_async_pool, open_pool
 from memory.embedded import release_embedded, start_embedded
 from memory.embedders import Embedder, embedder_from_name
 from memory.errors import EmbedderUnavailableError, MissingExtraError
-from memory.models.select import ActiveModel, select_chat_model
-from memory.models.settings import ModelSettings
 from memory.settings import MemorySettings
 from memory.store import FactStore
 from playground import db
@@ -34,6 +32,8 @@ from playground.comparison.websearch import web_search_tool
 from playground.events import Hub
 from playground.lanes_runner import run_turn
 from playground.leader import Leadership
+from playground.models.select import ActiveModel, select_chat_model
+from playground.models.settings import ModelSettings
 from playground.runtime import Runtime, consolidation_loop
 from playground.scripted import scripted_lane_model
 from playground.settings import PlaygroundSettings

@@ -17,7 +17,7 @@ from psycopg_pool import ConnectionPool
 from memory.embedders import FakeEmbedder
 from memory.middleware import INJECTION_EVENT, BeadsMemoryMiddleware, query_from, trim_window
 from memory.model import Kind, Relation, Source, Status
-from memory.models.scripted import ScriptedChatModel, calls, tool_call
+from memory.scripted import ScriptedChatModel, calls, tool_call
 from memory.store import FactStore
 from memory.subagents import run_subagent
 from playground.comparison.lanes import build_beads_agent, build_stock_agent

@@ -21,7 +21,7 @@ from psycopg_pool import ConnectionPool
 from memory.embedders import MiniLMEmbedder
 from memory.langgraph_store import BeadsStore, escape_like, item_text, matches, session_of
 from memory.model import Kind, Source, Status
-from memory.models.scripted import ScriptedChatModel, calls, tool_call
+from memory.scripted import ScriptedChatModel, calls, tool_call
 from memory.store import FactStore
 
 ALICE = ("users", "alice", "memories")

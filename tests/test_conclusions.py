@@ -8,7 +8,7 @@ from langchain_core.tools import StructuredTool
 
 from memory.conclusions import is_conclusion, repeats, without_lead_in
 from memory.model import Kind, Source
-from memory.models.scripted import ScriptedChatModel, calls, tool_call
+from memory.scripted import ScriptedChatModel, calls, tool_call
 from memory.store import FactStore
 from playground.comparison.lanes import build_beads_agent
 from tests.test_agents import run_turns

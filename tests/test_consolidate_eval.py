@@ -13,8 +13,8 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from rich.console import Console
 
-from memory.eval.cli import main
-from memory.eval.runner import ROWS_FILE, RUN_INFO_FILE, Evaluation, RunConfig, read_rows, write_run_info
+from bench.eval.cli import main
+from bench.eval.runner import ROWS_FILE, RUN_INFO_FILE, Evaluation, RunConfig, read_rows, write_run_info
 
 
 def config(tmp_path: Path, url: str, **overrides: Any) -> RunConfig:

@@ -18,8 +18,8 @@ from psycopg_pool import AsyncConnectionPool
 from memory.connection import open_async_pool, open_pool
 from memory.embedders import FakeEmbedder
 from memory.model import Kind, Status
-from memory.models.scripted import ScriptedChatModel
 from memory.retrieval import SearchOptions, rank
+from memory.scripted import ScriptedChatModel
 from memory.store import FactStore
 from playground.app import create_app
 from playground.chats import create_chat

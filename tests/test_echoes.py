@@ -15,7 +15,7 @@ from memory.corrections import restates
 from memory.embedders import MiniLMEmbedder
 from memory.middleware import BeadsMemoryMiddleware
 from memory.model import Kind, Relation, Source, Status
-from memory.models.scripted import ScriptedChatModel, calls, tool_call
+from memory.scripted import ScriptedChatModel, calls, tool_call
 from memory.store import FactStore
 from memory.subagents import run_subagent
 

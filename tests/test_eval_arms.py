@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from eval_samples import write_beam, write_locomo
 
+from bench.eval.arms import FactsArm
+from bench.eval.conversation import Conversation, Dataset, Question
+from bench.eval.loaders import load_beam, load_locomo
+from bench.eval.metrics import window_metrics
+from bench.eval.runner import Stores, make_arm, open_stores
+from bench.eval.tokens import count_tokens
+from bench.eval.window import TAIL_TITLE, ConversationView, Window, asked_at
 from memory.embedders import FakeEmbedder
-from memory.eval.arms import FactsArm
-from memory.eval.conversation import Conversation, Dataset, Question
-from memory.eval.loaders import load_beam, load_locomo
-from memory.eval.metrics import window_metrics
-from memory.eval.runner import Stores, make_arm, open_stores
-from memory.eval.tokens import count_tokens
-from memory.eval.window import TAIL_TITLE, ConversationView, Window, asked_at
 from memory.model import Status
 
 ARMS = ("tail", "docstore", "bm25", "facts")

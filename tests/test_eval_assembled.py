@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from eval_samples import FILLER, write_beam, write_locomo
 
+from bench.eval.assembled import PINNED_TITLE, standing_rules
+from bench.eval.conversation import Conversation, Dataset, Question, Session, Turn
+from bench.eval.loaders import load_beam, load_locomo
+from bench.eval.metrics import window_metrics
+from bench.eval.runner import Stores, make_arm, open_stores
+from bench.eval.tokens import count_tokens
+from bench.eval.toolcalls import TOOL_NAME, with_tool_calls
+from bench.eval.window import ConversationView, asked_at
 from memory.embedders import FakeEmbedder
-from memory.eval.assembled import PINNED_TITLE, standing_rules
-from memory.eval.conversation import Conversation, Dataset, Question, Session, Turn
-from memory.eval.loaders import load_beam, load_locomo
-from memory.eval.metrics import window_metrics
-from memory.eval.runner import Stores, make_arm, open_stores
-from memory.eval.tokens import count_tokens
-from memory.eval.toolcalls import TOOL_NAME, with_tool_calls
-from memory.eval.window import ConversationView, asked_at
 from memory.model import Fact, Kind, Source, Status
 
 ASSEMBLED = ("assembled", "assembled_pinned", "assembled_noclear")

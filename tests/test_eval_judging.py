@@ -12,12 +12,12 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
+from bench.eval.conversation import Question
+from bench.eval.judging import chat_model_from_spec, judge, pairwise
+from bench.eval.reader import read
+from bench.eval.report import render_markdown
+from bench.eval.runner import ROWS_FILE, Evaluation, RunConfig, read_rows
 from memory.errors import ConfigurationError
-from memory.eval.conversation import Question
-from memory.eval.judging import chat_model_from_spec, judge, pairwise
-from memory.eval.reader import read
-from memory.eval.report import render_markdown
-from memory.eval.runner import ROWS_FILE, Evaluation, RunConfig, read_rows
 
 
 class ScriptedChatModel(BaseChatModel):

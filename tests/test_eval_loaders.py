@@ -8,8 +8,8 @@ from pathlib import Path
 
 from eval_samples import write_beam, write_locomo, write_longmemeval
 
-from memory.eval.conversation import LoadIssues
-from memory.eval.loaders import (
+from bench.eval.conversation import LoadIssues
+from bench.eval.loaders import (
     flatten_beam_ids,
     load_beam,
     load_locomo,

@@ -15,7 +15,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 from rich.console import Console
 
-from memory.eval.answer_scores import (
+from bench.eval.answer_scores import (
     answer_f1,
     answer_scores,
     exact_match,
@@ -27,12 +27,12 @@ from memory.eval.answer_scores import (
     token_f1,
     update_answer,
 )
-from memory.eval.bootstrap import arm_intervals, paired_bootstrap
-from memory.eval.cli import main
-from memory.eval.conversation import Question
-from memory.eval.reader import first_line, offline_context, reader_label, reader_prompt
-from memory.eval.report import SUMMARY_FILE, write_report
-from memory.eval.runner import ROWS_FILE, ROWS_SNAPSHOT, Evaluation, RunConfig, read_rows, sample_questions
+from bench.eval.bootstrap import arm_intervals, paired_bootstrap
+from bench.eval.cli import main
+from bench.eval.conversation import Question
+from bench.eval.reader import first_line, offline_context, reader_label, reader_prompt
+from bench.eval.report import SUMMARY_FILE, write_report
+from bench.eval.runner import ROWS_FILE, ROWS_SNAPSHOT, Evaluation, RunConfig, read_rows, sample_questions
 
 
 def question(reference: str, qtype: str = "single-hop", **kw: Any) -> Question:

@@ -10,10 +10,10 @@ import pytest
 from eval_samples import write_beam, write_locomo
 from rich.console import Console
 
-from memory.eval.arms import DEFAULT_ARMS
-from memory.eval.cli import main
-from memory.eval.report import PLOT_FILE, SUMMARY_FILE, paired_table, write_report
-from memory.eval.runner import (
+from bench.eval.arms import DEFAULT_ARMS
+from bench.eval.cli import main
+from bench.eval.report import PLOT_FILE, SUMMARY_FILE, paired_table, write_report
+from bench.eval.runner import (
     ROWS_FILE,
     ROWS_SNAPSHOT,
     Evaluation,

@@ -16,7 +16,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 import memory.testing
 from memory import BeadsMemoryMiddleware, ModelCannotBindToolsError
-from memory.models.scripted import ScriptedChatModel as PlaygroundsScriptedModel
+from memory.scripted import ScriptedChatModel as PlaygroundsScriptedModel
 from memory.store import FactStore
 from memory.testing import ScriptedChatModel, calls, injections, throwaway_database, tool_call
 

@@ -16,9 +16,9 @@ import pytest
 from eval_samples import write_locomo
 from psycopg_pool import ConnectionPool
 
+from bench.eval.runner import ROWS_FILE, Evaluation, RunConfig, changed_options, read_rows
 from memory import retrieval
 from memory.errors import BeadsMemoryError, Bm25UnavailableError, ConfigurationError
-from memory.eval.runner import ROWS_FILE, Evaluation, RunConfig, changed_options, read_rows
 from memory.model import Namespace
 from memory.retrieval import SearchOptions, ensure_bm25_indexes
 from memory.store import FactStore

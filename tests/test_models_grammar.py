@@ -17,15 +17,15 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from memory.model import Namespace
-from memory.models.engine import import_llama_cpp
-from memory.models.grammar import tool_call_gbnf, uuids_in
-from memory.models.scripted import ScriptedChatModel
-from memory.models.settings import ModelSettings
-from memory.models.weights import ensure_weights
+from memory.scripted import ScriptedChatModel
 from memory.store import FactStore
 from memory.tools import memory_tools
 from playground.comparison.lanes import stock_tools
 from playground.comparison.websearch import web_search_tool
+from playground.models.engine import import_llama_cpp
+from playground.models.grammar import tool_call_gbnf, uuids_in
+from playground.models.settings import ModelSettings
+from playground.models.weights import ensure_weights
 
 ID = "3f2b8c1e-9a4d-4e7f-b6c5-1d2e3f4a5b6c"
 OTHER_ID = "0c9e2a71-5b3d-4f8e-a1c2-d3e4f5a6b7c8"

@@ -22,12 +22,12 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from memory.errors import ModelUnavailableError
-from memory.models import weights
-from memory.models.chatml import format_prompt
-from memory.models.grammar import tool_call_gbnf
-from memory.models.local import LocalChatModel
-from memory.models.settings import ModelSettings
-from memory.models.weights import WeightsSpec, ensure_weights
+from playground.models import weights
+from playground.models.chatml import format_prompt
+from playground.models.grammar import tool_call_gbnf
+from playground.models.local import LocalChatModel
+from playground.models.settings import ModelSettings
+from playground.models.weights import WeightsSpec, ensure_weights
 
 WEATHER_CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 
@@ -488,7 +488,7 @@ def test_two_processes_assemble_once(tmp_path: Path, tiny_parts: tuple[list[Path
     parts, spec = tiny_parts
     script = (
         "import sys, json; from pathlib import Path\n"
-        "from memory.models.weights import WeightsSpec, ensure_weights\n"
+        "from playground.models.weights import WeightsSpec, ensure_weights\n"
         "args = json.loads(sys.argv[1])\n"
         "print(ensure_weights(Path(args['cache']), WeightsSpec(*args['spec']), [Path(p) for p in args['parts']]))\n"
     )
@@ -589,7 +589,7 @@ def test_the_real_offline_model_calls_the_stock_lanes_tools_validly() -> None:
 def test_a_turns_tool_calls_are_spent_after_a_repeat_or_two_rounds() -> None:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    from memory.models.local import calls_are_spent
+    from playground.models.local import calls_are_spent
 
     def call(name: str, n: int, **args: object) -> AIMessage:
         return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"c{n}", "type": "tool_call"}])

@@ -13,8 +13,8 @@ from langchain_core.tools import tool
 from ollama_fakes import MODEL, FakeOllama, chunk, done
 
 from memory.errors import ModelUnavailableError
-from memory.models.ollama import OllamaChatModel, explain_ollama_error, ollama_chat_model, probe_ollama
-from memory.models.settings import ModelSettings
+from playground.models.ollama import OllamaChatModel, explain_ollama_error, ollama_chat_model, probe_ollama
+from playground.models.settings import ModelSettings
 
 
 @tool

@@ -11,13 +11,13 @@ import pytest
 from ollama_fakes import MODEL, FakeOllama
 from pydantic import ValidationError
 
-from memory.models import engine
-from memory.models.local import MODEL_NAME, LocalChatModel
-from memory.models.ollama import OllamaChatModel
-from memory.models.scripted import ScriptedChatModel
-from memory.models.select import select_chat_model
-from memory.models.settings import LocalModelName, ModelSettings, normalise_ollama_url
-from memory.models.weights import LOCAL_MODELS, QWEN_CODER_05B, QWEN_CODER_15B, WeightsSpec
+from memory.scripted import ScriptedChatModel
+from playground.models import engine
+from playground.models.local import MODEL_NAME, LocalChatModel
+from playground.models.ollama import OllamaChatModel
+from playground.models.select import select_chat_model
+from playground.models.settings import LocalModelName, ModelSettings, normalise_ollama_url
+from playground.models.weights import LOCAL_MODELS, QWEN_CODER_05B, QWEN_CODER_15B, WeightsSpec
 
 
 @pytest.fixture
@@ -95,7 +95,7 @@ def test_the_model_name_follows_the_local_model() -> None:
 
 
 def test_selecting_the_15b_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("memory.models.engine.weights_ready", lambda *_: True)  # as if joined
+    monkeypatch.setattr("playground.models.engine.weights_ready", lambda *_: True)  # as if joined
     active = select_chat_model(ModelSettings(model_backend="local", local_model="qwen2.5-coder-1.5b"))
     assert active.backend == "local" and isinstance(active.chat_model, LocalChatModel)
     assert active.model_name == active.chat_model.model_name == QWEN_CODER_15B.model_name
@@ -194,9 +194,9 @@ def test_forced_backends(closed_port: int) -> None:
 
 
 def test_every_export_resolves() -> None:
-    import memory.models
+    import playground.models
 
-    for name in memory.models.__all__:
-        assert getattr(memory.models, name) is not None
+    for name in playground.models.__all__:
+        assert getattr(playground.models, name) is not None
     with pytest.raises(AttributeError):
-        memory.models.nothing_here  # noqa: B018
+        playground.models.nothing_here  # noqa: B018

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from memory.models import smoke
-from memory.models.scripted import ScriptedChatModel, calls, tool_call
-from memory.models.select import ActiveModel
-from memory.models.settings import ModelSettings
+from memory.scripted import ScriptedChatModel, calls, tool_call
 from playground.comparison import toolcall_bench
+from playground.models import smoke
+from playground.models.select import ActiveModel
+from playground.models.settings import ModelSettings
 
 
 def scripted(*replies: object) -> ActiveModel:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.models.toolcalls import ParsedToolCall, call_opening, hold_index, parse_tool_calls
+from playground.models.toolcalls import ParsedToolCall, call_opening, hold_index, parse_tool_calls
 
 TOOLS = {"get_weather", "remember"}
 PARIS = ParsedToolCall("get_weather", {"city": "Paris"})

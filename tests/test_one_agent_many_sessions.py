@@ -14,8 +14,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from memory import BeadsMemoryMiddleware, FactStore, Kind, Source, make_subagent_tool
 from memory.errors import SessionNotGivenError
 from memory.middleware import INJECTION_EVENT
-from memory.models.scripted import ScriptedChatModel, calls, tool_call
 from memory.scope import NAMESPACE_KEY, SessionScope
+from memory.scripted import ScriptedChatModel, calls, tool_call
 
 
 def echo_memory(messages: list[BaseMessage]) -> str:

@@ -10,7 +10,7 @@ from langchain.agents import create_agent
 from memory.errors import BeadsMemoryError, UntrustedWriteError
 from memory.middleware import BeadsMemoryMiddleware
 from memory.model import Source
-from memory.models.scripted import ScriptedChatModel, calls, tool_call
+from memory.scripted import ScriptedChatModel, calls, tool_call
 from memory.store import FactStore
 
 RULE = "Always answer in metric units."

@@ -23,7 +23,7 @@ from playground_helpers import (
 )
 
 from memory.errors import ModelUnavailableError
-from memory.models.scripted import ScriptedChatModel, calls, tool_call
+from memory.scripted import ScriptedChatModel, calls, tool_call
 from playground.app import create_app
 from playground.chats import create_chat
 from playground.comparison.lanes import build_stock_agent

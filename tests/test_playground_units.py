@@ -54,7 +54,7 @@ def test_the_playground_chooses_the_15b_and_its_status_line_names_it(monkeypatch
     monkeypatch.delenv("BEADS_LOCAL_MODEL", raising=False)
     monkeypatch.setenv("PLAYGROUND_MODEL_BACKEND", "local")
     monkeypatch.setenv("PLAYGROUND_LOCAL_MODEL", "qwen2.5-coder-1.5b")
-    monkeypatch.setattr("memory.models.engine.weights_ready", lambda *_: True)  # as if joined
+    monkeypatch.setattr("playground.models.engine.weights_ready", lambda *_: True)  # as if joined
     settings = PlaygroundSettings()
     assert settings.local_model == "qwen2.5-coder-1.5b"
     active = select_model(settings)

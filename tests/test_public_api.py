@@ -78,9 +78,9 @@ def test_a_missing_module_names_the_extra_that_installs_it() -> None:
     ("code", "extra"),
     [
         ("from memory.embedded import start_embedded; start_embedded()", "embedded"),
-        ("from memory.models.engine import import_llama_cpp; import_llama_cpp()", "local"),
-        ("from memory.models.weights import packaged_parts; packaged_parts()", "local"),
-        ("import memory.eval.cli", "eval"),
+        ("from playground.models.engine import import_llama_cpp; import_llama_cpp()", "local"),
+        ("from playground.models.weights import packaged_parts; packaged_parts()", "local"),
+        ("import bench.eval.cli", "eval"),
         ("import playground.app", "playground"),
     ],
 )

@@ -17,19 +17,19 @@ from eval_samples import write_locomo
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 
+from bench.eval.assembled import BeadsArm, history_slots
+from bench.eval.loaders import load_locomo
+from bench.eval.runner import Stores, open_stores
+from bench.eval.tokens import count_tokens
+from bench.eval.window import TAIL_TITLE, ConversationView
 from memory.assembler import Budgets, MessageSlot
 from memory.block import HEADER, LineStyle, TierSettings, excerpt, header, hit_line, shown_as_outdated
 from memory.embedders import FakeEmbedder
-from memory.eval.assembled import BeadsArm, history_slots
-from memory.eval.loaders import load_locomo
-from memory.eval.runner import Stores, open_stores
-from memory.eval.tokens import count_tokens
-from memory.eval.window import TAIL_TITLE, ConversationView
 from memory.middleware import BeadsMemoryMiddleware, message_slots
 from memory.model import Hit, Kind
-from memory.models.scripted import ScriptedChatModel
 from memory.recall import plan_call
 from memory.retrieval import SearchOptions, rank
+from memory.scripted import ScriptedChatModel
 from memory.store import FactStore
 
 ASK = "What is our budget for each item?"
@@ -305,7 +305,7 @@ def test_the_beads_arm_shows_the_block_the_middleware_decides(stores: Stores, tm
 def test_the_gated_beads_arm_is_the_transcript_while_it_fits_and_the_middleware_after(
     stores: Stores, tmp_path: Path
 ) -> None:
-    from memory.eval.runner import make_arm
+    from bench.eval.runner import make_arm
 
     [conversation] = load_locomo(write_locomo(tmp_path)).conversations
     stores.ingestor.ingest(conversation)
@@ -339,8 +339,8 @@ def test_the_beads_arm_never_retrieves_what_was_said_after_the_question(
 
 
 def test_the_beads_arm_counts_a_fact_flagged_outdated_as_marked(store: FactStore) -> None:
-    from memory.eval.assembled import pack_hits
-    from memory.eval.tokens import Packer
+    from bench.eval.assembled import pack_hits
+    from bench.eval.tokens import Packer
 
     root = store.root("s")
     old = store.capture_message(root, "The launch is on Friday.", message_id="m1").facts[0]

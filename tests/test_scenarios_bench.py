@@ -18,7 +18,7 @@ from bench.scenarios.judge import CONTROLS, DIMENSIONS, blind, judge_model, pars
 from bench.scenarios.report import Prediction, build_table, judge_prediction, read_predictions, summary
 from bench.scenarios.runner import summarise_events
 from bench.scenarios.script import INCIDENT, SCENARIOS, VECDB
-from memory.models.scripted import calls, tool_call
+from memory.scripted import calls, tool_call
 from playground.scripted import NOTHING
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from psycopg_pool import ConnectionPool
 
+from bench.eval import supersession as measure
+from bench.eval import supersession_pairs as pairs_lib
+from bench.eval.cli import main
+from bench.eval.supersession_pairs import KEEP_BOTH, LABELS, SUPERSEDE, Pair
 from memory.embedders import FakeEmbedder
-from memory.eval import supersession as measure
-from memory.eval import supersession_pairs as pairs_lib
-from memory.eval.cli import main
-from memory.eval.supersession_pairs import KEEP_BOTH, LABELS, SUPERSEDE, Pair
 from memory.model import Kind
 from memory.store import FactStore
 from tests.eval_samples import beam_chat, beam_questions

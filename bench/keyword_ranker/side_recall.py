@@ -39,7 +39,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from memory.eval.loaders import load_beam, load_locomo
+from bench.eval.loaders import load_beam, load_locomo
 from memory.retrieval import SearchOptions, ensure_bm25_indexes, keyword_words
 
 K1, B = 1.2, 0.75

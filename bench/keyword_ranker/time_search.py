@@ -19,10 +19,10 @@ import time
 from dataclasses import replace
 from urllib.parse import urlsplit, urlunsplit
 
+from bench.eval.loaders import load_beam, load_locomo
 from memory.connection import open_pool
 from memory.embedders.base import embed_query
 from memory.embedders.select import embedder_from_name
-from memory.eval.loaders import load_beam, load_locomo
 from memory.retrieval import SearchOptions, ensure_bm25_indexes, keyword_words, search
 from memory.store import FactStore
 

@@ -804,7 +804,7 @@ def rig_oversized_tool(rt: Any) -> None:
     from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
     from langchain_core.tools import StructuredTool
 
-    from memory.models.scripted import calls, tool_call
+    from memory.scripted import calls, tool_call
     from playground.scripted import PacedScriptedModel, lane_rules
 
     def web_search(query: str) -> str:

@@ -187,7 +187,7 @@ def run_poisoning(pool: ConnectionPool, *, examples: int = 50, seeds: Sequence[i
     from langchain_core.messages import HumanMessage
     from langchain_core.tools import StructuredTool
 
-    from memory.models.scripted import ScriptedChatModel, calls, tool_call
+    from memory.scripted import ScriptedChatModel, calls, tool_call
     from playground.comparison.lanes import build_beads_agent
     from playground.comparison.websearch import web_search_tool
 

@@ -171,7 +171,7 @@ def grade(model: BaseChatModel, prompt: str) -> tuple[dict[str, int | None], str
 def scripted_judge() -> BaseChatModel:
     """A rule in place of the judge, for the harness's tests: 1 for every grade of a transcript whose
     last reply is empty, 4 otherwise."""
-    from memory.models.scripted import ScriptedChatModel, calls, tool_call
+    from memory.scripted import ScriptedChatModel, calls, tool_call
 
     def rule(messages: list[BaseMessage]) -> AIMessage:
         last = messages[-1].text.rsplit("Assistant:", 1)[-1]
@@ -184,8 +184,8 @@ def scripted_judge() -> BaseChatModel:
 def judge_model(spec: str) -> BaseChatModel:
     """The judge as `--judge-model` names it, chosen the way the playground chooses its model:
     `local` (the offline model), `ollama:<name>`, or `scripted` (a rule, for tests). Temperature 0."""
-    from memory.models.select import select_chat_model
-    from memory.models.settings import ModelSettings
+    from playground.models.select import select_chat_model
+    from playground.models.settings import ModelSettings
 
     if spec == "scripted":
         return scripted_judge()

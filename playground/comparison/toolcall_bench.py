@@ -26,9 +26,9 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 from pydantic import ValidationError
 
-from memory.models.chatml import text_of
-from memory.models.select import select_chat_model
-from memory.models.settings import ModelSettings
+from playground.models.chatml import text_of
+from playground.models.select import select_chat_model
+from playground.models.settings import ModelSettings
 
 Lane = Literal["stock", "beads"]
 
@@ -212,7 +212,7 @@ def run_tool_call_bench(
 
 
 def _model(chat_model: BaseChatModel, settings: ModelSettings, temperature: float) -> BaseChatModel:
-    from memory.models.local import LocalChatModel
+    from playground.models.local import LocalChatModel
 
     if isinstance(chat_model, LocalChatModel):
         return LocalChatModel(settings=settings, temperature=temperature, seed=0)

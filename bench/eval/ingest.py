@@ -1,0 +1,243 @@
+"""Write conversations into the fact graph and the document store once, and reuse them across runs.
+
+One database per dataset and embedder holds both memories; a marker table records a fingerprint of each
+conversation as ingested (its turns, the embedder, this module's capture policy), so a later run skips
+what is already there and re-ingests only a conversation whose fingerprint changed.
+
+The fact graph is written through the same calls the middleware makes: a user turn is captured verbatim
+(`capture_message`, split into claims), as is a tool's result (source tool_result), an assistant turn
+is remembered as one conclusion (one that calls a tool is not captured), each with the
+turn id as `message_id` (how evidence maps facts back to turns) and the turn's time as `valid_from`.
+Passive capture never supersedes anything: that is the library's behaviour, measured as it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+from psycopg.rows import DictRow
+
+from bench.eval.arms import docstore_namespace
+from bench.eval.conversation import Conversation
+from memory.embedders.cache import CachedEmbedder
+from memory.model import Kind, Namespace, Source
+from memory.splitting import passage_for, split_message
+
+if TYPE_CHECKING:
+    from langgraph.store.postgres import PostgresStore
+
+    from memory.embedders.base import Embedder
+    from memory.store import FactStore
+
+# Bump when what ingestion writes changes: every conversation's fingerprint changes with it.
+INGEST_VERSION = "17"  # 17: a claim that changes a value of a kind the old one states restates nothing; 16: a chat turn of up to 30 words is a short message; 12: reactions are framing, echoes linked; 13: only short echoes retire; 14: comma splices, every accepted replacement; 15: more reactions; 2: capture supersedes corrections, statements cut from requests; 3: speakers; 4: rules; 5, 6: a sign of a correction; 7: goals with a value are claims; 8: goals never supersede; 9: short claims, frames, clause subjects; 10: spoken times and counts; 11: "grew up in", units of worded counts
+DOCSTORE_BATCH = 200
+
+# two statements, run one by one: the store's connection prepares every statement it sends
+_MARKER_DDL = (
+    "CREATE SCHEMA IF NOT EXISTS beads_eval",
+    """
+CREATE TABLE IF NOT EXISTS beads_eval.ingested (
+    conversation_id  text PRIMARY KEY,
+    fingerprint      text NOT NULL,
+    turns            integer NOT NULL,
+    facts_written    integer NOT NULL,
+    documents        integer NOT NULL,
+    seconds          double precision NOT NULL,
+    ingested_at      timestamptz NOT NULL DEFAULT now()
+)
+""",
+)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def database_name(dataset: str, source: str, embedder_name: str) -> str:
+    """`beads_eval_<dataset>_<hash of the source path>_<embedder>`, within Postgres' 63 characters."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:8]
+    return f"beads_eval_{_slug(dataset)}_{digest}_{_slug(embedder_name)}"[:63]
+
+
+def ensure_database(server_url: str, name: str) -> str:
+    """The URL of database `name` on the server of `server_url`, created if it does not exist."""
+    with psycopg.connect(server_url, autocommit=True) as admin:
+        exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+        if not exists:
+            admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return make_conninfo(server_url, dbname=name)
+
+
+def fingerprint(conversation: Conversation, embedder_name: str) -> str:
+    digest = hashlib.sha256(f"{INGEST_VERSION}\x00{embedder_name}\x00{conversation.id}".encode())
+    for turn in conversation.turns:
+        stamp = turn.timestamp.isoformat() if turn.timestamp else ""
+        for part in (turn.id, turn.session_id, turn.role, turn.speaker, stamp, turn.text):
+            digest.update(part.encode("utf-8", "surrogatepass") + b"\x00")
+    return digest.hexdigest()
+
+
+def texts_to_embed(conversation: Conversation) -> list[str]:
+    """Every text ingestion will embed, to compute them in large batches before writing.
+
+    Mirrors FactStore.capture_message (claims, plus the passage when the message was split) and
+    FactStore.remember (the stripped text), plus the whole turn for the document store.
+    """
+    texts: list[str] = []
+    for turn in conversation.turns:
+        if turn.calls_tool:
+            pass  # not captured (below), still a document
+        elif turn.role in ("user", "tool"):
+            claims = split_message(turn.text)
+            texts.extend(c.text for c in claims)
+            if passage_for(turn.text, claims) is not None:
+                texts.append(turn.text)
+        else:
+            texts.append(turn.text.strip())
+        texts.append(turn.text)
+    return list(dict.fromkeys(texts))
+
+
+def capture_conversation(facts: FactStore, root: Namespace, conversation: Conversation) -> int:
+    """Write `conversation`'s turns into `root` as the middleware would; returns the facts written.
+
+    A user turn is captured verbatim (`capture_message`), as is a tool's result (source tool_result);
+    an assistant turn is remembered as one conclusion; a turn that calls a tool is not captured.
+    """
+    if isinstance(facts.embedder, CachedEmbedder):
+        # one large batch instead of one model call per message: capture_message then hits the cache
+        facts.embedder.embed(texts_to_embed(conversation))
+    written = 0
+    for turn in conversation.turns:
+        if turn.calls_tool:
+            continue  # the middleware captures a tool call's result, not the call
+        if turn.role in ("user", "tool"):
+            written += facts.capture_message(
+                root,
+                turn.text,
+                source=Source.PASSIVE_CAPTURE if turn.role == "user" else Source.TOOL_RESULT,
+                message_id=turn.id,
+                thread_id=turn.session_id,
+                valid_from=turn.timestamp,
+                # two people talk in LoCoMo: one's claim never corrects the other's
+                speaker=turn.speaker if turn.role == "user" else None,
+            ).written
+        else:
+            facts.remember(
+                root,
+                turn.text,
+                kind=Kind.CONCLUSION,
+                source=Source.PASSIVE_CAPTURE,
+                message_id=turn.id,
+                thread_id=turn.session_id,
+                valid_from=turn.timestamp,
+            )
+            written += 1
+    return written
+
+
+@dataclass(frozen=True, slots=True)
+class IngestStats:
+    conversation_id: str
+    cached: bool
+    turns: int
+    facts_written: int
+    documents: int
+    seconds: float
+
+
+class Ingestor:
+    """Ingests conversations into `facts` and `docs` (both on the database `conn` points at)."""
+
+    def __init__(
+        self, facts: FactStore, docs: PostgresStore, conn: psycopg.Connection[DictRow], embedder: Embedder
+    ) -> None:
+        self.facts = facts
+        self.docs = docs
+        self.conn = conn
+        self.embedder = embedder
+        self._roots: dict[str, Namespace] = {}
+
+    def setup(self) -> None:
+        for statement in _MARKER_DDL:
+            self.conn.execute(statement)
+
+    def root(self, conversation_id: str) -> Namespace:
+        """One memory session per conversation: its id is the conversation id."""
+        if conversation_id not in self._roots:
+            self._roots[conversation_id] = self.facts.root(conversation_id)
+        return self._roots[conversation_id]
+
+    def is_current(self, conversation: Conversation) -> bool:
+        row = self.conn.execute(
+            "SELECT fingerprint FROM beads_eval.ingested WHERE conversation_id = %s", (conversation.id,)
+        ).fetchone()
+        return row is not None and row["fingerprint"] == fingerprint(conversation, self.embedder.name)
+
+    def ingest(self, conversation: Conversation) -> IngestStats:
+        if self.is_current(conversation):
+            return IngestStats(conversation.id, True, len(conversation.turns), 0, 0, 0.0)
+        started = time.perf_counter()
+        self._forget(conversation.id)
+        written = capture_conversation(self.facts, self.root(conversation.id), conversation)
+        documents = self._write_documents(conversation)
+        seconds = time.perf_counter() - started
+        self.conn.execute(
+            """
+            INSERT INTO beads_eval.ingested (conversation_id, fingerprint, turns, facts_written, documents, seconds)
+            VALUES (%s, %s, %s, %s, %s, %s)
+            ON CONFLICT (conversation_id) DO UPDATE SET fingerprint = excluded.fingerprint,
+                turns = excluded.turns, facts_written = excluded.facts_written,
+                documents = excluded.documents, seconds = excluded.seconds, ingested_at = now()
+            """,
+            (
+                conversation.id,
+                fingerprint(conversation, self.embedder.name),
+                len(conversation.turns),
+                written,
+                documents,
+                seconds,
+            ),
+        )
+        return IngestStats(conversation.id, False, len(conversation.turns), written, documents, seconds)
+
+    def _forget(self, conversation_id: str) -> None:
+        """Clear a conversation's earlier ingestion (a changed fingerprint, or a run cut short)."""
+        from langgraph.store.base import PutOp
+
+        self.facts.forget(conversation_id)
+        self._roots.pop(conversation_id, None)
+        namespace = docstore_namespace(conversation_id)
+        stale = self.docs.search(namespace, limit=100_000)
+        if stale:
+            self.docs.batch([PutOp(namespace, item.key, None) for item in stale])
+
+    def _write_documents(self, conversation: Conversation) -> int:
+        """One PostgresStore document per turn, keyed by turn id, `content` embedded (whole turns)."""
+        from langgraph.store.base import PutOp
+
+        namespace = docstore_namespace(conversation.id)
+        ops = [
+            PutOp(
+                namespace,
+                turn.id,
+                {
+                    "content": turn.text,
+                    "speaker": turn.speaker,
+                    "session_id": turn.session_id,
+                    "timestamp": turn.timestamp.isoformat() if turn.timestamp else None,
+                },
+            )
+            for turn in conversation.turns
+        ]
+        for start in range(0, len(ops), DOCSTORE_BATCH):
+            self.docs.batch(ops[start : start + DOCSTORE_BATCH])
+        return len(ops)

@@ -34,21 +34,17 @@ from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal, get_args
+from typing import Any
 
 import psycopg
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 from psycopg.rows import DictRow
 
-from memory.errors import Bm25UnavailableError
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, Namespace, SearchResult, Status
 from memory.prepared import worth_preparing
 from memory.slots import order_same_slot
 from memory.vectors import as_vector
-
-KeywordRanker = Literal["ts_rank_cd", "bm25"]
-KEYWORD_RANKERS: tuple[str, ...] = get_args(KeywordRanker)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +69,6 @@ class SearchOptions:
     keyword_common: int = 30  # a query word in this many of the session's claims is left out
     keyword_weight: float = 0.5  # a keyword ranking's share of the fused score, the similarity's being 1
     rrf_k: float = 5.0  # fused score: sum over rankings of weight / (rrf_k + place)
-    # how keyword matches are ranked: "ts_rank_cd" (built-in full-text search, any server) or "bm25"
-    # (pg_textsearch's BM25, which needs that extension and ensure_bm25_indexes; see _BM25_WORD_HITS)
-    keyword_ranker: KeywordRanker = "ts_rank_cd"
     # a long message cut into many claims would otherwise fill the block with itself: after this many
     # facts from one message, its further facts wait until every other candidate has had its turn
     # (None: no such limit). 2 chosen on the harness's tune conversations (1, 2, 3 tried: BEAM +1.8 to
@@ -114,8 +107,6 @@ class SearchOptions:
             raise ValueError("per_message must be at least 1 (None: no limit)")
         if self.keyword_weight < 0 or self.rrf_k < 0:
             raise ValueError("keyword_weight and rrf_k must not be negative")
-        if self.keyword_ranker not in KEYWORD_RANKERS:
-            raise ValueError(f"keyword_ranker must be one of {', '.join(KEYWORD_RANKERS)}")
         if self.per_agent_cap < 1:
             raise ValueError("per_agent_cap must be at least 1")
         if self.recency_weight < 0 or self.recency_half_life <= timedelta(0):
@@ -166,125 +157,38 @@ _NO_PASSAGE_HITS = "    SELECT NULL::uuid AS id, NULL::float8 AS sim WHERE false
 # - Claims are restricted to the session and to what this namespace may read, as on the vector side,
 #   and directives and archived facts, which ranking would drop, take no place; a passage's claims
 #   join below, in scope only. No word left: a NULL tsquery, which matches nothing.
-#
-# What both rankers share (the BM25 one below): how a word is counted as common in the session, and
-# which claims and passages match the words.
-_WORD_FOUND = """plainto_tsquery('english', {w}),
+_WORD = """({i}, plainto_tsquery('english', {w}),
              (SELECT count(*) FROM (SELECT FROM beads.facts f
                                      WHERE f.body_tsv @@ plainto_tsquery('english', {w})
                                        AND f.session_id = %(session)s
                                      LIMIT {common}) AS found))"""
-_WORDS_Q = """words AS (
+_WORD_HITS = """words AS (
     SELECT (string_agg(DISTINCT word.q::text, ' | ')
               FILTER (WHERE word.found < {common} AND numnode(word.q) > 0))::tsquery AS q,
-"""
-_WORDS_COMMON = """           array_agg(word.i) FILTER (WHERE word.found >= {common}) AS common  -- remembered a while
-"""
-_CLAIMS_MATCHING = """      FROM beads.facts f
+           array_agg(word.i) FILTER (WHERE word.found >= {common}) AS common  -- remembered a while
+      FROM (VALUES {words}) AS word (i, q, found)
+),
+claim_words AS (
+    SELECT f.id, ts_rank_cd(f.body_tsv, (SELECT q FROM words)) AS rank
+      FROM beads.facts f
      WHERE f.body_tsv @@ (SELECT q FROM words) AND f.session_id = %(session)s
        AND f.namespace_id IN (SELECT id FROM scope)
        AND f.status <> 'archived'
        AND (%(directives)s OR f.kind <> 'directive' OR (%(valued)s AND f.body ~ '[0-9]' AND f.source = 'passive_capture'))
-"""
-_PASSAGES_MATCHING = """      FROM beads.passages p
-     WHERE p.body_tsv @@ (SELECT q FROM words) AND p.session_id = %(session)s
-"""
-_WORD = "({i}, " + _WORD_FOUND
-_WORD_HITS = (
-    _WORDS_Q
-    + _WORDS_COMMON
-    + """      FROM (VALUES {words}) AS word (i, q, found)
-),
-claim_words AS (
-    SELECT f.id, ts_rank_cd(f.body_tsv, (SELECT q FROM words)) AS rank
-"""
-    + _CLAIMS_MATCHING
-    + """     ORDER BY rank DESC
+     ORDER BY rank DESC
      LIMIT {kn}
 ),
 passage_words AS (
     SELECT p.id, ts_rank_cd(p.body_tsv, (SELECT q FROM words)) AS rank
-"""
-    + _PASSAGES_MATCHING
-    + """     ORDER BY rank DESC
+      FROM beads.passages p
+     WHERE p.body_tsv @@ (SELECT q FROM words) AND p.session_id = %(session)s
+     ORDER BY rank DESC
      LIMIT {kn}
 ),"""
-)
 # Keyword search off, or a query without a content word: as with the passage scan, left out rather
 # than switched off by a parameter.
 _NO_WORD_HITS = """claim_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),
 passage_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),"""
-
-# The same candidates ranked by BM25 (SearchOptions.keyword_ranker="bm25"): pg_textsearch's `<@>`
-# scores a body against the query's words with the statistics of a bm25 index over that column
-# (ensure_bm25_indexes; `<@>` gives minus the score, negated back here so that higher is better, as
-# ts_rank_cd's). What is matched, and everything after, is the ts_rank_cd path's: the same words (common
-# ones out, as there), the same GIN match, session, scope and status filters, the same LIMIT.
-# - Per session, a bm25 index is one corpus. Ordered by `<@>` with a LIMIT, the planner scans that index
-#   for the whole table's best matches and filters the session's out of them (pg_textsearch 1.0 redoes
-#   the scan with twice the depth until enough pass, up to 100,000 rows): the deeper a session's matches
-#   lie among every session's, the more it scores, and past that depth they are lost. So the session's
-#   matching rows are found first (MATERIALIZED: through the GIN index and the session filter, never
-#   through the bm25 index's order), and only they are scored, as ts_rank_cd scores them.
-# - The price: the index's statistics are the table's, not the session's. A word's rarity (IDF) and
-#   the average length are counted over every session in the database; the common-word cutoff
-#   still says what is common in this session.
-# - Each word travels twice: as the tsquery that matches, and as text for `to_bm25query`, which reads it
-#   with the index's english configuration (stemmed as the tsvector was: the same lexemes).
-_BM25_WORD = "({i}, {w}::text, " + _WORD_FOUND
-_BM25_WORD_HITS = (
-    _WORDS_Q
-    + """           string_agg(word.w, ' ') FILTER (WHERE word.found < {common} AND numnode(word.q) > 0) AS text,
-"""
-    + _WORDS_COMMON
-    + """      FROM (VALUES {words}) AS word (i, w, q, found)
-),
-claim_matches AS MATERIALIZED (
-    SELECT f.id, f.body
-"""
-    + _CLAIMS_MATCHING
-    + """),
-claim_words AS (
-    SELECT m.id, -(m.body <@> to_bm25query((SELECT text FROM words), {fact_index})) AS rank
-      FROM claim_matches m
-     ORDER BY rank DESC
-     LIMIT {kn}
-),
-passage_matches AS MATERIALIZED (
-    SELECT p.id, p.body
-"""
-    + _PASSAGES_MATCHING
-    + """),
-passage_words AS (
-    SELECT m.id, -(m.body <@> to_bm25query((SELECT text FROM words), {passage_index})) AS rank
-      FROM passage_matches m
-     ORDER BY rank DESC
-     LIMIT {kn}
-),"""
-)
-# The bm25 indexes the BM25 ranker reads its statistics from: not a migration (built-in full-text search
-# needs no extension, and most servers lack pg_textsearch), made by ensure_bm25_indexes.
-BM25_INDEXES = {"facts": "facts_body_bm25", "passages": "passages_body_bm25"}
-
-
-def ensure_bm25_indexes(conn: psycopg.Connection[Any]) -> None:
-    """Create pg_textsearch (if it is not there yet) and the bm25 indexes over the claims' and the
-    passages' bodies that keyword_ranker="bm25" ranks with. Raises Bm25UnavailableError, saying why,
-    when the server cannot: the extension is not installed, or not preloaded."""
-    try:
-        with conn.transaction():
-            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_textsearch")
-            for table, index in BM25_INDEXES.items():
-                conn.execute(
-                    sql.SQL(
-                        "CREATE INDEX IF NOT EXISTS {} ON beads.{} USING bm25 (body) WITH (text_config='english')"
-                    ).format(sql.Identifier(index), sql.Identifier(table))
-                )
-    except psycopg.Error as e:
-        raise Bm25UnavailableError(
-            f"{Bm25UnavailableError().args[0]} The server said: {str(e).strip().splitlines()[0]}"
-        ) from e
-
 
 # The english configuration's stop words (its english.stop, Snowball's list): they are never
 # lexemes, so they are not sent; one missed here is read as no lexeme and left out all the same.
@@ -477,23 +381,14 @@ def candidate_query(
     }
     passages = sql.SQL(_PASSAGE_HITS if options.passage_scan else _NO_PASSAGE_HITS).format(**constants)
     keywords = [w for w in keyword_words(query) if w not in common_words] if options.keyword else []
-    bm25 = options.keyword_ranker == "bm25"
-    word, word_hits = (_BM25_WORD, _BM25_WORD_HITS) if bm25 else (_WORD, _WORD_HITS)
-    indexes = (
-        {
-            "fact_index": sql.Literal(f"beads.{BM25_INDEXES['facts']}"),
-            "passage_index": sql.Literal(f"beads.{BM25_INDEXES['passages']}"),
-        }
-        if bm25
-        else {}
-    )
     words = (
-        sql.SQL(word_hits).format(
+        sql.SQL(_WORD_HITS).format(
             words=sql.SQL(",\n            ").join(
-                sql.SQL(word).format(i=sql.Literal(i), w=sql.Placeholder(f"w{i}"), common=constants["common"])
+                sql.SQL(_WORD).format(
+                    i=sql.Literal(i), w=sql.Placeholder(f"w{i}"), common=constants["common"]
+                )
                 for i in range(len(keywords))
             ),
-            **indexes,
             **constants,
         )
         if keywords
@@ -608,22 +503,14 @@ def search(
     statement, params = candidate_query(ns, query, query_vector, embedder_id, dims, options, common)
     ef_search = ef_search_for(options)
     prepare = worth_preparing(conn)  # planned once per connection, where the plan will hold
-    try:
-        if _session_settings_hold(conn, ef_search):
-            # one statement, one round trip, no BEGIN/COMMIT
+    if _session_settings_hold(conn, ef_search):
+        # one statement, one round trip, no BEGIN/COMMIT
+        rows = conn.execute(statement, params, prepare=prepare).fetchall()
+    else:
+        # inside a caller's transaction: settings scoped to it, BEGIN and the query in one round trip
+        with conn.pipeline(), conn.transaction():
+            set_hnsw_local(conn, ef_search)
             rows = conn.execute(statement, params, prepare=prepare).fetchall()
-        else:
-            # inside a caller's transaction: settings scoped to it, BEGIN and the query in one round trip
-            with conn.pipeline(), conn.transaction():
-                set_hnsw_local(conn, ef_search)
-                rows = conn.execute(statement, params, prepare=prepare).fetchall()
-    except (psycopg.errors.UndefinedFunction, psycopg.errors.UndefinedObject) as e:
-        # no to_bm25query or <@> (no pg_textsearch), or no bm25 index of that name
-        if options.keyword_ranker != "bm25":
-            raise
-        raise Bm25UnavailableError(
-            f"{Bm25UnavailableError().args[0]} The server said: {str(e).strip().splitlines()[0]}"
-        ) from e
     remember_common_words(conn, ns.session_id, options, params, rows)
     return search_result(query, rank(rows, options))
 

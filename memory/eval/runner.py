@@ -630,11 +630,6 @@ def make_arm(
         if "search" in settings:
             changes = settings.pop("search")
             settings["search_options"] = changed_options(stores.facts.search_options, changes)
-            if settings["search_options"].keyword_ranker == "bm25":
-                from memory.retrieval import ensure_bm25_indexes
-
-                with stores.facts.pool.connection() as conn:  # once per database; a no-op after
-                    ensure_bm25_indexes(conn)
         if name == "beads_gated":
             settings["injection"] = "gated"
         return BeadsArm(stores.facts, stores.ingestor.root, settings, name=name)

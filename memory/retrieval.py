@@ -1,8 +1,7 @@
 """Ranked retrieval: what a namespace may read, resolved to current versions, scored, capped.
 
 The pipeline, in order (every step traces to a failure the seed system measured):
-  candidates  nearest claims from the HNSW index of this embedding space, within the session (with
-              passage_scan, also the claims of the nearest passages, from a second index); with
+  candidates  nearest claims from the HNSW index of this embedding space, within the session; with
               keyword (the default), also the claims and the passages' claims that best match any
               content word of the query (ts_rank_cd over GIN-indexed tsvectors, migration 0008)
   skip        archived and directive hits (a question resembles the query it should not answer)
@@ -54,14 +53,9 @@ class SearchOptions:
     descendant_penalty: float = 0.15
     relevance_floor: float = 0.2  # blended cosine similarity; below it nothing is "in memory"
     per_agent_cap: int = 3  # facts per sub-agent among the demoted (delegated) ones
-    # nearest claims fetched before ranking (at least 4k; with passage_scan, as many passages too):
+    # nearest claims fetched before ranking (at least 4k):
     # 32 answered 99 of 100 bench queries exactly as 48 did, about a quarter faster (bench/variants.py)
     candidates: int = 32
-    # also fetch the nearest passages (a second nearest-neighbour scan). Off, passages only score the
-    # claims the claim scan found: the search takes half the time at 100k facts, and the block's
-    # evidence recall moved by 1 of 298 LoCoMo questions and 0 of 214 BEAM ones (bench/block_recall.py;
-    # the harness's windows: no change at 1,200 / 3,000 / 6,000 tokens, results/passage-scan/)
-    passage_scan: bool = False
     # hybrid: also the claims, and the claims of the passages, that best match any content word of the
     # query (full-text search), fused with the nearest ones by reciprocal rank. Off: vectors only.
     keyword: bool = True
@@ -114,29 +108,6 @@ class SearchOptions:
         if self.score_gap is not None and self.score_gap <= 0:
             raise ValueError("score_gap must be positive (None: no gap stop)")
 
-
-# {dims} and {eid} are integers we own, placed as literals so the planner matches the partial
-# expression index of this embedding space.
-# The nearest passages (the messages claims were cut from), whose claims become candidates too: a
-# second nearest-neighbour scan, run only with SearchOptions.passage_scan. Left out of the statement
-# otherwise, rather than switched off by a parameter: planning the unused branch cost 0.4 ms a search
-# (bench/statement_variants.py).
-_PASSAGE_HITS = """    SELECT id, sim FROM (
-        (SELECT v.passage_id AS id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
-           FROM beads.passage_vectors v
-           JOIN beads.passages p ON p.id = v.passage_id
-          WHERE v.embedder_id = {eid} AND v.indexed AND p.session_id = %(session)s
-          ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
-          LIMIT {n})
-        UNION ALL
-        (SELECT v.passage_id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
-           FROM beads.passage_vectors v
-           JOIN beads.passages p ON p.id = v.passage_id
-          WHERE v.embedder_id = {eid} AND NOT v.indexed AND p.session_id = %(session)s)
-    ) nearest
-    ORDER BY sim DESC
-    LIMIT {n}"""
-_NO_PASSAGE_HITS = "    SELECT NULL::uuid AS id, NULL::float8 AS sim WHERE false"
 
 # Keyword candidates (SearchOptions.keyword): the claims, and the passages, that best match the
 # query's content words, ranked by ts_rank_cd over the stored tsvectors (migration 0008), each
@@ -214,6 +185,11 @@ def keyword_words(query: str) -> list[str]:
     return content[:MAX_KEYWORD_WORDS]
 
 
+# The candidate statement. {dims} and {eid} are integers we own, placed as literals so that the planner
+# matches the partial expression index of this embedding space. passage_hits is empty: the nearest
+# passages are not scanned (that second nearest-neighbour scan took half of a search's time and was
+# removed, docs/benchmarks.md); a candidate's passage is read by primary key instead. The empty CTE
+# stays so that the statement's text is the one bench/results/search_latency.md measured.
 _CANDIDATES = """
 WITH scope AS (
     -- what this namespace may read: its lineage (self and ancestors) and its subtree (demoted)
@@ -246,7 +222,7 @@ claim_hits AS (
     LIMIT {n}
 ),
 passage_hits AS (
-{passage_hits}
+    SELECT NULL::uuid AS id, NULL::float8 AS sim WHERE false
 ),
 {word_hits}
 hit_ids AS (
@@ -379,7 +355,6 @@ def candidate_query(
         "kn": sql.Literal(keyword_candidate_count(options)),
         "common": sql.Literal(int(options.keyword_common)),
     }
-    passages = sql.SQL(_PASSAGE_HITS if options.passage_scan else _NO_PASSAGE_HITS).format(**constants)
     keywords = [w for w in keyword_words(query) if w not in common_words] if options.keyword else []
     words = (
         sql.SQL(_WORD_HITS).format(
@@ -398,7 +373,6 @@ def candidate_query(
         "       (SELECT common FROM words) AS common_words,  -- for search to remember\n" if keywords else ""
     )
     statement = sql.SQL(_CANDIDATES).format(
-        passage_hits=passages,
         word_hits=words,
         common_words=common_words_column,
         head_row=_HEAD_ROW,

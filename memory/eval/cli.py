@@ -106,11 +106,6 @@ def parser() -> argparse.ArgumentParser:
         "--horizon); ask with --ask-at end",
     )
     run.add_argument(
-        "--passage-scan",
-        action="store_true",
-        help="the facts arm's search also scans the nearest passages (two nearest-neighbour scans)",
-    )
-    run.add_argument(
         "--ask-at",
         choices=ASK_AT_MODES,
         default="end",
@@ -277,7 +272,6 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         recency_weight=args.recency_weight,
         recency_half_life_days=args.recency_half_life,
         ask_at=args.ask_at,
-        passage_scan=args.passage_scan,
         tool_calls=args.tool_calls,
         tool_tokens=args.tool_tokens,
         show_progress=not args.no_progress,

@@ -74,7 +74,6 @@ class RunConfig:
     expire_days: float | None = None
     recency_weight: float = 0.0  # the facts arm's SearchOptions.recency_weight (0: off)
     recency_half_life_days: float = 30.0
-    passage_scan: bool = False  # the facts arm's SearchOptions.passage_scan (True: a second scan)
     # insert a tool call and ~tool_tokens of tool output after every `tool_calls`-th turn (0: none)
     tool_calls: int = 0
     tool_tokens: int = 300
@@ -396,7 +395,6 @@ class Evaluation:
                 stores.facts.search_options,
                 recency_weight=self.config.recency_weight,
                 recency_half_life=timedelta(days=self.config.recency_half_life_days),
-                passage_scan=self.config.passage_scan,
             )
             arms = [
                 make_arm(
@@ -685,7 +683,6 @@ def write_run_info(out_dir: Path, config: RunConfig, records: Sequence[DatasetRu
         "expire_days": config.expire_days,
         "recency_weight": config.recency_weight,
         "recency_half_life_days": config.recency_half_life_days,
-        "passage_scan": config.passage_scan,
         "tool_calls": config.tool_calls,
         "tool_tokens": config.tool_tokens,
         "ask_at": config.ask_at,

@@ -68,9 +68,6 @@ class SearchOptions:
     # (None: no such limit). 2 chosen on the harness's tune conversations (1, 2, 3 tried: BEAM +1.8 to
     # +3.7 points at 1,200 to 6,000 tokens over no limit, LoCoMo unchanged)
     per_message: int | None = 2
-    # a passage's keyword match lifts only its best claim. Off: it lifts each of them, so a thin claim
-    # ("My time was 25:50.") is found through its message's words; on, BEAM moved by 1 question of 108
-    passage_credit_once: bool = False
     include_directives: bool = False
     # a directive that carries a value ("how do I fit the new quota of 1,200 calls a day?") is recalled
     # like a claim: people state facts inside their questions and requests. One without a value ("what
@@ -631,25 +628,6 @@ def fuse(
     return sorted(out, key=lambda c: -round(c["score"], 9))
 
 
-def best_claim_per_message(
-    ordered: Sequence[dict[str, Any]], passage_ranks: dict[uuid.UUID, float]
-) -> dict[uuid.UUID, float]:
-    """`passage_ranks` (head id -> its passage's keyword rank) kept for one claim per message, the
-    first of `ordered`: the match is the message's, and it would otherwise lift all of its claims."""
-    kept: dict[uuid.UUID, float] = {}
-    credited: set[str] = set()
-    for c in ordered:
-        rank_ = passage_ranks.get(c["head_id"])
-        if rank_ is None:
-            continue
-        message = c["message_id"]
-        if message is None or message not in credited:
-            kept[c["head_id"]] = rank_
-            if message is not None:
-                credited.add(message)
-    return kept
-
-
 def spread_messages(ordered: list[dict[str, Any]], per_message: int, floor: float) -> list[dict[str, Any]]:
     """`ordered` with each message's facts past its first `per_message` (above the floor) moved after
     every other candidate, in their order: more messages reach a small block, none is lost to a large
@@ -765,8 +743,6 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
     if options.score_gap is not None:
         ordered = cut_at_gap(ordered, options, dropped)
     if options.keyword:
-        if options.passage_credit_once:
-            words["passage_words_rank"] = best_claim_per_message(ordered, words["passage_words_rank"])
         ordered = fuse(ordered, list(words.values()), options.rrf_k, options.keyword_weight)
     if options.per_message is not None:
         ordered = spread_messages(ordered, options.per_message, options.relevance_floor)

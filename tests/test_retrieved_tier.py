@@ -166,11 +166,6 @@ def test_one_message_does_not_fill_the_block_with_its_claims() -> None:
     # nothing is lost when the block has room: the message's other claims come after the rest
     roomy = SearchOptions(k=10, keyword=False, per_message=2)
     assert [c["md5"] for c in rank(rows, roomy).chosen] == ["a", "b", "e", "f", "c", "d"]
-    # with passage_credit_once, a passage's keyword match lifts its best claim only
-    matched = [{**r, "passage_words_rank": 0.5} if r["head_message_id"] == "long" else r for r in rows]
-    once = SearchOptions(k=10, per_message=1, passage_credit_once=True, rrf_k=1.0, keyword_weight=1.0)
-    lifted = rank(matched, once).chosen
-    assert [c["md5"] for c in lifted][:3] == ["a", "e", "f"]
     with pytest.raises(ValueError):
         SearchOptions(per_message=0)
 

@@ -11,8 +11,6 @@ The pipeline, in order (every step traces to a failure the seed system measured)
   score       w * cos(claim, q) + (1 - w) * cos(passage, q), best hit per head, minus a penalty
               for facts of descendant namespaces, plus (with recency_weight) a bonus that halves
               every recency_half_life
-  gap         (with score_gap) in that score's order, above the floor, everything after the first drop
-              of score_gap or more is left out: where relevance falls off a cliff
   fuse        with keyword: each head's rank by that score, by its claim's keyword rank and by its
               passage's keyword rank, summed as reciprocal ranks 1 / (rrf_k + rank): the order chosen
   select      by score, md5(body) breaking near-ties; drop a fact whose derived_from parent is already
@@ -82,10 +80,6 @@ class SearchOptions:
     recency_weight: float = 0.0
     recency_half_life: timedelta = timedelta(days=30)
     recency_reference: datetime | None = None
-    # leave out every candidate after the first one scoring this much below the one before it, by
-    # similarity (before keyword fusion, whose reciprocal ranks have no cliffs; None: no such stop;
-    # the relevance floor still applies)
-    score_gap: float | None = None
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -102,8 +96,6 @@ class SearchOptions:
             raise ValueError("per_agent_cap must be at least 1")
         if self.recency_weight < 0 or self.recency_half_life <= timedelta(0):
             raise ValueError("recency_weight must be >= 0 and recency_half_life positive")
-        if self.score_gap is not None and self.score_gap <= 0:
-            raise ValueError("score_gap must be positive (None: no gap stop)")
 
 
 # Keyword candidates (SearchOptions.keyword): the claims, and the passages, that best match the
@@ -647,26 +639,6 @@ def spread_messages(ordered: list[dict[str, Any]], per_message: int, floor: floa
     return first + later
 
 
-def cut_at_gap(
-    ordered: list[dict[str, Any]], options: SearchOptions, dropped: dict[uuid.UUID, str]
-) -> list[dict[str, Any]]:
-    """`ordered` (by score, best first) up to the first candidate above the floor that scores
-    `score_gap` or more below the one above the floor before it; the rest noted in `dropped`."""
-    assert options.score_gap is not None
-    previous: float | None = None
-    for place, cand in enumerate(ordered):
-        if cand["relevance"] < options.relevance_floor:
-            continue  # dropped at selection for the floor; no step down to it counts as a gap
-        if previous is not None and previous - cand["score"] >= options.score_gap:
-            why = f"after a score gap of {previous - cand['score']:.3f} (score_gap {options.score_gap})"
-            for later in ordered[place:]:
-                if later["relevance"] >= options.relevance_floor:
-                    dropped[later["head_id"]] = why
-            return ordered[:place] + [c for c in ordered[place:] if c["relevance"] < options.relevance_floor]
-        previous = cand["score"]
-    return ordered
-
-
 def _recalled_directive(options: SearchOptions, valued: bool | None) -> bool:
     return options.include_directives or (options.directives_with_values and bool(valued))
 
@@ -740,8 +712,6 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
             }
 
     ordered = sorted(best.values(), key=lambda c: (-round(c["score"], 6), c["md5"]))
-    if options.score_gap is not None:
-        ordered = cut_at_gap(ordered, options, dropped)
     if options.keyword:
         ordered = fuse(ordered, list(words.values()), options.rrf_k, options.keyword_weight)
     if options.per_message is not None:

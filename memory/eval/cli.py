@@ -145,7 +145,7 @@ def parser() -> argparse.ArgumentParser:
         "--search",
         metavar="OPTION=VALUE,...",
         help="the beads arm: search options changed from the library's (memory.retrieval.SearchOptions), "
-        'e.g. "score_gap=0.1,keyword_weight=1.0"',
+        'e.g. "per_message=3,keyword_weight=1.0"',
     )
     run.add_argument(
         "--line-tokens",

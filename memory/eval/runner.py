@@ -81,9 +81,9 @@ class RunConfig:
     # holds its latest evidence (memory.eval.window.asked_at), where shorter histories fit a window
     ask_at: str = "end"
     # the beads arm's middleware settings where they differ from its defaults (tuning runs; None: the
-    # default): the retrieved tier's share of the context, the score gap, thin claims and passages
+    # default): the retrieved tier's share of the context, thin claims and passages
     retrieved_share: float | None = None
-    # the beads arm's search options where they differ from the store's ("score_gap=0.1,rrf_k=10")
+    # the beads arm's search options where they differ from the store's ("keyword=False,rrf_k=10")
     search: str | None = None
     thin_tokens: int | None = None
     line_tokens: int | None = None
@@ -583,7 +583,7 @@ def changed_options(base: SearchOptions, assignments: str) -> SearchOptions:
         kind = types[key]
         if value == "None":
             changes[key] = None
-        elif kind is type(None):  # an option off by default (score_gap, per_message): a number
+        elif kind is type(None):  # an option set to None (per_message=None): a number
             changes[key] = float(value) if "." in value else int(value)
         else:
             changes[key] = value == "True" if kind is bool else kind(value)

@@ -9,13 +9,12 @@ The pipeline, in order (every step traces to a failure the seed system measured)
   filter      head in scope (self, ancestors, or demoted descendants), not archived, not a directive,
               not already visible in the raw message window
   score       w * cos(claim, q) + (1 - w) * cos(passage, q), best hit per head, minus a penalty
-              for facts of descendant namespaces, plus (with recency_weight) a bonus that halves
-              every recency_half_life
+              for facts of descendant namespaces
   fuse        with keyword: each head's rank by that score, by its claim's keyword rank and by its
               passage's keyword rank, summed as reciprocal ranks 1 / (rrf_k + rank): the order chosen
   select      by score, md5(body) breaking near-ties; drop a fact whose derived_from parent is already
               selected; at most `per_agent_cap` facts per sub-agent; stop at k
-  floor       below the relevance floor (on relevance alone, recency aside) the answer is "not in
+  floor       below the relevance floor (on that score, before fusion) the answer is "not in
               memory", not the nearest noise
   trust       same-slot claims in trust, then time, order (memory.slots); then no tool result or web
               page above a claim the user stated that it shares a content word with
@@ -23,14 +22,12 @@ The pipeline, in order (every step traces to a failure the seed system measured)
 
 from __future__ import annotations
 
-import math
 import time
 import uuid
 import weakref
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -75,11 +72,6 @@ class SearchOptions:
     directives_with_values: bool = True
     exclude_message_ids: frozenset[str] = field(default_factory=frozenset)
     exclude_fact_ids: frozenset[uuid.UUID] = field(default_factory=frozenset)
-    # recency: score += recency_weight * 2^(-age / recency_half_life), age from the fact's valid_from
-    # to recency_reference (None: the clock). Off by default; the relevance floor ignores it.
-    recency_weight: float = 0.0
-    recency_half_life: timedelta = timedelta(days=30)
-    recency_reference: datetime | None = None
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -94,8 +86,6 @@ class SearchOptions:
             raise ValueError("keyword_weight and rrf_k must not be negative")
         if self.per_agent_cap < 1:
             raise ValueError("per_agent_cap must be at least 1")
-        if self.recency_weight < 0 or self.recency_half_life <= timedelta(0):
-            raise ValueError("recency_weight must be >= 0 and recency_half_life positive")
 
 
 # Keyword candidates (SearchOptions.keyword): the claims, and the passages, that best match the
@@ -588,14 +578,6 @@ class Ranked:
     best_score: float | None
 
 
-def recency_bonus(valid_from: datetime | None, options: SearchOptions, now: datetime) -> float:
-    """`recency_weight * 2^(-age / half_life)`; 0 when recency is off or the time is unknown."""
-    if not options.recency_weight or valid_from is None:
-        return 0.0
-    age = max((now - valid_from) / options.recency_half_life, 0.0)
-    return options.recency_weight * math.pow(2.0, -age)
-
-
 def fuse(
     ordered: list[dict[str, Any]],
     keyword_ranks: Collection[dict[uuid.UUID, float]],
@@ -646,7 +628,6 @@ def _recalled_directive(options: SearchOptions, valued: bool | None) -> bool:
 def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
     """Decide which candidates make the block (pure: no database)."""
     w = options.claim_weight
-    now = options.recency_reference or datetime.now(UTC)
     best: dict[uuid.UUID, dict[str, Any]] = {}
     dropped: dict[uuid.UUID, str] = {}
     # per head, the best keyword rank of any hit resolving to it, on its claim and on its passage
@@ -687,8 +668,7 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
         passage_sim = None if row["passage_sim"] is None else float(row["passage_sim"])
         similarity = claim_sim if passage_sim is None else w * claim_sim + (1 - w) * passage_sim
         demoted = bool(row["head_demoted"])
-        relevance = similarity - (options.descendant_penalty if demoted else 0.0)
-        score = relevance + recency_bonus(row.get("head_valid_from"), options, now)
+        score = similarity - (options.descendant_penalty if demoted else 0.0)
         for side, ranks in words.items():
             if row.get(side) is not None:
                 ranks[head_id] = max(ranks.get(head_id, 0.0), float(row[side]))
@@ -702,7 +682,7 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
                 "message_id": row["head_message_id"],
                 "md5": row["head_md5"],  # md5(body), computed by Postgres over the UTF-8 text
                 "score": score,
-                "relevance": relevance,  # the score without the recency bonus: what the floor checks
+                "relevance": score,  # kept as it is when fusion replaces the score: what the floor checks
                 "similarity": similarity,
                 "claim_sim": claim_sim,
                 "passage_sim": passage_sim,

@@ -4,7 +4,7 @@
         [--budgets 1200 3000 6000] [--arms tail docstore bm25 facts full] [--embedder minilm]
         [--database-url URL] [--sample N [--sample-seed S]] [--limit N]
         [--answer-model offline|ollama:<model> [--judge-model SPEC]]
-        [--consolidate] [--expire-days DAYS] [--recency-weight W [--recency-half-life DAYS]] [--tool-calls EVERY]
+        [--consolidate] [--expire-days DAYS] [--tool-calls EVERY]
     python -m memory.eval report [--out results]
     python -m memory.eval supersession [--beam DIR] [--locomo PATH] [--out results/supersession]
         [--pairs PATH] [--beam-pairs PATH] [--embedder minilm] [--database-url URL] [--no-auto-supersede]
@@ -126,15 +126,6 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=RunConfig.tool_tokens,
         help="tokens of each tool output (default 300)",
-    )
-    run.add_argument(
-        "--recency-weight", type=float, default=0.0, help="the facts arm's recency weight (default 0: off)"
-    )
-    run.add_argument(
-        "--recency-half-life",
-        type=float,
-        default=RunConfig.recency_half_life_days,
-        help="days for the recency bonus to halve (default 30)",
     )
     run.add_argument(
         "--retrieved-share",
@@ -269,8 +260,6 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         facts_share=args.facts_share,
         consolidate=args.consolidate,
         expire_days=args.expire_days,
-        recency_weight=args.recency_weight,
-        recency_half_life_days=args.recency_half_life,
         ask_at=args.ask_at,
         tool_calls=args.tool_calls,
         tool_tokens=args.tool_tokens,

@@ -72,8 +72,6 @@ class RunConfig:
     # expire facts unused for this many days at the end of each conversation (in a copy of the ingest),
     # after replaying the retrievals the middleware would have recorded while it went on
     expire_days: float | None = None
-    recency_weight: float = 0.0  # the facts arm's SearchOptions.recency_weight (0: off)
-    recency_half_life_days: float = 30.0
     # insert a tool call and ~tool_tokens of tool output after every `tool_calls`-th turn (0: none)
     tool_calls: int = 0
     tool_tokens: int = 300
@@ -391,18 +389,13 @@ class Evaluation:
                 record.consolidation += expire_conversations(
                     stores.facts, stores.ingestor.root, conversations, self.config.expire_days
                 )
-            options = dataclasses.replace(
-                stores.facts.search_options,
-                recency_weight=self.config.recency_weight,
-                recency_half_life=timedelta(days=self.config.recency_half_life_days),
-            )
             arms = [
                 make_arm(
                     name,
                     stores,
                     self.config.facts_share,
                     self.config.budgets,
-                    options,
+                    stores.facts.search_options,
                     beads_options(self.config),
                 )
                 for name in self.config.arms
@@ -681,8 +674,6 @@ def write_run_info(out_dir: Path, config: RunConfig, records: Sequence[DatasetRu
         "facts_share": config.facts_share,
         "consolidate": config.consolidate,
         "expire_days": config.expire_days,
-        "recency_weight": config.recency_weight,
-        "recency_half_life_days": config.recency_half_life_days,
         "tool_calls": config.tool_calls,
         "tool_tokens": config.tool_tokens,
         "ask_at": config.ask_at,

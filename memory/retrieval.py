@@ -43,32 +43,41 @@ from memory.vectors import as_vector
 
 @dataclass(frozen=True, slots=True)
 class SearchOptions:
+    """How a search ranks and how much it returns (docs/ranking.md explains each step)."""
+
     k: int = 8
-    claim_weight: float = 0.7  # the rest goes to the passage the claim was carved from
-    descendant_penalty: float = 0.15
+    # the rest goes to the passage the claim was carved from; more weight on the message lost LoCoMo
+    # evidence on the harness's tune conversations (results/tuning/README.md)
+    claim_weight: float = 0.7
+    descendant_penalty: float = 0.15  # a sub-agent's fact ranks below an equally close one of the lineage
     relevance_floor: float = 0.2  # blended cosine similarity; below it nothing is "in memory"
     per_agent_cap: int = 3  # facts per sub-agent among the demoted (delegated) ones
-    # nearest claims fetched before ranking (at least 4k):
-    # 32 answered 99 of 100 bench queries exactly as 48 did, about a quarter faster (bench/variants.py)
+    # nearest claims fetched before ranking (at least 4k): more changed few answers and cost time
+    # (docs/ranking.md, "Figures behind the defaults")
     candidates: int = 32
     # hybrid: also the claims, and the claims of the passages, that best match any content word of the
-    # query (full-text search), fused with the nearest ones by reciprocal rank. Off: vectors only.
+    # query (full-text search), fused with the nearest ones by reciprocal rank. Off: vectors only, which
+    # lost much of LoCoMo's evidence at small budgets (results/tuning/README.md)
     keyword: bool = True
     keyword_candidates: int = 32  # best keyword matches fetched per side (claims, passages), at least k
-    keyword_common: int = 30  # a query word in this many of the session's claims is left out
+    # a query word in this many of the session's claims is left out: it ranks nothing apart, and
+    # ranking all it matches is slow (docs/ranking.md, "Figures behind the defaults")
+    keyword_common: int = 30
+    # the fusion's weights: other values moved a question or two on the harness's tune conversations,
+    # so these stayed (results/tuning/README.md)
     keyword_weight: float = 0.5  # a keyword ranking's share of the fused score, the similarity's being 1
     rrf_k: float = 5.0  # fused score: sum over rankings of weight / (rrf_k + place)
     # a long message cut into many claims would otherwise fill the block with itself: after this many
     # facts from one message, its further facts wait until every other candidate has had its turn
-    # (None: no such limit). 2 chosen on the harness's tune conversations (1, 2, 3 tried: BEAM +1.8 to
-    # +3.7 points at 1,200 to 6,000 tokens over no limit, LoCoMo unchanged)
+    # (None: no such limit). 2 was chosen among 1, 2 and 3 on the harness's tune conversations: it
+    # gained BEAM a few points over no limit and moved nothing on LoCoMo (results/tuning/README.md)
     per_message: int | None = 2
     include_directives: bool = False
     # a directive that carries a value ("how do I fit the new quota of 1,200 calls a day?") is recalled
     # like a claim: people state facts inside their questions and requests. One without a value ("what
-    # is our budget?") states nothing and stays held out. On the harness's tune conversations: BEAM
-    # +3.7 points at 3,000 and 6,000 tokens, -0.9 at 1,200 (every directive instead: +3.7 at each, but
-    # the stale value shown unflagged in 7 of 12 knowledge updates at 1,200 instead of 3)
+    # is our budget?") states nothing and stays held out. Recalling every directive found a little
+    # more but showed stale values unflagged more often (results/tuning/README.md, "Capture and
+    # directives")
     directives_with_values: bool = True
     exclude_message_ids: frozenset[str] = field(default_factory=frozenset)
     exclude_fact_ids: frozenset[uuid.UUID] = field(default_factory=frozenset)
@@ -97,13 +106,13 @@ class SearchOptions:
 #   as they were, so "25:50" is '25' & '50'; no tsquery syntax to escape).
 # - A word found in `keyword_common` claims of the session or more is left out, as a stop word of
 #   this session: ts_rank_cd knows nothing of how rare a word is, so such a word ranks nothing
-#   apart (bench/block_recall.py), and ranking everything it matches would cost a pass over much of
-#   the session (200 ms a search at 100k facts, bench/search_latency.py). Counting stops there.
+#   apart, and ranking everything it matches would cost a pass over much of the session
+#   (docs/ranking.md, "Figures behind the defaults"). Counting stops there.
 # - Each word is its own subquery, its text a parameter the planner reads as a constant: with the
 #   column's statistics it counts a common word by reading the table until `keyword_common` rows
-#   match (a few hundred rows) rather than building the GIN index's bitmap of all its thousands
-#   (0.7 ms a word at 100k facts); one subquery for every word would be planned once, blind. The
-#   words found common are returned, and searches of the session leave them out for a while.
+#   match (a few hundred rows) rather than building the GIN index's bitmap of all its thousands;
+#   one subquery for every word would be planned once, blind. The words found common are returned,
+#   and searches of the session leave them out for a while.
 # - Claims are restricted to the session and to what this namespace may read, as on the vector side,
 #   and directives and archived facts, which ranking would drop, take no place; a passage's claims
 #   join below, in scope only. No word left: a NULL tsquery, which matches nothing.
@@ -299,7 +308,7 @@ HNSW_EF_SEARCH_MAX = 1000
 # Connections whose session already has our HNSW settings, and the ef_search they carry. The scan
 # must keep walking until enough rows pass the session/scope filter (pgvector 0.8's iterative scan).
 # Set once per pooled connection instead of per search: a search is then a single statement, with no
-# BEGIN, SET LOCAL or COMMIT round trips (a third of its time at 100k facts, bench/search_latency.py).
+# BEGIN, SET LOCAL or COMMIT round trips (docs/ranking.md, "Figures behind the defaults").
 _CONFIGURED: weakref.WeakKeyDictionary[psycopg.Connection[DictRow], int] = weakref.WeakKeyDictionary()
 
 
@@ -373,8 +382,8 @@ def candidate_query(
 
 # Words found common in a session (SearchOptions.keyword_common), remembered a while so that searches
 # need not count them again: counting a common word reads the table until enough rows match (a few
-# hundred rows, 0.3 ms at 100k facts), a rare one is a short GIN lookup. A session's words only grow
-# more common as it grows; one that forgetting made rare again counts as common until it expires.
+# hundred rows), a rare one is a short GIN lookup. A session's words only grow more common as it
+# grows; one that forgetting made rare again counts as common until it expires.
 COMMON_WORDS_TTL_S = 600.0
 _COMMON_WORDS_MAX = 100_000
 # (server, database, session, threshold, word) -> when the verdict expires (time.monotonic)

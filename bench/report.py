@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bench import variants
-
 TARGETS = {
     "search_ratio_max": 1.0,  # ours / PostgresStore, p50 and p95, at every size
     "search_p95_ms_at_100k": 10.0,
@@ -45,19 +43,13 @@ def markdown(results: dict[str, Any]) -> str:
         "as the playground runs it. Ratios are ours / PostgresStore.",
         "",
         "| facts | ours p50 / p95 | PostgresStore p50 / p95 | ratio p50, p95 | PostgresStore unprepared "
-        "p50 / p95 | ratio p50, p95 | ours via FactStore.search p50 / p95 | HNSW used (fact, passage; theirs) "
+        "p50 / p95 | ratio p50, p95 | ours via FactStore.search p50 / p95 | HNSW used (ours; theirs) "
         "| keyword GIN used (claims, passages) |",
         "|---:|---:|---:|---:|---:|---:|---:|:---:|:---:|",
     ]
     for s in sizes:
         sr, plan = s["search"], s["plan"]
-        passage_scan = p["search_options"].get("passage_scan", True)
-        used = ", ".join(
-            "not scanned"
-            if k == "passage_index_used" and not passage_scan
-            else ("yes" if plan[k] else "**NO**")
-            for k in ("fact_index_used", "passage_index_used")
-        )
+        used = "yes" if plan["fact_index_used"] else "**NO**"
         rows.append(
             f"| {s['size']:,} | {_pp(sr['ours'])} | {_pp(sr['theirs'])} "
             f"| {sr['ratio_p50']:.2f}, {sr['ratio_p95']:.2f} | {_pp(sr['theirs_unprepared'])} "
@@ -132,8 +124,6 @@ def markdown(results: dict[str, Any]) -> str:
     for title, check in _target_rows():
         rows.append(f"| {title} | " + " | ".join(check(s) for s in sizes) + " |")
 
-    if any("prototype_search" in s for s in sizes):
-        rows += _variant_rows(sizes)
     rows += [
         "",
         "Seconds per phase:",
@@ -144,41 +134,6 @@ def markdown(results: dict[str, Any]) -> str:
     for phase in dict.fromkeys(k for s in sizes for k in s["phases_s"]):
         rows.append(f"| {phase} | " + " | ".join(f"{s['phases_s'].get(phase, 0):.1f}" for s in sizes) + " |")
     return "\n".join(rows) + "\n"
-
-
-def _variant_rows(sizes: list[dict[str, Any]]) -> list[str]:
-    measured = [s for s in sizes if "prototype_search" in s]
-    head = " | ".join(size_label(s["size"]) for s in measured)
-    rows = [
-        "",
-        "Variants of our search (bench/variants.py; ms p50 / p95, interleaved on the same queries; "
-        "'same' = queries answered exactly as the library does):",
-        "",
-        f"| variant | {head} | same |",
-        "|---|" + "---:|" * len(measured) + "---:|",
-    ]
-    for name in variants.VARIANTS:
-        cells = [_pp(s["prototype_search"][name]) for s in measured]
-        same = ", ".join(
-            f"{s['prototype_search'][name]['same_hits_as_library']}/{s['prototype_search']['queries']}"
-            for s in measured
-        )
-        rows.append(f"| {name} | " + " | ".join(cells) + f" | {same} |")
-    keys = ("execute", "fetch_rows", "rank", "build_hits")
-    rows += [
-        "",
-        "Where a library search spends its time (ms, p50 / p95): the candidate statement (server and "
-        "transfer, prepared), turning rows into dicts, rank() in Python, and building the hits from the "
-        "chosen rows (flags, same-slot order):",
-        "",
-        "| facts | " + " | ".join(keys) + " | candidate rows |",
-        "|---:|" + "---:|" * (len(keys) + 1),
-    ]
-    for s in measured:
-        b = s["prototype_search"]["library_breakdown_ms"]
-        cells = [_pp(b[k]) if k in b else "-" for k in keys]
-        rows.append(f"| {s['size']:,} | " + " | ".join(cells) + f" | {b['rows']['p50']:.0f} |")
-    return rows
 
 
 def _mark(ok: bool, text: str) -> str:

@@ -40,7 +40,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
-from bench import loader, variants, writes
+from bench import loader, writes
 from bench.corpus import Corpus, build_corpus, queries
 from bench.embedder import LookupEmbedder, TopicEmbedder
 from bench.report import TARGETS, markdown, size_label
@@ -360,8 +360,6 @@ def explain(
         "theirs": their_plan,
         "supersede_update": update_plan,
         "fact_index_used": f"fact_vectors_hnsw_{eid}" in ours_plan,
-        "passage_index_used": f"passage_vectors_hnsw_{eid}" in ours_plan,
-        "passage_scanned": options.passage_scan,  # off: no passage scan, so no index to use
         # the keyword side (SearchOptions.keyword): the GIN indexes of migration 0008
         "keyword_searched": options.keyword,
         "keyword_fact_index_used": "facts_body_tsv" in ours_plan,
@@ -444,13 +442,6 @@ def run_size(server_uri: str, size: int, args: argparse.Namespace, base: TopicEm
             out["plan"] = phases.run(
                 "EXPLAIN ANALYZE", lambda: explain(conn, sys_, data, query_texts[0], options)
             )
-            if args.variants:
-                out["prototype_search"] = phases.run(
-                    "search variants (bench/variants.py)",
-                    lambda: variants.measure_variants(
-                        conn, sys_, data, query_texts[: args.variant_queries], warmup, options
-                    ),
-                )
         out["writes"] = phases.run(
             f"writes x{args.writes}",
             lambda: writes.measure_writes(store, lookup, data, corpus, args.writes, WARMUP_WRITES),
@@ -486,8 +477,6 @@ def _write_plan(name: str, plan: dict[str, Any], folder: Path) -> None:
     lines = [
         f"# Query: {plan['query']!r}",
         f"# fact_vectors HNSW index used: {plan['fact_index_used']}",
-        "# passage_vectors HNSW index used: "
-        + (str(plan["passage_index_used"]) if plan.get("passage_scanned", True) else "not scanned"),
         "# keyword side GIN indexes used (facts_body_tsv, passages_body_tsv): "
         + (
             f"{plan['keyword_fact_index_used']}, {plan['keyword_passage_index_used']}"
@@ -520,10 +509,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-keyword", dest="keyword", action="store_false",
                         help="our search without its keyword side (SearchOptions.keyword=False)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--variant-queries", type=int, default=100,
-                        help="queries per variant of our search (each variant runs them all)")  # fmt: skip
-    parser.add_argument("--no-variants", dest="variants", action="store_false",
-                        help="skip the variants of our search (bench/variants.py)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=RESULTS / "search_latency.json")
     return parser.parse_args(argv)
 
@@ -542,7 +527,6 @@ def main(argv: list[str] | None = None) -> int:
             "queries": args.queries,
             "warmup_queries": WARMUP_QUERIES,
             "writes": args.writes,
-            "variant_queries": args.variant_queries,
             "warmup_writes": WARMUP_WRITES,
             "k": args.k,
             "seed": args.seed,

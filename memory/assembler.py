@@ -457,9 +457,9 @@ def plan_window(
 
 def lend_to_window(plan: WindowPlan, history: Sequence[MessageSlot], retrieved_used: int) -> WindowPlan:
     """The plan once the retrieved tier is filled: what it left of its budget (it stopped at the
-    relevance floor or a score gap, or ran out of facts) widens the window, when the context is known
-    and the wider window shows more. The retrieved budget becomes what the tier used, so the two
-    still sum to what they had."""
+    relevance floor, or ran out of facts) widens the window, when the context is known and the wider
+    window shows more. The retrieved budget becomes what the tier used, so the two still sum to what
+    they had."""
     budgets = plan.budgets
     spare = (budgets.retrieved or 0) - retrieved_used
     if budgets.context is None or plan.budget is None or budgets.retrieved is None or spare <= 0:

@@ -2,9 +2,9 @@
 
 The retrieved tier is filled to its token budget in score order (`fill_retrieved`): the search is
 asked for about as many facts as the budget holds and again for more while room is left, so `k`
-is a cap derived from the budget, not a constant. Selection stops at the relevance floor, or with
-`SearchOptions.score_gap` at a large drop in score (memory.retrieval). A thin claim ("25:50") is
-shown with the part of its message around it, so the model reads what it was said about.
+is a cap derived from the budget, not a constant. Selection stops at the relevance floor
+(memory.retrieval). A thin claim ("25:50") is shown with the part of its message around it, so the
+model reads what it was said about.
 
 The block is written for the weakest model that reads it. Every line says when it was said. A claim
 that ranking found outdated by a newer one on the same slot (memory.slots) is folded into that line
@@ -319,7 +319,7 @@ def fill_retrieved(
     The first search asks for about as many facts as the budget holds (`budget // line_tokens`);
     while every hit it returned fitted (`fit`, the assembler's rule) with `widen_below` tokens or
     more left, it asks again for twice as many, up to `max_k`. The search stops earlier on its
-    own at the relevance floor and a score gap. A line is the fact (`hit_line`); a thin claim
+    own at the relevance floor. A line is the fact (`hit_line`); a thin claim
     carries an excerpt of its passage, and a later claim of the same message whose words that
     excerpt already shows is dropped, the reason reported.
     """

@@ -17,15 +17,6 @@ class ConfigurationError(BeadsMemoryError):
     """The memory layer is misconfigured."""
 
 
-class Bm25UnavailableError(ConfigurationError):
-    """keyword_ranker="bm25" needs the pg_textsearch extension and its bm25 indexes on this database: on
-    a server started with shared_preload_libraries='pg_textsearch', run
-    memory.retrieval.ensure_bm25_indexes(conn) once, or search with keyword_ranker="ts_rank_cd"."""
-
-    def __init__(self, message: str | None = None) -> None:
-        super().__init__(message or " ".join((self.__doc__ or "").split()))
-
-
 class NoDatabaseError(ConfigurationError):
     """No database was given: pass a URL to open_pool(url) or set DATABASE_URL, or start the embedded
     Postgres with open_pool(start_embedded()) (from memory import start_embedded; it needs

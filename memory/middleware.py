@@ -13,8 +13,8 @@ Per model call it
      window without a user message, and memory would silently switch off);
   4. asks the injection gate whether to recall at all (`injection`: always, gated, never), and fills
      the retrieved tier with ranked facts for the query in score order until its token budget is
-     spent (or the relevance floor, or a score gap, stops it), skipping facts whose source message is
-     still in view and facts that are pinned (memory.block.fill_retrieved);
+     spent (or the relevance floor stops it), skipping facts whose source message is still in view
+     and facts that are pinned (memory.block.fill_retrieved);
   5. assembles pinned facts, retrieved facts and the view under their token budgets and the model's
      context (see memory.assembler), puts both fact tiers into the system prompt for that call only,
      and reports the whole assembly as a custom stream event.

@@ -1,4 +1,4 @@
-"""The harness options: --consolidate (in a copy of the ingest) and --recency-weight."""
+"""The harness options: --consolidate and --expire-days (each in a copy of the ingest)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ import psycopg
 from eval_samples import write_beam, write_locomo
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
-from rich.console import Console
 
-from bench.eval.cli import main
 from bench.eval.runner import ROWS_FILE, RUN_INFO_FILE, Evaluation, RunConfig, read_rows, write_run_info
 
 
@@ -71,29 +69,6 @@ def test_consolidate_merges_in_a_copy_and_never_in_the_shared_ingest(
                         admin.execute(
                             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
                         )
-
-
-def test_recency_weight_reaches_the_facts_arm(tmp_path: Path, db_url: str) -> None:
-    common = ["run", "--locomo", str(write_locomo(tmp_path)), "--arms", "facts", "--budgets", "200"]
-    common += ["--embedder", "fake-64", "--database-url", db_url, "--exact-database", "--no-progress"]
-    console = Console(record=True, width=200)
-    assert main([*common, "--out", str(tmp_path / "plain")], console=console) == 0
-    boosted = [
-        *common,
-        "--out",
-        str(tmp_path / "recent"),
-        "--recency-weight",
-        "1",
-        "--recency-half-life",
-        "1",
-    ]
-    assert main(boosted, console=console) == 0
-    info = json.loads((tmp_path / "recent" / RUN_INFO_FILE).read_text())["runs"][-1]
-    assert (info["recency_weight"], info["recency_half_life_days"]) == (1.0, 1.0)
-    plain = {r["question_id"]: r["window"] for r in read_rows(tmp_path / "plain" / ROWS_FILE)}
-    recent = {r["question_id"]: r["window"] for r in read_rows(tmp_path / "recent" / ROWS_FILE)}
-    assert plain.keys() == recent.keys()
-    assert any(plain[q] != recent[q] for q in plain)  # a strong recency term reorders the fact block
 
 
 def test_expiry_replays_the_conversations_use_and_expires_in_a_copy(

@@ -1,5 +1,5 @@
-"""Consolidation where it meets the rest: the middleware records what it injects, ranking's recency
-term, and the playground's background pass and inspector."""
+"""Consolidation where it meets the rest: the middleware records what it injects, and the playground's
+background pass and inspector."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import psycopg
-import pytest
 from fastapi.testclient import TestClient
 from langchain_core.messages import HumanMessage
 from playground_helpers import LOOPBACK_BASE, ORIGIN, play_db, playground_template, settings_for
@@ -18,7 +17,6 @@ from psycopg_pool import AsyncConnectionPool
 from memory.connection import open_async_pool, open_pool
 from memory.embedders import FakeEmbedder
 from memory.model import Kind, Status
-from memory.retrieval import SearchOptions, rank
 from memory.scripted import ScriptedChatModel
 from memory.store import FactStore
 from playground.app import create_app
@@ -65,58 +63,6 @@ def test_the_middleware_records_the_facts_it_injects_and_only_those(store: FactS
     assert budget.id not in expired and not expired & set(recorded)
     assert expired == {f.id for f in store.session_facts("s") if f.status is Status.ARCHIVED}
     assert expired  # the turns' unused facts (at least the captured questions' answers) did expire
-
-
-# -- recency ---------------------------------------------------------------------------------------
-
-NOW = datetime(2030, 6, 1, tzinfo=UTC)
-
-
-def candidate(similarity: float, valid_from: datetime, body: str) -> dict[str, Any]:
-    fid = uuid.uuid5(uuid.NAMESPACE_URL, body)
-    return {
-        "hit_id": fid, "hit_kind": "user_input", "hit_status": "active", "head_id": fid,
-        "head_kind": "user_input", "head_status": "active", "head_agent_id": "root",
-        "head_message_id": body, "head_md5": body, "head_in_scope": True, "head_demoted": False,
-        "claim_sim": similarity, "passage_sim": None, "head_has_vector": True,
-        "head_derived_from": [], "head_valid_from": valid_from,
-    }  # fmt: skip
-
-
-def test_recency_reorders_only_when_enabled_and_never_lifts_noise_over_the_floor() -> None:
-    old = candidate(0.62, NOW - timedelta(days=300), "old")
-    new = candidate(0.60, NOW - timedelta(days=1), "new")
-    noise = candidate(0.10, NOW, "noise")
-    rows = [old, new, noise]
-    off = rank(rows, SearchOptions(recency_reference=NOW))
-    assert [c["md5"] for c in off.chosen] == ["old", "new"]
-    on = rank(
-        rows, SearchOptions(recency_weight=0.05, recency_half_life=timedelta(days=30), recency_reference=NOW)
-    )
-    assert [c["md5"] for c in on.chosen] == ["new", "old"]  # 0.60 + ~0.049 beats 0.62 + ~0.00005
-    assert "noise" not in [c["md5"] for c in on.chosen]  # the floor ignores the bonus
-    assert on.best_score == off.best_score  # abstention signals do not move with recency
-    with pytest.raises(ValueError):
-        SearchOptions(recency_weight=-1)
-    with pytest.raises(ValueError):
-        SearchOptions(recency_half_life=timedelta(0))
-
-
-def test_search_reads_valid_from_and_prefers_the_newer_of_two_equal_facts(store: FactStore) -> None:
-    root = store.root("s")
-    text = "The release train leaves on Thursdays."
-    older = store.remember(
-        root, text, kind=Kind.USER_INPUT, message_id="a", valid_from=NOW - timedelta(days=200)
-    )
-    newer = store.remember(
-        root, text, kind=Kind.USER_INPUT, message_id="b", valid_from=NOW - timedelta(days=2)
-    )
-    query = "When does the release train leave?"
-    plain = [h.fact.id for h in store.search(root, query).hits]
-    assert set(plain[:2]) == {older.id, newer.id}
-    boosted = store.search(root, query, recency_weight=0.1, recency_reference=NOW).hits
-    assert boosted[0].fact.id == newer.id and boosted[1].fact.id == older.id
-    assert boosted[0].score > boosted[1].score
 
 
 # -- the playground --------------------------------------------------------------------------------

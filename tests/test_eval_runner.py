@@ -182,9 +182,11 @@ def test_a_split_tags_the_rows_and_the_headline_reports_each_split(tmp_path: Pat
 
 
 def test_search_options_changed_from_text() -> None:
-    changed = changed_options(SearchOptions(), "per_message=2,score_gap=0.1,keyword=False,rrf_k=10")
-    assert (changed.per_message, changed.score_gap, changed.keyword, changed.rrf_k) == (2, 0.1, False, 10.0)
+    changed = changed_options(SearchOptions(), "per_message=3,keyword=False,rrf_k=10")
+    assert (changed.per_message, changed.keyword, changed.rrf_k) == (3, False, 10.0)
     assert changed_options(changed, "per_message=None").per_message is None
+    # an option set to None reads a number back
+    assert changed_options(changed_options(changed, "per_message=None"), "per_message=2").per_message == 2
     with pytest.raises(ValueError, match="unknown search option"):
         changed_options(SearchOptions(), "nonsense=1")
 

@@ -453,19 +453,14 @@ def test_a_very_large_k_searches_past_the_hnsw_search_width_limit(store: FactSto
     assert result.hits
 
 
-def test_by_default_a_fact_is_found_through_its_claim_and_the_passage_scan_adds_siblings(
-    store: FactStore,
-) -> None:
+def test_a_fact_is_found_through_its_claim_and_scored_with_its_passage(store: FactStore) -> None:
     root = store.root("s1")
     for i in range(6):
         store.capture_message(
             root, f"Cluster {i} runs in eu-{i}. It has {i + 2} nodes. Its owner is team {i}."
         )
-    # k=1 fetches 4 nearest claims; the passage scan adds every claim of the 4 nearest messages
+    # k=1 fetches the 4 nearest claims, not the other claims of their messages
     # (keyword search, which adds candidates of its own, aside)
-    both = store.search(
-        root, "where does cluster 3 run?", k=1, candidates=1, passage_scan=True, keyword=False
-    )
     claims_only = store.search(root, "where does cluster 3 run?", k=1, candidates=1, keyword=False)
     assert len(claims_only.hits) == 1 and claims_only.hits[0].passage_similarity is not None
-    assert len(claims_only.dropped) <= 3 < len(both.dropped)
+    assert len(claims_only.dropped) <= 3

@@ -299,10 +299,8 @@ class FactsArm:
         self, view: ConversationView, question: Question, k: int, visible: frozenset[str]
     ) -> SearchResult:
         namespace = self.namespace_for(view.conversation.id)
-        # recency (when on) is measured from the end of the conversation: when the questions are asked
-        when = {"recency_reference": conversation_end(view)} if self.options.recency_weight else {}
         return self.store.search(
-            namespace, question.question, self.options, k=k, exclude_message_ids=visible | view.hidden, **when
+            namespace, question.question, self.options, k=k, exclude_message_ids=visible | view.hidden
         )
 
     def _hits(
@@ -387,11 +385,6 @@ def conversation_end_of(conversation: Conversation) -> datetime | None:
     """The time of the conversation's last dated turn (timezone-aware), or None when no turn has one."""
     stamps = [aware(t.timestamp) for t in conversation.turns if t.timestamp is not None]
     return max(stamps, default=None)
-
-
-def conversation_end(view: ConversationView) -> datetime | None:
-    """The time of the last dated turn said by the time of asking."""
-    return conversation_end_of(view.conversation)
 
 
 def budgets_for(arm: Arm, budgets: Sequence[int]) -> list[int | None]:

@@ -4,7 +4,7 @@
         [--budgets 1200 3000 6000] [--arms tail docstore bm25 facts full] [--embedder minilm]
         [--database-url URL] [--sample N [--sample-seed S]] [--limit N]
         [--answer-model offline|ollama:<model> [--judge-model SPEC]]
-        [--consolidate] [--expire-days DAYS] [--recency-weight W [--recency-half-life DAYS]] [--tool-calls EVERY]
+        [--consolidate] [--expire-days DAYS] [--tool-calls EVERY]
     python -m bench.eval report [--out results]
     python -m bench.eval supersession [--beam DIR] [--locomo PATH] [--out results/supersession]
         [--pairs PATH] [--beam-pairs PATH] [--embedder minilm] [--database-url URL] [--no-auto-supersede]
@@ -106,11 +106,6 @@ def parser() -> argparse.ArgumentParser:
         "--horizon); ask with --ask-at end",
     )
     run.add_argument(
-        "--passage-scan",
-        action="store_true",
-        help="the facts arm's search also scans the nearest passages (two nearest-neighbour scans)",
-    )
-    run.add_argument(
         "--ask-at",
         choices=ASK_AT_MODES,
         default="end",
@@ -133,15 +128,6 @@ def parser() -> argparse.ArgumentParser:
         help="tokens of each tool output (default 300)",
     )
     run.add_argument(
-        "--recency-weight", type=float, default=0.0, help="the facts arm's recency weight (default 0: off)"
-    )
-    run.add_argument(
-        "--recency-half-life",
-        type=float,
-        default=RunConfig.recency_half_life_days,
-        help="days for the recency bonus to halve (default 30)",
-    )
-    run.add_argument(
         "--retrieved-share",
         type=float,
         help="the beads arm: the retrieved tier's share of the context (default: the middleware's)",
@@ -150,7 +136,7 @@ def parser() -> argparse.ArgumentParser:
         "--search",
         metavar="OPTION=VALUE,...",
         help="the beads arm: search options changed from the library's (memory.retrieval.SearchOptions), "
-        'e.g. "score_gap=0.1,keyword_weight=1.0"',
+        'e.g. "per_message=3,keyword_weight=1.0"',
     )
     run.add_argument(
         "--line-tokens",
@@ -274,10 +260,7 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         facts_share=args.facts_share,
         consolidate=args.consolidate,
         expire_days=args.expire_days,
-        recency_weight=args.recency_weight,
-        recency_half_life_days=args.recency_half_life,
         ask_at=args.ask_at,
-        passage_scan=args.passage_scan,
         tool_calls=args.tool_calls,
         tool_tokens=args.tool_tokens,
         show_progress=not args.no_progress,

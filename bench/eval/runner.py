@@ -72,9 +72,6 @@ class RunConfig:
     # expire facts unused for this many days at the end of each conversation (in a copy of the ingest),
     # after replaying the retrievals the middleware would have recorded while it went on
     expire_days: float | None = None
-    recency_weight: float = 0.0  # the facts arm's SearchOptions.recency_weight (0: off)
-    recency_half_life_days: float = 30.0
-    passage_scan: bool = False  # the facts arm's SearchOptions.passage_scan (True: a second scan)
     # insert a tool call and ~tool_tokens of tool output after every `tool_calls`-th turn (0: none)
     tool_calls: int = 0
     tool_tokens: int = 300
@@ -82,9 +79,9 @@ class RunConfig:
     # holds its latest evidence (bench.eval.window.asked_at), where shorter histories fit a window
     ask_at: str = "end"
     # the beads arm's middleware settings where they differ from its defaults (tuning runs; None: the
-    # default): the retrieved tier's share of the context, the score gap, thin claims and passages
+    # default): the retrieved tier's share of the context, thin claims and passages
     retrieved_share: float | None = None
-    # the beads arm's search options where they differ from the store's ("score_gap=0.1,rrf_k=10")
+    # the beads arm's search options where they differ from the store's ("keyword=False,rrf_k=10")
     search: str | None = None
     thin_tokens: int | None = None
     line_tokens: int | None = None
@@ -392,19 +389,13 @@ class Evaluation:
                 record.consolidation += expire_conversations(
                     stores.facts, stores.ingestor.root, conversations, self.config.expire_days
                 )
-            options = dataclasses.replace(
-                stores.facts.search_options,
-                recency_weight=self.config.recency_weight,
-                recency_half_life=timedelta(days=self.config.recency_half_life_days),
-                passage_scan=self.config.passage_scan,
-            )
             arms = [
                 make_arm(
                     name,
                     stores,
                     self.config.facts_share,
                     self.config.budgets,
-                    options,
+                    stores.facts.search_options,
                     beads_options(self.config),
                 )
                 for name in self.config.arms
@@ -585,7 +576,7 @@ def changed_options(base: SearchOptions, assignments: str) -> SearchOptions:
         kind = types[key]
         if value == "None":
             changes[key] = None
-        elif kind is type(None):  # an option off by default (score_gap, per_message): a number
+        elif kind is type(None):  # an option set to None (per_message=None): a number
             changes[key] = float(value) if "." in value else int(value)
         else:
             changes[key] = value == "True" if kind is bool else kind(value)
@@ -630,11 +621,6 @@ def make_arm(
         if "search" in settings:
             changes = settings.pop("search")
             settings["search_options"] = changed_options(stores.facts.search_options, changes)
-            if settings["search_options"].keyword_ranker == "bm25":
-                from memory.retrieval import ensure_bm25_indexes
-
-                with stores.facts.pool.connection() as conn:  # once per database; a no-op after
-                    ensure_bm25_indexes(conn)
         if name == "beads_gated":
             settings["injection"] = "gated"
         return BeadsArm(stores.facts, stores.ingestor.root, settings, name=name)
@@ -688,9 +674,6 @@ def write_run_info(out_dir: Path, config: RunConfig, records: Sequence[DatasetRu
         "facts_share": config.facts_share,
         "consolidate": config.consolidate,
         "expire_days": config.expire_days,
-        "recency_weight": config.recency_weight,
-        "recency_half_life_days": config.recency_half_life_days,
-        "passage_scan": config.passage_scan,
         "tool_calls": config.tool_calls,
         "tool_tokens": config.tool_tokens,
         "ask_at": config.ask_at,

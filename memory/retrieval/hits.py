@@ -1,0 +1,119 @@
+"""The hits of a search, built from the rows ranking chose: what each hit is flagged with (resolved
+from a superseded version, demoted, found by keyword, restating another hit), and the order the
+block shows them in (same-slot claims by trust and time, the user's claims above what tools and web
+pages said about the same thing)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from memory.model import UNTRUSTED_SOURCES, Hit, Kind, SearchResult
+from memory.retrieval.keywords import keyword_words
+from memory.retrieval.ranking import Ranked
+from memory.retrieval.statement import fact_of
+from memory.slots import order_same_slot
+
+
+def search_result(query: str, ranked: Ranked) -> SearchResult:
+    """The hits of `ranked`, built from the candidate rows it chose (pure: no database): flags for
+    resolved, demoted, keyword and restating hits, then same-slot and trust order."""
+    hits = []
+    restated: dict[uuid.UUID, Sequence[uuid.UUID]] = {}
+    for c in ranked.chosen:
+        row = c["row"]
+        head = fact_of(row, "head_")
+        resolved_from = fact_of(row, "resolved_") if c["hit_id"] != c["head_id"] else None
+        flags = []
+        if resolved_from is not None:
+            flags.append(f"resolved from superseded {resolved_from.short_id}")
+            # how the head replaced its predecessor: said by capture's rules, or by an agent
+            if row["head_replaced_automatically"]:
+                flags.append(
+                    f'current; replaced "{_clip(resolved_from.body)}", automatically '
+                    f"({row['head_replaced_because']})"
+                )
+        if c["demoted"]:
+            flags.append(f"demoted: sub-agent {head.agent_id}")
+        if c.get("keyword"):
+            flags.append("keyword match")
+        if row["head_restates"]:
+            restated[head.id] = row["head_restates"]
+        hits.append(
+            Hit(
+                fact=head,
+                score=c["score"],
+                distance=1.0 - c["similarity"],
+                claim_similarity=c["claim_sim"],
+                passage_similarity=c["passage_sim"],
+                demoted=c["demoted"],
+                resolved_from=resolved_from,
+                flags=tuple(flags),
+            )
+        )
+    if len(hits) > 1 and restated:
+        hits = flag_restatements(hits, restated)
+    return SearchResult(
+        hits=tuple(below_the_users_claims(order_same_slot(hits))),
+        query=query,
+        not_in_memory=not hits,
+        best_score=ranked.best_score,
+        dropped=ranked.dropped,
+    )
+
+
+RESTATES_FLAG = "restates"
+
+
+def flag_restatements(hits: list[Hit], restated: Mapping[uuid.UUID, Sequence[uuid.UUID]]) -> list[Hit]:
+    """Flag each hit that restates another hit's claim (memory.restatements) "restates <short id>":
+    the block folds it into the line it restates, so an echo is never a second line. `restated`:
+    each hit's restates edges (the facts it restates, in id order), as the candidate statement read
+    them."""
+    short = {h.fact.id: h.fact.short_id for h in hits}
+    out = []
+    for h in hits:
+        echoes = [f"{RESTATES_FLAG} {short[dst]}" for dst in restated.get(h.fact.id, ()) if dst in short]
+        out.append(replace(h, flags=(*h.flags, *echoes)) if echoes else h)
+    return out
+
+
+def _topic_words(text: str) -> frozenset[str]:
+    """A claim's content words, crudely stemmed ("budgets" meets "budget"); numbers and values out."""
+    words = (w.removesuffix("'s").removesuffix("’s") for w in keyword_words(text))
+    return frozenset(
+        w[:-1] if len(w) > 4 and w.endswith("s") and not w.endswith("ss") else w
+        for w in words
+        if len(w) > 2 and w.isalpha()
+    )
+
+
+def _users_claim(hit: Hit) -> bool:
+    return hit.fact.kind is Kind.USER_INPUT and hit.fact.source not in UNTRUSTED_SOURCES
+
+
+def below_the_users_claims(hits: Sequence[Hit]) -> list[Hit]:
+    """`hits` with each tool result or web page moved just below the last claim the user stated that
+    it shares a content word with. Text from elsewhere may resemble the query more than the user's
+    own words (a page titled with the query's topic, or written to match it); whether it states a
+    competing value or states nothing, it never outranks what the user said about the same thing."""
+    ordered = list(hits)
+    for hit in [h for h in hits if h.fact.source in UNTRUSTED_SOURCES]:
+        words = _topic_words(hit.fact.body)
+        place = ordered.index(hit)
+        last = max(
+            (
+                j
+                for j, other in enumerate(ordered)
+                if j > place and _users_claim(other) and not words.isdisjoint(_topic_words(other.fact.body))
+            ),
+            default=None,
+        )
+        if last is not None:
+            ordered.insert(last, ordered.pop(place))  # after the pop, `last` is just below that claim
+    return ordered
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

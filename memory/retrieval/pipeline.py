@@ -1,0 +1,47 @@
+"""A search from start to end: the candidate statement on the caller's connection, ranking, hits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import psycopg
+from psycopg.rows import DictRow
+
+from memory.model import Namespace, SearchResult
+from memory.prepared import worth_preparing
+from memory.retrieval.hits import search_result
+from memory.retrieval.hnsw import ef_search_for, session_settings_hold, set_hnsw_local
+from memory.retrieval.keywords import known_common_words, remember_common_words
+from memory.retrieval.options import SearchOptions
+from memory.retrieval.ranking import rank
+from memory.retrieval.statement import candidate_query
+
+_DEFAULTS = SearchOptions()  # frozen, so one shared default is safe
+
+
+def search(
+    conn: psycopg.Connection[DictRow],
+    ns: Namespace,
+    query: str,
+    query_vector: Sequence[float],
+    embedder_id: int,
+    dims: int,
+    options: SearchOptions = _DEFAULTS,
+) -> SearchResult:
+    """The facts `ns` may read that best answer `query` (embedded as `query_vector` by embedder
+    `embedder_id`), ranked as memory.retrieval describes: one statement on `conn`, then ranking.
+    Inside a transaction of the caller's, the HNSW settings are scoped to it."""
+    common = known_common_words(conn, ns.session_id, query, options)
+    statement, params = candidate_query(ns, query, query_vector, embedder_id, dims, options, common)
+    ef_search = ef_search_for(options)
+    prepare = worth_preparing(conn)  # planned once per connection, where the plan will hold
+    if session_settings_hold(conn, ef_search):
+        # one statement, one round trip, no BEGIN/COMMIT
+        rows = conn.execute(statement, params, prepare=prepare).fetchall()
+    else:
+        # inside a caller's transaction: settings scoped to it, BEGIN and the query in one round trip
+        with conn.pipeline(), conn.transaction():
+            set_hnsw_local(conn, ef_search)
+            rows = conn.execute(statement, params, prepare=prepare).fetchall()
+    remember_common_words(conn, ns.session_id, options, params, rows)
+    return search_result(query, rank(rows, options))

@@ -1,0 +1,258 @@
+"""The candidate statement: one round trip that finds a search's candidates, resolves each to the
+current version of its fact and returns everything ranking and the hits are made of.
+
+`candidate_query` builds its text from the templates here: the integers we own placed as literals,
+everything else passed as parameters. `fact_of` reads a Fact back from one of its rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from psycopg import sql
+
+from memory.model import Fact, Namespace
+from memory.retrieval.keywords import keyword_words
+from memory.retrieval.options import SearchOptions, candidate_count, keyword_candidate_count
+from memory.vectors import as_vector
+
+# Keyword candidates (SearchOptions.keyword): the claims, and the passages, that best match the
+# query's content words, ranked by ts_rank_cd over the stored tsvectors (migration 0008), each
+# through its GIN index.
+# - The words are OR-ed: an AND of every word of a question (plainto_tsquery or websearch_to_tsquery
+#   of the whole text) almost never matches a whole claim. Each word is read by the english
+#   configuration on its own (plainto_tsquery of one word: stemmed as the stored columns are, parsed
+#   as they were, so "25:50" is '25' & '50'; no tsquery syntax to escape).
+# - A word found in `keyword_common` claims of the session or more is left out, as a stop word of
+#   this session: ts_rank_cd knows nothing of how rare a word is, so such a word ranks nothing
+#   apart, and ranking everything it matches would cost a pass over much of the session
+#   (docs/ranking.md, "Figures behind the defaults"). Counting stops there.
+# - Each word is its own subquery, its text a parameter the planner reads as a constant: with the
+#   column's statistics it counts a common word by reading the table until `keyword_common` rows
+#   match (a few hundred rows) rather than building the GIN index's bitmap of all its thousands;
+#   one subquery for every word would be planned once, blind. The words found common are returned,
+#   and searches of the session leave them out for a while.
+# - Claims are restricted to the session and to what this namespace may read, as on the vector side,
+#   and directives and archived facts, which ranking would drop, take no place; a passage's claims
+#   join below, in scope only. No word left: a NULL tsquery, which matches nothing.
+_WORD = """({i}, plainto_tsquery('english', {w}),
+             (SELECT count(*) FROM (SELECT FROM beads.facts f
+                                     WHERE f.body_tsv @@ plainto_tsquery('english', {w})
+                                       AND f.session_id = %(session)s
+                                     LIMIT {common}) AS found))"""
+_WORD_HITS = """words AS (
+    SELECT (string_agg(DISTINCT word.q::text, ' | ')
+              FILTER (WHERE word.found < {common} AND numnode(word.q) > 0))::tsquery AS q,
+           array_agg(word.i) FILTER (WHERE word.found >= {common}) AS common  -- remembered a while
+      FROM (VALUES {words}) AS word (i, q, found)
+),
+claim_words AS (
+    SELECT f.id, ts_rank_cd(f.body_tsv, (SELECT q FROM words)) AS rank
+      FROM beads.facts f
+     WHERE f.body_tsv @@ (SELECT q FROM words) AND f.session_id = %(session)s
+       AND f.namespace_id IN (SELECT id FROM scope)
+       AND f.status <> 'archived'
+       AND (%(directives)s OR f.kind <> 'directive' OR (%(valued)s AND f.body ~ '[0-9]' AND f.source = 'passive_capture'))
+     ORDER BY rank DESC
+     LIMIT {kn}
+),
+passage_words AS (
+    SELECT p.id, ts_rank_cd(p.body_tsv, (SELECT q FROM words)) AS rank
+      FROM beads.passages p
+     WHERE p.body_tsv @@ (SELECT q FROM words) AND p.session_id = %(session)s
+     ORDER BY rank DESC
+     LIMIT {kn}
+),"""
+# Keyword search off, or a query without a content word: as with the passage scan, left out rather
+# than switched off by a parameter.
+_NO_WORD_HITS = """claim_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),
+passage_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),"""
+
+
+# The candidate statement. {dims} and {eid} are integers we own, placed as literals so that the planner
+# matches the partial expression index of this embedding space. passage_hits is empty: the nearest
+# passages are not scanned (that second nearest-neighbour scan took half of a search's time and was
+# removed, docs/benchmarks.md); a candidate's passage is read by primary key instead. The empty CTE
+# stays so that the statement's text is the one bench/results/search_latency.md measured.
+_CANDIDATES = """
+WITH scope AS (
+    -- what this namespace may read: its lineage (self and ancestors) and its subtree (demoted)
+    SELECT id, NOT (id = ANY(%(lineage)s::uuid[])) AS demoted
+      FROM beads.namespaces
+     WHERE session_id = %(session)s
+       AND (id = ANY(%(lineage)s::uuid[]) OR lineage @> ARRAY[%(ns)s]::uuid[])
+),
+-- Each side: the nearest indexed vectors through HNSW, plus the few written since the background
+-- indexer last ran (migration 0006), compared exactly. Similarities are computed here, on rows the
+-- scans already hold (vectors are stored inline, migration 0005); below, only the side a candidate
+-- was not found by (its passage, without passage_scan) is read, by primary key.
+claim_hits AS (
+    SELECT id, sim FROM (
+        (SELECT v.fact_id AS id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
+           FROM beads.fact_vectors v
+           JOIN beads.facts f ON f.id = v.fact_id
+          WHERE v.embedder_id = {eid} AND v.indexed AND f.session_id = %(session)s
+            AND f.namespace_id IN (SELECT id FROM scope)
+          ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
+          LIMIT {n})
+        UNION ALL
+        (SELECT v.fact_id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
+           FROM beads.fact_vectors v
+           JOIN beads.facts f ON f.id = v.fact_id
+          WHERE v.embedder_id = {eid} AND NOT v.indexed AND f.session_id = %(session)s
+            AND f.namespace_id IN (SELECT id FROM scope))
+    ) nearest
+    ORDER BY sim DESC
+    LIMIT {n}
+),
+passage_hits AS (
+    SELECT NULL::uuid AS id, NULL::float8 AS sim WHERE false
+),
+{word_hits}
+hit_ids AS (
+    SELECT id FROM claim_hits
+    UNION
+    SELECT f.id FROM beads.facts f JOIN passage_hits ph ON ph.id = f.passage_id
+    UNION
+    SELECT id FROM claim_words
+    UNION
+    SELECT f.id FROM beads.facts f JOIN passage_words pw ON pw.id = f.passage_id
+     WHERE f.namespace_id IN (SELECT id FROM scope)
+)
+-- what ranking reads, and the rest of each head's row (and of the hit's, where the hit was resolved
+-- to its head), the edge that replaced the hit's version and the head's restates edges: what the
+-- winners' Hits are made of, so that a search is this one round trip (rank picks from these rows)
+SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.head_id, hit.valued AS hit_valued,
+       head.kind AS head_kind, head.status AS head_status, head.agent_id AS head_agent_id,
+       head.source = 'fallback_conclude' AS head_failed_delegation,
+       head.message_id AS head_message_id, md5(head.body) AS head_md5,
+       head.valid_from AS head_valid_from,
+       head.kind = 'directive' AND head.body ~ '[0-9]' AND head.source = 'passive_capture' AS head_valued,  -- read for directives only
+       hs.id IS NOT NULL AS head_in_scope,
+       coalesce(hs.demoted, false) AS head_demoted,
+       -- a fact found through its passage or by keyword has no claim similarity yet, and vice versa:
+       -- read the missing one (NULL claim_sim: no vector in this space, which ranking drops)
+       -- (each side's CTE read by a subquery rather than joined: the planner then has four fewer
+       -- relations to order, 0.6 ms of planning at 10k facts when a statement is not prepared)
+       coalesce((SELECT sim FROM claim_hits c WHERE c.id = hit.id),
+                (SELECT 1 - (x.embedding <=> %(q)s::vector) FROM beads.fact_vectors x
+                  WHERE x.fact_id = hit.id AND x.embedder_id = {eid})) AS claim_sim,
+       coalesce((SELECT sim FROM passage_hits c WHERE c.id = hit.passage_id),
+                (SELECT 1 - (x.embedding <=> %(q)s::vector) FROM beads.passage_vectors x
+                  WHERE x.passage_id = hit.passage_id AND x.embedder_id = {eid})) AS passage_sim,
+       -- NULL: not a keyword match
+       (SELECT rank FROM claim_words c WHERE c.id = hit.id) AS claim_words_rank,
+       (SELECT rank FROM passage_words c WHERE c.id = hit.passage_id) AS passage_words_rank,
+{common_words}       hv.fact_id IS NOT NULL AS head_has_vector,
+       coalesce((SELECT array_agg(e.dst) FROM beads.edges e
+                  WHERE e.src = head.id AND e.relation = 'derived_from'), '{{}}') AS head_derived_from,
+       coalesce((SELECT array_agg(e.dst ORDER BY e.dst) FROM beads.edges e
+                  WHERE e.src = head.id AND e.relation = 'restates'), '{{}}') AS head_restates,
+       replaced.automatic AS head_replaced_automatically, replaced.reason AS head_replaced_because,
+{head_row},
+{resolved_row}
+  FROM hit_ids
+  -- one primary-key read per candidate. Joined plainly, the planner, expecting a hundred candidates
+  -- once keyword search adds its own, read every fact of the table instead (3 ms at 10k facts).
+  CROSS JOIN LATERAL (SELECT {hit_columns},
+                              f.kind = 'directive' AND f.body ~ '[0-9]' AND f.source = 'passive_capture' AS valued
+                        FROM beads.facts f
+                       WHERE f.id = hit_ids.id LIMIT 1) AS hit
+  JOIN beads.facts head ON head.id = hit.head_id
+  LEFT JOIN scope hs ON hs.id = head.namespace_id
+  -- a join, not EXISTS: the planner turned EXISTS into a hash of every vector of the space
+  LEFT JOIN beads.fact_vectors hv ON hv.embedder_id = {eid} AND hv.fact_id = head.id
+  -- how the head replaced the version that was hit (read only for a hit resolved to its head)
+  LEFT JOIN LATERAL (SELECT e.automatic, e.reason FROM beads.edges e
+                      WHERE hit.id <> hit.head_id AND e.src = head.id AND e.relation = 'supersedes'
+                        AND e.undone_at IS NULL
+                      LIMIT 1) AS replaced ON true
+"""
+
+# What Fact.from_row reads. The candidate statement returns the head's (prefixed head_) and, where the
+# hit was resolved to its head, the hit's (prefixed resolved_; NULL otherwise), so that the winners'
+# Facts come from the rows ranking chose from.
+_FACT_FIELDS = (
+    "id", "session_id", "namespace_id", "kind", "status", "source", "agent_id", "body", "head_id",
+    "valid_from", "valid_to", "recorded_at", "acting_on_behalf_of", "thread_id", "message_id",
+    "span_start", "span_end", "passage_id", "metadata",
+)  # fmt: skip
+# head_id is the head's id (the hit's head_id, joined on), so the head's own head_id is head_head_id;
+# the statement already reads head_kind, head_status, head_agent_id, head_message_id and head_valid_from
+# by name
+_HEAD_READ = {"id", "kind", "status", "agent_id", "message_id", "valid_from"}
+_HEAD_ROW = sql.SQL(",\n".join(f"       head.{c} AS head_{c}" for c in _FACT_FIELDS if c not in _HEAD_READ))
+_HIT_COLUMNS = sql.SQL(", ".join(f"f.{c}" for c in _FACT_FIELDS))
+_RESOLVED_ROW = sql.SQL(
+    ",\n".join(
+        f"       CASE WHEN hit.id <> hit.head_id THEN hit.{c} END AS resolved_{c}" for c in _FACT_FIELDS
+    )
+)
+
+
+def fact_of(row: dict[str, Any], prefix: str) -> Fact:
+    """The Fact of a candidate row's head ("head_") or resolved hit ("resolved_")."""
+    fields = {c: row[prefix + c] for c in _FACT_FIELDS if c not in ("id", "head_id")}
+    if prefix == "head_":
+        fields.update(id=row["head_id"], head_id=row["head_head_id"])
+    else:
+        fields.update(id=row[prefix + "id"], head_id=row[prefix + "head_id"])
+    return Fact.from_row(fields)
+
+
+def candidate_query(
+    ns: Namespace,
+    query: str,
+    query_vector: Sequence[float],
+    embedder_id: int,
+    dims: int,
+    options: SearchOptions,
+    common_words: Collection[str] = (),
+) -> tuple[sql.Composed, dict[str, Any]]:
+    """The candidate statement and its parameters, as `search` runs them (benchmarks EXPLAIN it).
+    `common_words`: query words already known to be common in the session, left out unsent."""
+    # integers we own, placed as literals: the partial HNSW index is matched on {eid} and {dims}, and a
+    # prepared statement's generic plan costs its LIMITs as they are
+    constants = {
+        "eid": sql.Literal(int(embedder_id)),
+        "dims": sql.Literal(int(dims)),
+        "n": sql.Literal(candidate_count(options)),
+        "kn": sql.Literal(keyword_candidate_count(options)),
+        "common": sql.Literal(int(options.keyword_common)),
+    }
+    keywords = [w for w in keyword_words(query) if w not in common_words] if options.keyword else []
+    words = (
+        sql.SQL(_WORD_HITS).format(
+            words=sql.SQL(",\n            ").join(
+                sql.SQL(_WORD).format(
+                    i=sql.Literal(i), w=sql.Placeholder(f"w{i}"), common=constants["common"]
+                )
+                for i in range(len(keywords))
+            ),
+            **constants,
+        )
+        if keywords
+        else sql.SQL(_NO_WORD_HITS)
+    )
+    common_words_column = sql.SQL(
+        "       (SELECT common FROM words) AS common_words,  -- for search to remember\n" if keywords else ""
+    )
+    statement = sql.SQL(_CANDIDATES).format(
+        word_hits=words,
+        common_words=common_words_column,
+        head_row=_HEAD_ROW,
+        resolved_row=_RESOLVED_ROW,
+        hit_columns=_HIT_COLUMNS,
+        **constants,
+    )
+    params: dict[str, Any] = {
+        "session": ns.session_id,
+        "lineage": list(ns.lineage),
+        "ns": ns.id,
+        "q": as_vector(query_vector),
+    }
+    if keywords:
+        params.update({f"w{i}": word for i, word in enumerate(keywords)})
+        params.update(directives=options.include_directives, valued=options.directives_with_values)
+    return statement, params

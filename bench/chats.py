@@ -130,7 +130,7 @@ def read_block(block: str, chat: Chat) -> dict[str, Any]:
 # -- driving the app --------------------------------------------------------------------------------
 
 
-_TURN = "SELECT status FROM playground.turns WHERE id = %s"
+_TURN = "SELECT status FROM playground.turn_worker WHERE id = %s"
 _REPLIES = "SELECT author, body FROM playground.messages WHERE turn_id = %s AND author <> 'user'"
 _EVENTS = """
 SELECT lane, kind, payload FROM playground.events

@@ -33,7 +33,7 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
-from memory.embedded import resolve_database_url
+from memory.embedded_postgres import resolve_database_url
 from memory.supersession import MIN_RULE_PRECISION, rule_of
 
 OUT = Path("results/supersession/edge-audit")

@@ -27,7 +27,7 @@ from psycopg.conninfo import make_conninfo
 from bench.eval.ingest import database_name
 from bench.eval.loaders import load_beam, load_locomo
 from bench.eval.runner import open_stores
-from memory.embedded import resolve_database_url
+from memory.embedded_postgres import resolve_database_url
 from memory.embedders.base import embed_query
 from memory.embedders.select import embedder_from_name
 from memory.splitting import split_message

@@ -49,7 +49,7 @@ from memory.model import (
 if TYPE_CHECKING:
     from memory.assembler import InjectionMode
     from memory.connection import open_async_pool, open_pool
-    from memory.embedded import start_embedded
+    from memory.embedded_postgres import start_embedded
     from memory.embedders import CachedEmbedder, Embedder, FakeEmbedder, MiniLMEmbedder, OllamaEmbedder
     from memory.middleware import BeadsMemoryMiddleware, CaptureMode
     from memory.reads import supersede_chains
@@ -74,7 +74,7 @@ _LAZY = {
     "make_subagent_tool": "memory.subagents",
     "open_async_pool": "memory.connection",
     "open_pool": "memory.connection",
-    "start_embedded": "memory.embedded",
+    "start_embedded": "memory.embedded_postgres",
     "supersede_chains": "memory.reads",
 }
 

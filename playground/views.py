@@ -107,7 +107,7 @@ def apply(turn: TurnView, event: EventRow) -> None:
 
 _TURNS = """
 SELECT t.id, t.chat_id, t.turn_no, t.status, t.stock_status, t.beads_status, m.body AS user_text
-  FROM playground.turns t
+  FROM playground.turn_worker t
   JOIN playground.messages m ON m.turn_id = t.id AND m.author = 'user'
  WHERE t.chat_id = %(chat)s AND (%(turn)s::uuid IS NULL OR t.id = %(turn)s)
  ORDER BY t.turn_no
@@ -115,7 +115,7 @@ SELECT t.id, t.chat_id, t.turn_no, t.status, t.stock_status, t.beads_status, m.b
 # A finished lane's reply is in its `done` event: its tokens need not be read again.
 _EVENTS = """
 SELECT e.chat_id, e.event_no, e.turn_id, e.seq, e.lane, e.kind, e.payload
-  FROM playground.events e JOIN playground.turns t ON t.id = e.turn_id
+  FROM playground.events e JOIN playground.turn_worker t ON t.id = e.turn_id
  WHERE e.chat_id = %(chat)s AND (%(turn)s::uuid IS NULL OR e.turn_id = %(turn)s)
    AND NOT (e.kind = 'token' AND CASE e.lane WHEN 'stock' THEN t.stock_status WHEN 'beads' THEN t.beads_status END = 'done')
  ORDER BY e.event_no

@@ -89,7 +89,7 @@ class WalkthroughView:
 
 _STATE = """
 SELECT t.turn_no, t.status, m.author, m.body
-  FROM playground.turns t LEFT JOIN playground.messages m ON m.turn_id = t.id AND m.author <> 'user'
+  FROM playground.turn_worker t LEFT JOIN playground.messages m ON m.turn_id = t.id AND m.author <> 'user'
  WHERE t.chat_id = %s AND t.turn_no <= %s
  ORDER BY t.turn_no
 """

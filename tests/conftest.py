@@ -20,7 +20,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from memory.connection import ensure_vector_extension, open_async_pool, open_pool
-from memory.embedded import start_embedded
+from memory.embedded_postgres import start_embedded
 from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.migrate import setup
 from memory.store import FactStore

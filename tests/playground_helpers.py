@@ -115,7 +115,7 @@ def wait_until_idle(db_url: str, timeout: float = 30.0) -> None:
 async def await_idle(db_url: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while await asyncio.to_thread(
-        scalar, db_url, "SELECT count(*) FROM playground.turns WHERE status <> 'done'"
+        scalar, db_url, "SELECT count(*) FROM playground.turn_worker WHERE status <> 'done'"
     ):
         if time.monotonic() > deadline:
             raise AssertionError("turns did not finish in time")

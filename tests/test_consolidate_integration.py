@@ -82,7 +82,7 @@ async def test_the_background_pass_skips_chats_with_a_turn_in_flight(play_db: st
                 facts.remember(root, "use postgres", kind=Kind.USER_INPUT, message_id="m2")
             async with apool.connection() as conn:
                 await conn.execute(
-                    "INSERT INTO playground.turns (id, chat_id, turn_no, idempotency_key, status, "
+                    "INSERT INTO playground.turn_worker (id, chat_id, turn_no, idempotency_key, status, "
                     "stock_thread_id, beads_thread_id) VALUES (%s, %s, 1, 'k', 'running', 'a', 'b')",
                     (uuid.uuid4(), busy.id),
                 )
@@ -93,7 +93,7 @@ async def test_the_background_pass_skips_chats_with_a_turn_in_flight(play_db: st
             assert busy_statuses == {Status.ACTIVE}  # the chat in a turn was not touched
             async with apool.connection() as conn:
                 await conn.execute(
-                    "UPDATE playground.turns SET status = 'done' WHERE chat_id = %s", (busy.id,)
+                    "UPDATE playground.turn_worker SET status = 'done' WHERE chat_id = %s", (busy.id,)
                 )
             reports = await consolidate_idle_chats(rt)  # type: ignore[arg-type]
             merged = {r.session_id: len(r.merges) for r in reports}

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from memory.connection import open_async_pool, open_pool
-from memory.embedded import resolve_database_url, start_embedded
+from memory.embedded_postgres import resolve_database_url, start_embedded
 from memory.errors import BeadsMemoryError, NoDatabaseError
 from memory.migrate import migrations, setup
 from memory.settings import MemorySettings
@@ -133,7 +133,7 @@ WRITER = textwrap.dedent(
     import os, signal, sys
     from pathlib import Path
     from memory.connection import open_async_pool, open_pool
-    from memory.embedded import start_embedded
+    from memory.embedded_postgres import start_embedded
     from memory.migrate import setup
     uri = start_embedded(Path(sys.argv[1]))
     with open_pool(uri) as pool, pool.connection() as conn:
@@ -150,7 +150,7 @@ READER = textwrap.dedent(
     import sys
     from pathlib import Path
     from memory.connection import open_async_pool, open_pool
-    from memory.embedded import start_embedded
+    from memory.embedded_postgres import start_embedded
     uri = start_embedded(Path(sys.argv[1]))
     with open_pool(uri) as pool, pool.connection() as conn:
         print(conn.execute("SELECT count(*) AS n FROM survivors").fetchone()["n"], flush=True)

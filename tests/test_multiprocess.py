@@ -60,7 +60,7 @@ async def test_a_chat_deleted_through_one_process_stops_its_turn_in_another(play
         )
         assert deleted
         assert holder.worker.busy == 0  # stopped before the deleter went on to forget the chat
-    assert rows(play_db, "SELECT count(*) FROM playground.turns") == [(0,)]
+    assert rows(play_db, "SELECT count(*) FROM playground.turn_worker") == [(0,)]
     session = chat.session_id
     assert rows(play_db, "SELECT count(*) FROM beads.facts WHERE session_id = %s", (session,)) == [(0,)]
 

@@ -113,7 +113,7 @@ def test_both_lanes_stream_and_the_walkthrough_reaches_its_verdict(play_db: str)
             chat_id = page.url.rsplit("/", 1)[1]
             [(final,)] = rows(
                 play_db,
-                "SELECT m.body FROM playground.messages m JOIN playground.turns t ON t.id = m.turn_id"
+                "SELECT m.body FROM playground.messages m JOIN playground.turn_worker t ON t.id = m.turn_id"
                 " WHERE t.chat_id = %s AND t.turn_no = 3 AND m.author = 'stock'",
                 (chat_id,),
             )

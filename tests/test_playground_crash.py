@@ -67,7 +67,7 @@ async def test_a_turn_killed_mid_reply_is_resumed_once_without_duplicates(play_d
         time.sleep(0.3)
         app.kill()  # SIGKILL: no shutdown hook runs, no lease is handed back
     assert rows(
-        play_db, "SELECT status, stock_status, beads_status FROM playground.turns WHERE id = %s", (turn_id,)
+        play_db, "SELECT status, stock_status, beads_status FROM playground.turn_worker WHERE id = %s", (turn_id,)
     ) == [("running", "pending", "pending")]
     assert (
         scalar(
@@ -96,7 +96,7 @@ async def test_a_turn_killed_mid_reply_is_resumed_once_without_duplicates(play_d
     assert crashed[("stock", "done")] == crashed[("beads", "done")] == crashed[("turn", "turn_done")] == 1
     assert crashed[("stock", "resume")] == crashed[("beads", "resume")] == 1
     assert crashed[("stock", "tool_call")] == crashed[("stock", "tool_result")] == 1  # the tool ran once
-    assert scalar(play_db, "SELECT attempts FROM playground.turns WHERE id = %s", (turn_id,)) == 2
+    assert scalar(play_db, "SELECT attempts FROM playground.turn_worker WHERE id = %s", (turn_id,)) == 2
     seqs = [
         r[0]
         for r in rows(

@@ -44,7 +44,7 @@ def test_a_double_submit_makes_one_turn(play_db: str) -> None:
         assert (first.headers["x-turn-created"], second.headers["x-turn-created"]) == ("true", "false")
         # the fresh composer carries a new key, so the next message is a new turn
         assert 'value="same-key"' not in first.text
-    assert rows(play_db, "SELECT count(*) FROM playground.turns") == [(1,)]
+    assert rows(play_db, "SELECT count(*) FROM playground.turn_worker") == [(1,)]
     assert rows(play_db, "SELECT count(*) FROM playground.messages WHERE author = 'user'") == [(1,)]
 
 
@@ -67,7 +67,7 @@ async def test_turns_of_a_chat_run_one_at_a_time_in_order(play_db: str) -> None:
     for chat in chats:
         turns = rows(
             play_db,
-            "SELECT turn_no, started_at, finished_at, attempts FROM playground.turns WHERE chat_id = %s ORDER BY turn_no",
+            "SELECT turn_no, started_at, finished_at, attempts FROM playground.turn_worker WHERE chat_id = %s ORDER BY turn_no",
             (chat.id,),
         )
         assert [t[0] for t in turns] == [1, 2, 3, 4]
@@ -86,7 +86,7 @@ async def test_turns_of_a_chat_run_one_at_a_time_in_order(play_db: str) -> None:
             by_turn.setdefault(turn_id, []).append(seq)
         assert all(seqs == list(range(1, len(seqs) + 1)) for seqs in by_turn.values())
     # the two chats did run at the same time
-    spans = rows(play_db, "SELECT min(started_at), max(finished_at) FROM playground.turns GROUP BY chat_id")
+    spans = rows(play_db, "SELECT min(started_at), max(finished_at) FROM playground.turn_worker GROUP BY chat_id")
     assert spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1]
     done = rows(
         play_db,
@@ -118,7 +118,7 @@ async def test_a_model_that_is_down_fails_its_lane_only(play_db: str) -> None:
         turn = await _one_turn(rt, "Our budget is $100k per year.")
         await await_idle(play_db)
     statuses = rows(
-        play_db, "SELECT stock_status, beads_status, status FROM playground.turns WHERE id = %s", (turn,)
+        play_db, "SELECT stock_status, beads_status, status FROM playground.turn_worker WHERE id = %s", (turn,)
     )
     assert statuses == [("error", "done", "done")]
     [(message,)] = rows(
@@ -157,7 +157,7 @@ async def test_langmem_configuration_error_is_a_lane_error_not_a_crash(play_db: 
     )
     assert message.startswith("LangMem is misconfigured") and "user_id" in message
     with TestClient(create_app(settings_for(play_db)), base_url=LOOPBACK_BASE) as client:
-        chat_id = rows(play_db, "SELECT chat_id FROM playground.turns WHERE id = %s", (turn,))[0][0]
+        chat_id = rows(play_db, "SELECT chat_id FROM playground.turn_worker WHERE id = %s", (turn,))[0][0]
         page = client.get(f"/chats/{chat_id}")
     assert page.status_code == 200 and "LangMem is misconfigured" in page.text and "failed" in page.text
 
@@ -169,7 +169,7 @@ async def test_a_turn_interrupted_too_often_is_given_up(play_db: str) -> None:
         submitted = await submit_message(rt.pool, chat.id, "Hello.", "k")
         assert submitted is not None
         async with rt.pool.connection() as conn:
-            await conn.execute("UPDATE playground.turns SET attempts = 1 WHERE id = %s", (submitted.turn_id,))
+            await conn.execute("UPDATE playground.turn_worker SET attempts = 1 WHERE id = %s", (submitted.turn_id,))
         await rt.worker.start()
         await await_idle(play_db)
     errors = rows(

@@ -95,7 +95,7 @@ def test_bad_input_gets_a_clear_4xx_and_stores_nothing(client: TestClient, play_
     assert huge.status_code == 413
     json_body = client.post(f"{chat}/messages", json={"text": "hi"}, headers=HTMX)
     assert json_body.status_code == 415
-    assert scalar(play_db, "SELECT count(*) FROM playground.turns") == 0
+    assert scalar(play_db, "SELECT count(*) FROM playground.turn_worker") == 0
     assert scalar(play_db, "SELECT count(*) FROM playground.messages") == 0
 
     unknown = f"/chats/{uuid.uuid4()}"
@@ -156,7 +156,7 @@ def test_rename_list_and_delete_forgets_both_lanes(client: TestClient, play_db: 
     session = uuid.UUID(chat_id).hex
     threads = [
         t
-        for row in rows(play_db, "SELECT stock_thread_id, beads_thread_id FROM playground.turns")
+        for row in rows(play_db, "SELECT stock_thread_id, beads_thread_id FROM playground.turn_worker")
         for t in row
     ]
     assert scalar(play_db, "SELECT count(*) FROM beads.facts WHERE session_id = %s", (session,)) > 0

@@ -23,7 +23,7 @@ import pytest
 from bench.reliability import checks
 from bench.reliability.servers import AppProcess
 from playground.jobs import LIVENESS_LOCK_CLASS
-from playground.turns import STOPPED_MESSAGE
+from playground.turn_worker import STOPPED_MESSAGE
 
 STOP_SIGNALS = [pytest.param(signal.SIGTERM, id="SIGTERM"), pytest.param(signal.SIGINT, id="SIGINT")]
 
@@ -92,7 +92,7 @@ def test_the_last_process_stops_the_embedded_server(data_dir: Path, sig: signal.
 
 # the OS pid of the app process whose worker holds a turn: its liveness lock's session says so
 HOLDER = """
-SELECT split_part(a.application_name, ' ', 2)::int FROM playground.turns t
+SELECT split_part(a.application_name, ' ', 2)::int FROM playground.turn_worker t
   JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.classid = %s::oid
                  AND l.objid = t.lease_key::oid AND l.objsubid = 2
   JOIN pg_stat_activity a ON a.pid = l.pid
@@ -131,7 +131,7 @@ def test_a_stopping_process_hands_its_turn_back_and_leaves_the_server_to_the_oth
         killed.kill()  # a process SIGKILLed on the way must not keep the server up forever after
         running.signal(signal.SIGTERM)  # mid-turn: its turn goes back to the queue, the server stays up
         assert running_pid(pid)
-        ledger = "SELECT status, attempts FROM playground.turns WHERE id = %s"
+        ledger = "SELECT status, attempts FROM playground.turn_worker WHERE id = %s"
         # handed back, not left to its lease: the lease (120 s) is longer than the wait
         wait_for(lambda: checks.query(uri, ledger, (turn,))[0] == ("done", 2), "another process to finish it")
         done = (

@@ -14,11 +14,11 @@ from starlette.datastructures import Headers
 
 from playground.comparison.lanes import CORE_SYSTEM_PROMPT, STOCK_MEMORY_PROMPT, beads_prompt
 from playground.events import EventRow, parse_last_event_id
-from playground.lanes_runner import search_results
 from playground.render import dom_id
 from playground.scripted import corrected_claim, is_question, lane_rules
 from playground.security import same_origin
 from playground.settings import PlaygroundSettings
+from playground.turn_runner import search_results
 from playground.views import TurnView, apply
 from playground.walkthrough import STEPS, verdict
 
@@ -195,8 +195,8 @@ def test_the_offline_model_is_not_offered_the_memory_tools_unless_asked() -> Non
 
 
 def test_a_turn_whose_memory_held_nothing_relevant_says_the_model_was_told_so() -> None:
-    from playground.lanes_runner import injection
     from playground.render import make_templates, render_event
+    from playground.turn_runner import injection
 
     templates = make_templates()
     nothing = event(

@@ -77,7 +77,7 @@ def test_a_missing_module_names_the_extra_that_installs_it() -> None:
 @pytest.mark.parametrize(
     ("code", "extra"),
     [
-        ("from memory.embedded import start_embedded; start_embedded()", "embedded"),
+        ("from memory.embedded_postgres import start_embedded; start_embedded()", "embedded"),
         ("from playground.models.engine import import_llama_cpp; import_llama_cpp()", "local"),
         ("from playground.models.weights import packaged_parts; packaged_parts()", "local"),
         ("import bench.eval.cli", "eval"),

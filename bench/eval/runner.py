@@ -363,7 +363,7 @@ class Evaluation:
     def _stores(
         self, dataset: Dataset, record: DatasetRun, conversations: Sequence[Conversation] = ()
     ) -> Iterator[tuple[Ingestor, list[Arm]]]:
-        from memory.embedded import resolve_database_url
+        from memory.embedded_postgres import resolve_database_url
         from memory.embedders.select import embedder_from_name
 
         embedder = embedder_from_name(self.config.embedder)

@@ -332,7 +332,7 @@ def write_sample_texts(path: Path, dataset: Dataset, sample: Sequence[dict[str, 
 def open_store(config: SupersessionConfig, embedder: Embedder) -> Iterator[tuple[FactStore, str]]:
     from bench.eval.ingest import database_name, ensure_database
     from memory.connection import open_pool
-    from memory.embedded import resolve_database_url
+    from memory.embedded_postgres import resolve_database_url
     from memory.store import FactStore
 
     server = config.database_url or resolve_database_url()

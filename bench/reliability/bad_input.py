@@ -932,7 +932,7 @@ def run_bad_inputs(base: str, db_url: str, *, max_message_chars: int, keyed_base
         # each title case renames its own chat; every message case goes to one chat
         chat = new_chat(client, base)
         ids["turn"] = send(client, base, chat, "Our budget is $100k per year.", key="first")
-        turns_before = checks.query(db_url, "SELECT count(*) FROM playground.turns")[0][0]
+        turns_before = checks.query(db_url, "SELECT count(*) FROM playground.turn_worker")[0][0]
         # the JSON API's cases read and write one memory, which exists before them
         seed = {"messages": [{"role": "user", "text": "The API's memory exists.", "message_id": "seed"}]}
         client.post(f"{base}/api/sessions/{API_SESSION}/messages", json=seed).raise_for_status()
@@ -992,14 +992,14 @@ def _check_storage(
     """Refused cases stored nothing; stored ones are verbatim in the database and escaped on the page."""
     problems: list[str] = []
     stored = [c for c in cases if c.expect == "stored"]
-    turns_after = checks.query(db_url, "SELECT count(*) FROM playground.turns")[0][0]
+    turns_after = checks.query(db_url, "SELECT count(*) FROM playground.turn_worker")[0][0]
     if turns_after - turns_before != len(stored):
         problems.append(f"{turns_after - turns_before} turns were made, {len(stored)} expected")
     bodies = {
         key: body
         for key, body in checks.query(
             db_url,
-            "SELECT t.idempotency_key, m.body FROM playground.messages m JOIN playground.turns t ON t.id = m.turn_id"
+            "SELECT t.idempotency_key, m.body FROM playground.messages m JOIN playground.turn_worker t ON t.id = m.turn_id"
             " WHERE t.chat_id = %s AND m.author = 'user'",
             (chat,),
         )
@@ -1011,7 +1011,7 @@ def _check_storage(
     errors = checks.query(
         db_url,
         "SELECT t.idempotency_key, e.lane, e.payload->>'message' FROM playground.events e"
-        " JOIN playground.turns t ON t.id = e.turn_id WHERE t.chat_id = %s AND e.kind = 'error'",
+        " JOIN playground.turn_worker t ON t.id = e.turn_id WHERE t.chat_id = %s AND e.kind = 'error'",
         (chat,),
     )
     problems += [f"{key}: the {lane} lane failed: {message}" for key, lane, message in errors]
@@ -1046,7 +1046,7 @@ def _check_storage(
         if case.payload and "<" in case.payload:
             turn_id = checks.query(
                 db_url,
-                "SELECT id FROM playground.turns WHERE chat_id = %s AND idempotency_key = %s",
+                "SELECT id FROM playground.turn_worker WHERE chat_id = %s AND idempotency_key = %s",
                 (chat, case.id),
             )[0][0]
             stream = read_turn(client, base, chat, str(turn_id))
@@ -1099,12 +1099,12 @@ def _check_api_storage(client: httpx.Client, base: str, db_url: str, cases: list
 def _check_oversized_tool(db_url: str, chat: str) -> list[str]:
     """The 1 MB tool result: shown clipped, captured capped, and the turn finished in both lanes."""
     from memory.capture import MAX_TOOL_RESULT_CHARS as CAPTURED_CHARS
-    from playground.lanes_runner import MAX_TOOL_RESULT_CHARS as SHOWN_CHARS
+    from playground.turn_runner import MAX_TOOL_RESULT_CHARS as SHOWN_CHARS
 
     problems = []
     results = checks.query(
         db_url,
-        "SELECT e.lane, length(e.payload->>'content') FROM playground.events e JOIN playground.turns t ON t.id = e.turn_id"
+        "SELECT e.lane, length(e.payload->>'content') FROM playground.events e JOIN playground.turn_worker t ON t.id = e.turn_id"
         " WHERE t.chat_id = %s AND t.idempotency_key = 'tool-oversized-result' AND e.kind = 'tool_result'"
         " AND e.payload->>'name' = 'web_search'",
         (chat,),

@@ -21,7 +21,7 @@ SELECT t.turn_no, t.status, t.stock_status, t.beads_status, t.attempts,
        (SELECT count(*) FROM playground.events e WHERE e.turn_id = t.id AND e.kind = 'interrupted') AS interrupted,
        (SELECT count(*) = max(seq) AND min(seq) = 1 FROM playground.events e WHERE e.turn_id = t.id) AS dense,
        (SELECT string_agg(author, ',' ORDER BY author) FROM playground.messages m WHERE m.turn_id = t.id) AS authors
-  FROM playground.turns t WHERE t.chat_id = %s ORDER BY t.turn_no
+  FROM playground.turn_worker t WHERE t.chat_id = %s ORDER BY t.turn_no
 """
 
 
@@ -33,8 +33,8 @@ def query(db_url: str, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
 def unfinished_turns(db_url: str, chat_id: str | None = None) -> int:
     """Turns not yet done: of one chat, or of the whole database."""
     if chat_id is None:
-        return int(query(db_url, "SELECT count(*) FROM playground.turns WHERE status <> 'done'")[0][0])
-    sql = "SELECT count(*) FROM playground.turns WHERE chat_id = %s AND status <> 'done'"
+        return int(query(db_url, "SELECT count(*) FROM playground.turn_worker WHERE status <> 'done'")[0][0])
+    sql = "SELECT count(*) FROM playground.turn_worker WHERE chat_id = %s AND status <> 'done'"
     return int(query(db_url, sql, (chat_id,))[0][0])
 
 
@@ -120,7 +120,7 @@ def replies(db_url: str, chat_id: str) -> dict[int, dict[str, str]]:
     found: dict[int, dict[str, str]] = {}
     rows = query(
         db_url,
-        "SELECT t.turn_no, m.author, m.body FROM playground.messages m JOIN playground.turns t ON t.id = m.turn_id"
+        "SELECT t.turn_no, m.author, m.body FROM playground.messages m JOIN playground.turn_worker t ON t.id = m.turn_id"
         " WHERE t.chat_id = %s",
         (chat_id,),
     )

@@ -37,7 +37,7 @@ def _turn_progress(db_url: str, chat_id: str, turn_no: int) -> tuple[str, int]:
     rows = checks.query(
         db_url,
         "SELECT t.status, (SELECT count(*) FROM playground.events e WHERE e.turn_id = t.id)"
-        " FROM playground.turns t WHERE t.chat_id = %s AND t.turn_no = %s",
+        " FROM playground.turn_worker t WHERE t.chat_id = %s AND t.turn_no = %s",
         (chat_id, turn_no),
     )
     return (str(rows[0][0]), int(rows[0][1])) if rows else ("missing", 0)

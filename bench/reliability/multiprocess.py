@@ -38,7 +38,7 @@ SETTLE_SECONDS = 600.0
 
 # the OS pids of the app processes whose workers hold a running turn (their liveness locks' sessions)
 _HOLDERS = """
-SELECT DISTINCT split_part(a.application_name, ' ', 2)::int FROM playground.turns t
+SELECT DISTINCT split_part(a.application_name, ' ', 2)::int FROM playground.turn_worker t
   JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.classid = %s::oid
                  AND l.objid = t.lease_key::oid AND l.objsubid = 2
   JOIN pg_stat_activity a ON a.pid = l.pid
@@ -47,8 +47,8 @@ SELECT DISTINCT split_part(a.application_name, ' ', 2)::int FROM playground.turn
 _CONNECTIONS = "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'playground %%'"
 # in each chat, a turn that started before the one before it finished
 _OUT_OF_ORDER = """
-SELECT t.chat_id, t.turn_no FROM playground.turns t
-  JOIN playground.turns p ON p.chat_id = t.chat_id AND p.turn_no = t.turn_no - 1
+SELECT t.chat_id, t.turn_no FROM playground.turn_worker t
+  JOIN playground.turn_worker p ON p.chat_id = t.chat_id AND p.turn_no = t.turn_no - 1
  WHERE t.started_at < p.finished_at
 """
 
@@ -103,7 +103,7 @@ def _queue(apps: list[AppProcess], chats: list[str], messages: dict[str, list[st
 
 
 def _done_turns(db_url: str) -> int:
-    return int(checks.query(db_url, "SELECT count(*) FROM playground.turns WHERE status = 'done'")[0][0])
+    return int(checks.query(db_url, "SELECT count(*) FROM playground.turn_worker WHERE status = 'done'")[0][0])
 
 
 def run_multiprocess(
@@ -129,7 +129,7 @@ def run_multiprocess(
 
         # the first turn of the first chat, read live through two processes at once
         first_turn = checks.query(
-            db_url, "SELECT id FROM playground.turns WHERE chat_id = %s AND turn_no = 1", (chat_ids[0],)
+            db_url, "SELECT id FROM playground.turn_worker WHERE chat_id = %s AND turn_no = 1", (chat_ids[0],)
         )[0][0]
         bases = [apps[0].base, apps[1 % n_processes].base]
         with ThreadPoolExecutor(2) as pool, httpx.Client(timeout=TIMEOUT) as client:

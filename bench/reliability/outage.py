@@ -58,7 +58,7 @@ def _turn_row(db_url: str, turn_id: str) -> tuple[str, int]:
     status, tokens = checks.query(
         db_url,
         "SELECT status, (SELECT count(*) FROM playground.events WHERE turn_id = t.id AND kind = 'token')"
-        " FROM playground.turns t WHERE id = %s",
+        " FROM playground.turn_worker t WHERE id = %s",
         (turn_id,),
     )[0]
     return str(status), int(tokens)

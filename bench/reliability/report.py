@@ -226,7 +226,7 @@ WHAT_EACH_ROW_PROVES = """\
   after it was not (the process or the database went away in between), LangGraph reports no `next`
   node, only the finished task; the runner took that for a finished graph and skipped the nodes after
   it, so the final answer was never captured as a conclusion. A lane now resumes when its checkpoint
-  has a `next` node or finished `tasks` (`playground/lanes_runner.py`).
+  has a `next` node or finished `tasks` (`playground/turn_runner.py`).
 - **A database outage was handled as a lane failure.** A lane hit by a database error was finished
   as failed whenever that error could still be written (for example on a dead pooled connection once
   Postgres was back: the pools did not check connections), losing its reply; pages answered 500 while

@@ -35,10 +35,10 @@ from memory.middleware import message_text
 from playground import jobs
 from playground.chats import create_chat
 from playground.comparison.stock import STOCK_NAMESPACE_ROOT
-from playground.lanes_runner import run_turn
 from playground.runtime import Runtime
 from playground.settings import PlaygroundSettings
 from playground.startup import open_runtime
+from playground.turn_runner import run_turn
 
 #: the playground's settings every arm shares. No web: the scenario's tool is the only source, so a
 #: finding is checkable and no run depends on the network. No background consolidation: a pass on a

@@ -1,7 +1,7 @@
 """The stock lane's memory writes, safe to run twice.
 
 A turn resumed after its process died reruns the step whose checkpoint was not saved (see
-playground.lanes_runner): a tool call that had already written may run again. Our lane's writes are
+playground.turn_runner): a tool call that had already written may run again. Our lane's writes are
 content-addressed, so a rerun writes nothing new. LangMem's ``manage_memory`` keys every created
 memory with a fresh ``uuid4``, so a rerun stores the memory a second time, and a crash would leave the
 stock lane holding a duplicate no uncrashed run has (the multiprocess reliability check saw it).

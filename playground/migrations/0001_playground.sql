@@ -18,7 +18,7 @@ CREATE TABLE playground.chats (
     updated_at     timestamptz NOT NULL DEFAULT now()
 );
 
-CREATE TABLE playground.turns (
+CREATE TABLE playground.turn_worker (
     id                uuid PRIMARY KEY,
     chat_id           uuid NOT NULL REFERENCES playground.chats (id) ON DELETE CASCADE,
     turn_no           integer NOT NULL,
@@ -45,10 +45,10 @@ CREATE TABLE playground.turns (
     UNIQUE (chat_id, turn_no),
     UNIQUE (chat_id, idempotency_key)
 );
-CREATE INDEX turns_unfinished ON playground.turns (chat_id, turn_no) WHERE status <> 'done';
+CREATE INDEX turns_unfinished ON playground.turn_worker (chat_id, turn_no) WHERE status <> 'done';
 
 CREATE TABLE playground.messages (
-    turn_id     uuid NOT NULL REFERENCES playground.turns (id) ON DELETE CASCADE,
+    turn_id     uuid NOT NULL REFERENCES playground.turn_worker (id) ON DELETE CASCADE,
     chat_id     uuid NOT NULL REFERENCES playground.chats (id) ON DELETE CASCADE,
     -- the user's message, or a lane's final reply: one of each per turn
     author      text NOT NULL CHECK (author IN ('user', 'stock', 'beads')),
@@ -61,7 +61,7 @@ CREATE INDEX messages_chat ON playground.messages (chat_id);
 CREATE TABLE playground.events (
     chat_id     uuid NOT NULL REFERENCES playground.chats (id) ON DELETE CASCADE,
     event_no    bigint NOT NULL,
-    turn_id     uuid NOT NULL REFERENCES playground.turns (id) ON DELETE CASCADE,
+    turn_id     uuid NOT NULL REFERENCES playground.turn_worker (id) ON DELETE CASCADE,
     seq         integer NOT NULL,
     lane        text NOT NULL CHECK (lane IN ('turn', 'stock', 'beads')),
     kind        text NOT NULL,

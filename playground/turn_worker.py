@@ -9,7 +9,7 @@ wire up anyway. What a turn needs is a few statements on one row; they are in `p
 (submit, claim, renew, release, finish, hand back). This module is the loop around them: a
 liveness lock held for the worker's life, claims up to `concurrency` turns, a lease renewed while
 each runs. The restarted turn resumes each unfinished lane from its LangGraph checkpoint (see
-lanes_runner).
+turn_runner).
 """
 
 from __future__ import annotations

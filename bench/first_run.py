@@ -1,7 +1,7 @@
 """A new user's first run, timed: `pip install '.[embedded]'` into a fresh venv, then the README's
 "Using the library" example as it stands there, until it prints the recalled fact.
 
-    python -m bench.first_run            # needs PyPI; writes bench/results/first_run.jsonl and .md
+    python -m bench.first_run            # needs PyPI; writes results/first-run/first_run.jsonl and .md
 
 pip runs with `--no-cache-dir`, so every package is fetched as a new user's would be (the machine's
 own wheel mirrors, where pip is configured with them, still count). The example runs from the venv's
@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-RESULTS = ROOT / "bench" / "results"
+RESULTS = ROOT / "results" / "first-run"
 #: what the example prints last when it recalled the fact
 RECALLED = "Our budget is $120k per year."
 

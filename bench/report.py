@@ -1,4 +1,4 @@
-"""The markdown tables of a search_latency run (printed, and written to bench/results/search_latency.md)."""
+"""The markdown tables of a search_latency run (printed, and written to results/latency/search_latency.md)."""
 
 from __future__ import annotations
 

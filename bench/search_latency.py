@@ -1,7 +1,7 @@
 """Search latency of the fact graph against LangGraph's PostgresStore, side by side, at 1k to 100k facts.
 
     python -m bench.search_latency [--sizes 1000 10000 100000] [--queries 200] [--writes 200]
-                                   [--out bench/results/search_latency.json]
+                                   [--out results/latency/search_latency.json]
 
 One embedded Postgres in a temporary directory; per size a fresh database holding both systems (ours
 in the `beads` schema, PostgresStore's tables in `public`, as an app that shares one database with
@@ -12,7 +12,7 @@ timed is the store's search call and nothing of the embedding. The systems' quer
 
 Also measured, ours only: the capture write path (a message of 2 to 4 claims) and supersede, with
 vectors computed in advance; the size of the block a search hands the model; and the plan of our
-candidate query, written to bench/results/search_plan_<size>.txt.
+candidate query, written to results/latency/search_plan_<size>.txt.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from memory.model import Status
 from memory.retrieval import SearchOptions
 from memory.store import FactStore
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parent.parent / "results" / "latency"
 SESSION = "bench-session"
 WARMUP_QUERIES = 40
 WARMUP_WRITES = 10

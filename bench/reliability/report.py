@@ -1,5 +1,5 @@
-"""The figures as a table: printed, written to `bench/results/reliability.json` and to
-`docs/reliability.md` with the command, the machine, the date and what each row proves."""
+"""The figures as a table: printed, written to `results/reliability/reliability.json` and to
+`results/reliability/README.md` with the command, the machine, the date and what each row proves."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 import psutil
 
 ROOT = Path(__file__).resolve().parents[2]
-JSON_PATH = ROOT / "bench" / "results" / "reliability.json"
-DOC_PATH = ROOT / "docs" / "reliability.md"
+JSON_PATH = ROOT / "results" / "reliability" / "reliability.json"
+DOC_PATH = ROOT / "results" / "reliability" / "README.md"
 
 
 def machine() -> dict[str, Any]:
@@ -306,7 +306,7 @@ Measured by `{meta["command"]}` on {meta["date"]} ({meta["mode"]} run, {meta["se
 The app runs as `uvicorn playground.app:app` on 127.0.0.1 with the scripted model
 (`PLAYGROUND_MODEL_BACKEND=scripted`) and the fake embedder, against an embedded Postgres in a
 temporary directory. Every request has a timeout and every scenario a bounded number of requests.
-Raw figures: `bench/results/reliability.json`. The quick variant runs in CI as
+Raw figures: `results/reliability/reliability.json`. The quick variant runs in CI as
 `tests/test_reliability_*.py`.
 
 {table(results)}

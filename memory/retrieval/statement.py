@@ -74,7 +74,7 @@ passage_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),"""
 # matches the partial expression index of this embedding space. passage_hits is empty: the nearest
 # passages are not scanned (that second nearest-neighbour scan took half of a search's time and was
 # removed, docs/benchmarks.md); a candidate's passage is read by primary key instead. The empty CTE
-# stays so that the statement's text is the one bench/results/search_latency.md measured.
+# stays so that the statement's text is the one results/latency/search_latency.md measured.
 _CANDIDATES = """
 WITH scope AS (
     -- what this namespace may read: its lineage (self and ancestors) and its subtree (demoted)

@@ -206,9 +206,8 @@ class TierSettings:
 
     # a budget of N tokens first asks for N // line_tokens facts (and more while room is left). Not
     # only a cost estimate: the search's candidate pools grow with what it asks for, and larger pools
-    # reorder the fused ranking, so asking for fewer first ranked BEAM's evidence better (tune
-    # conversations, 1,200 tokens: 57.4% at 20, 65.7% at 40, 64.8% at 60; LoCoMo unchanged;
-    # results/tuning/)
+    # reorder the fused ranking, so asking for fewer first ranked BEAM's evidence better on the tune
+    # conversations, and LoCoMo's no worse (the figures: docs/ranking.md)
     line_tokens: int = 40
     # ask again, for twice as many, while this many tokens of the budget are still free
     widen_below: int = 24

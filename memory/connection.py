@@ -23,8 +23,8 @@ from memory.settings import MemorySettings
 # on a connection), so the multi-statement migration files, which refuse it, and LangGraph's
 # statements run unprepared. What is prepared: what asks for it, where planning costs more than
 # running (search's candidate statement, capture's nearest earlier claims and supersede's echo
-# lookup, planned once per connection instead of on every call: about 2 ms of a 10k-fact search,
-# bench/search_latency.py) once the tables have statistics (memory.prepared), and what psycopg's
+# lookup, planned once per connection instead of on every call, which is a large part of a search's
+# time: docs/benchmarks.md) once the tables have statistics (memory.prepared), and what psycopg's
 # executemany sends (it always asks: the vector inserts).
 PREPARE_ONLY_WHEN_ASKED = 2**31 - 1
 CONNECTION_KWARGS: dict[str, Any] = {

@@ -82,10 +82,9 @@ FORK_TOOL_METADATA = "beads_fork"
 
 CaptureMode = Literal["eager", "evict"]
 # the reply's share of a known context, and the retrieved tier's share of what is left for the prompt.
-# The share was measured on the harness's tune conversations (results/tuning/): 1/3 (the seed's) left
-# two thirds to a raw window that rarely holds old evidence; 0.8 found 11 to 13 points more evidence
-# at 3,000 tokens than 1/3, and 0.9 moved within 2 points of 0.8 either way. The window keeps the
-# rest for the recent turns.
+# The share was chosen on the harness's tune conversations (results/tuning/README.md): 1/3 (the
+# seed's) left two thirds to a raw window that rarely holds old evidence, and more than 0.8 gained
+# nothing over it. The window keeps the rest for the recent turns.
 RESERVE_TOKENS = 512
 RETRIEVED_SHARE = 0.8
 

@@ -6,9 +6,11 @@ from collections.abc import Callable
 from typing import Any
 
 TARGETS = {
-    "search_ratio_max": 1.0,  # ours / PostgresStore, p50 and p95, at every size
+    "search_ratio_p50_max": 1.0,  # ours / the faster PostgresStore setup, at 1k, 10k and 100k
+    "search_ratio_p95_max": 1.1,
     "search_p95_ms_at_100k": 10.0,
-    "capture_p95_ms": 5.0,
+    "capture_p95_ms": 5.0,  # automatic supersession on, at 10k and 100k
+    "checks_ms": 1.0,  # capture's supersession and restatement checks of their own, per message
     "supersede_p95_ms": 5.0,
 }
 
@@ -98,6 +100,50 @@ def markdown(results: dict[str, Any]) -> str:
                 f"| {ix['drain_s']:.2f} |"
             )
 
+    if any(s["writes"].get("checks") for s in sizes):
+        rows += [
+            "",
+            "Capture's checks of their own, per message (ms, p50 / p95; `bench.writes.measure_checks`): "
+            "the nearest earlier claims of each new claim (memory.earlier_claims, one round trip, "
+            "prepared; in a capture they travel with its INSERTs), and the rules over them (judge, "
+            "restates), nothing written; and the automatic supersessions a timed capture wrote:",
+            "",
+            "| facts | nearest claims | rules | both | pairs compared, mean | supersessions per capture |",
+            "|---:|---:|---:|---:|---:|---:|",
+        ]
+        for s in sizes:
+            c = s["writes"].get("checks")
+            if not c:
+                continue
+            rows.append(
+                f"| {s['size']:,} | {_pp(c['nearest_claims_ms'])} | {_pp(c['rules_ms'])} "
+                f"| {_pp(c['checks_ms'])} | {c['pairs_compared']['mean']:.1f} "
+                f"| {s['writes'].get('auto_superseded_per_capture', 0):.2f} |"
+            )
+    rows += [
+        "",
+        "Loading and building (seconds; MB on disk), and the memory it needs: each HNSW build holds its "
+        "graph in `maintenance_work_mem` (pgvector says when it no longer fits and the build goes on, "
+        "slower, on disk); the bench process holds the corpus and every vector:",
+        "",
+        "| facts | load ours / theirs | HNSW builds: facts, passages, theirs | HNSW MB: facts, passages, "
+        "theirs | database MB | maintenance_work_mem | graph outgrew it | bench peak RSS MB |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in sizes:
+        ld = s["load"]
+        names = list(ld["index_build_s"])
+        builds = ", ".join(f"{ld['index_build_s'][n]:.1f}" for n in names)
+        sizes_mb = ", ".join(f"{ld['index_bytes'].get(n, 0) / 1e6:.0f}" for n in names)
+        outgrew = (
+            "yes" if any("maintenance_work_mem" in n for n in ld.get("index_build_notices", [])) else "no"
+        )
+        rows.append(
+            f"| {s['size']:,} | {ld['load_ours_s']:.1f} / {ld['load_theirs_s']:.1f} | {builds} | {sizes_mb} "
+            f"| {ld.get('database_bytes', 0) / 1e6:.0f} | {ld.get('maintenance_work_mem', '1GB')} | {outgrew} "
+            f"| {s.get('bench_peak_rss_bytes', 0) / 1e6:.0f} |"
+        )
+
     for key, title in (
         (
             "insert_facts_steps_ms",
@@ -148,7 +194,8 @@ def _target_rows() -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
         sr = s["search"]
         r50 = max(sr["ratio_p50"], sr["ratio_unprepared_p50"])
         r95 = max(sr["ratio_p95"], sr["ratio_unprepared_p95"])
-        return _mark(max(r50, r95) <= t["search_ratio_max"], f"{r50:.2f}, {r95:.2f}")
+        ok = r50 <= t["search_ratio_p50_max"] and r95 <= t["search_ratio_p95_max"]
+        return _mark(ok, f"{r50:.2f}, {r95:.2f}")
 
     def p95_at_100k(s: dict[str, Any]) -> str:
         p95 = s["search"]["ours"]["p95"]
@@ -158,7 +205,15 @@ def _target_rows() -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
 
     def capture(s: dict[str, Any]) -> str:
         p95 = s["writes"]["capture_message"]["p95"]
+        if s["size"] < 10_000:
+            return f"({p95:.2f})"
         return _mark(p95 <= t["capture_p95_ms"], f"{p95:.2f}")
+
+    def checks(s: dict[str, Any]) -> str:
+        c = s["writes"].get("checks")
+        if not c:
+            return "not measured"
+        return _mark(c["checks_ms"]["p50"] <= t["checks_ms"], _pp(c["checks_ms"]))
 
     def supersede(s: dict[str, Any]) -> str:
         p95 = s["writes"]["supersede"]["p95"]
@@ -169,9 +224,10 @@ def _target_rows() -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
         return _mark(facts["min"] == facts["max"] == s["k"], f"{facts['min']:.0f}-{facts['max']:.0f}")
 
     return [
-        ("search ratio ours / PostgresStore (the faster setup) <= 1.0 (p50, p95)", ratio),
+        ("search ratio ours / PostgresStore (the faster setup), p50 <= 1.0 and p95 <= 1.1", ratio),
         ("ours search p95 <= 10 ms at 100k", p95_at_100k),
-        ("capture p95 <= 5 ms (capture_message)", capture),
+        ("capture p95 <= 5 ms, automatic supersession on, at 10k and 100k (capture_message)", capture),
+        ("capture's checks of their own <= 1 ms a message (p50 / p95)", checks),
         ("supersede p95 <= 5 ms", supersede),
         ("block stays k facts", block),
     ]

@@ -23,6 +23,7 @@ import os
 import platform
 import random
 import re
+import resource
 import sys
 import time
 import uuid
@@ -55,7 +56,18 @@ RESULTS = Path(__file__).resolve().parent.parent / "results" / "latency"
 SESSION = "bench-session"
 WARMUP_QUERIES = 40
 WARMUP_WRITES = 10
-MAINTENANCE_WORK_MEM = "1GB"  # enough for a 100k x 768-d HNSW graph to be built in memory
+# enough for a 100k x 768-d HNSW graph (about 320 MB) to be built in memory; larger sizes get more
+# (--maintenance-work-mem), or the build spills the graph to disk and takes many times longer
+MAINTENANCE_WORK_MEM = "1GB"
+
+
+def maintenance_work_mem_for(size: int, args: argparse.Namespace) -> str:
+    return (
+        str(args.maintenance_work_mem)
+        if size > 100_000 and args.maintenance_work_mem
+        else MAINTENANCE_WORK_MEM
+    )
+
 
 _started = time.perf_counter()
 
@@ -141,7 +153,12 @@ def open_theirs(url: str, lookup: LookupEmbedder, **connection: Any) -> tuple[Po
 
 
 def load_both(
-    conn: psycopg.Connection, url: str, sys_: Systems, data: loader.Dataset, corpus: Corpus
+    conn: psycopg.Connection,
+    url: str,
+    sys_: Systems,
+    data: loader.Dataset,
+    corpus: Corpus,
+    maintenance_work_mem: str = "1GB",
 ) -> dict[str, Any]:
     eid = sys_.store.embedder_id
     ours_hnsw = loader.index_definitions(conn, f"%vectors_hnsw_{eid}")
@@ -162,8 +179,26 @@ def load_both(
         "beads.passage_vectors, public.store, public.store_vectors"
     )
     out["vacuum_analyze_s"] = time.perf_counter() - started
-    out["index_build_s"] = loader.build_indexes(conn, {**ours_hnsw, **theirs_hnsw}, MAINTENANCE_WORK_MEM)
+    # pgvector says when an HNSW graph outgrows maintenance_work_mem (the build goes on, slower, on disk)
+    notices: list[str] = []
+    conn.add_notice_handler(lambda diag: notices.append(diag.message_primary or ""))
+    out["maintenance_work_mem"] = maintenance_work_mem
+    out["index_build_s"] = loader.build_indexes(conn, {**ours_hnsw, **theirs_hnsw}, maintenance_work_mem)
+    out["index_build_notices"] = notices
     out["index_bytes"] = loader.index_sizes(conn, [name for _, name in [*ours_hnsw, *theirs_hnsw]])
+    out["table_bytes"] = {
+        r["name"]: int(r["bytes"])
+        for r in conn.execute(
+            "SELECT c.relname AS name, pg_total_relation_size(c.oid) AS bytes FROM pg_class c"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE c.relkind = 'r' AND n.nspname IN ('beads', 'public')"
+            " AND c.relname IN ('facts', 'passages', 'edges', 'fact_vectors', 'passage_vectors', 'store',"
+            " 'store_vectors')"
+        )
+    }
+    out["database_bytes"] = int(
+        conn.execute("SELECT pg_database_size(current_database()) AS b").fetchone()["b"]
+    )
     return out
 
 
@@ -423,7 +458,8 @@ def run_size(server_uri: str, size: int, args: argparse.Namespace, base: TopicEm
         sys_ = Systems(store, lookup, theirs, their_conn, theirs_unprepared)
         with pool.connection() as conn:
             out["load"] = phases.run(
-                "bulk load both systems + HNSW builds", lambda: load_both(conn, url, sys_, data, corpus)
+                "bulk load both systems + HNSW builds",
+                lambda: load_both(conn, url, sys_, data, corpus, maintenance_work_mem_for(size, args)),
             )
             for index, seconds in out["load"]["index_build_s"].items():
                 log(
@@ -454,6 +490,8 @@ def run_size(server_uri: str, size: int, args: argparse.Namespace, base: TopicEm
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
     out["phases_s"] = phases.seconds
     out["loadavg_at_end"] = _loadavg()
+    # the largest this process grew (the corpus, its rows and every vector are held in memory)
+    out["bench_peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     _write_plan(name, out["plan"], args.out.parent)
     return out
 
@@ -509,6 +547,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-keyword", dest="keyword", action="store_false",
                         help="our search without its keyword side (SearchOptions.keyword=False)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--maintenance-work-mem", default="4GB",
+                        help="for the HNSW builds of sizes above 100k (1GB below)")  # fmt: skip
     parser.add_argument("--out", type=Path, default=RESULTS / "search_latency.json")
     return parser.parse_args(argv)
 
@@ -535,7 +575,9 @@ def main(argv: list[str] | None = None) -> int:
                 k: (sorted(v) if isinstance(v, frozenset) else v)
                 for k, v in vars_of(search_options(args)).items()
             },
-            "maintenance_work_mem_for_builds": MAINTENANCE_WORK_MEM,
+            "maintenance_work_mem_for_builds": {
+                str(size): maintenance_work_mem_for(size, args) for size in args.sizes
+            },
             "targets": TARGETS,
         },
         "machine": machine,

@@ -18,10 +18,13 @@ import psycopg
 from bench.corpus import Corpus, Message, build_corpus, sentence_about
 from bench.embedder import LookupEmbedder
 from bench.loader import Dataset
+from memory import corrections, earlier_claims, restatements, supersession, vectors
 from memory import facts as fact_sql
-from memory import vectors
+from memory import revisions as revision_sql
+from memory.errors import SupersedeRefusedError
 from memory.facts import NewFact, Provenance, message_facts
-from memory.model import Kind, Source, Status
+from memory.ids import fact_id
+from memory.model import Kind, Namespace, Source, Status
 from memory.splitting import split_message
 from memory.store import FactStore
 
@@ -134,9 +137,9 @@ def summary(samples_ms: list[float]) -> dict[str, float]:
     }
 
 
-def new_messages(corpus: Corpus, count: int, lookup: LookupEmbedder) -> list[Message]:
+def new_messages(corpus: Corpus, count: int, lookup: LookupEmbedder, seed: int = 11) -> list[Message]:
     """Root messages of 2 to 4 claims the store has not seen, every vector computed in advance."""
-    extra = build_corpus(count * 8, seed=11, prefix=f"w{len(corpus.messages)}-")
+    extra = build_corpus(count * 8, seed=seed, prefix=f"w{len(corpus.messages)}-")
     messages = [m for m in extra.messages if m.agent == "root" and len(m.sentences) >= 2][:count]
     if len(messages) < count:
         raise AssertionError(f"only {len(messages)} new messages for {count} writes")
@@ -244,8 +247,8 @@ def measure_writes(
             elapsed_ms = (time.perf_counter() - started) * 1000
             with store.pool.connection() as conn:
                 timed = TimingConnection(conn)
-                revisions.supersede(timed, new_b.id, old_b.id, eid, store.supersede_min_similarity)  # type: ignore[arg-type]
-        except fact_sql.SupersedeRefusedError:
+                revision_sql.supersede(timed, new_b.id, old_b.id, eid, store.supersede_min_similarity)  # type: ignore[arg-type]
+        except SupersedeRefusedError:
             refused += 1
             continue
         if i // 2 >= warmup:
@@ -253,10 +256,13 @@ def measure_writes(
             for step, ms in timed.ms.items():
                 supersede_steps.setdefault(step, []).append(ms)
     samples["supersede"] = supersede_ms
+    checks = measure_checks(store, lookup, root, count)
     return {
+        "checks": checks,
         **{name: summary(values) for name, values in samples.items()},
         "claims_per_message": summary(claims),
         "auto_superseded_by_capture": auto_superseded,
+        "auto_superseded_per_capture": auto_superseded / max(1, count + warmup),
         "insert_facts_steps_ms": {step: summary(ms) for step, ms in sorted(steps.items())},
         "supersede_steps_ms": {step: summary(ms) for step, ms in sorted(supersede_steps.items())},
         "supersede_refused": refused,
@@ -278,3 +284,74 @@ def _insert(conn: Any, ns: Any, message: Message, lookup: LookupEmbedder, eid: i
     started = time.perf_counter()
     fact_sql.insert_facts(conn, ns, items, provenance, eid)
     return (time.perf_counter() - started) * 1000
+
+
+# -- capture's checks on their own -----------------------------------------------------------------
+
+
+def measure_checks(
+    store: FactStore, lookup: LookupEmbedder, namespace: Namespace, count: int
+) -> dict[str, Any]:
+    """What capture's supersession and restatement checks cost of their own, per message (ms): the
+    nearest earlier claims of each new claim (memory.earlier_claims, one round trip, prepared, on an
+    idle connection: inside a capture they travel with its INSERTs), and the rules over them
+    (corrections.judge through supersession.accept, and corrections.restates), without writing
+    anything. New messages, as capture would see them (their facts are not stored)."""
+    eid, dims = store.embedder_id, store.embedder.dims
+    floor = store.thresholds.relevance_floor
+    short = min(store.supersede_min_similarity, store.thresholds.short_claim_similarity)
+    messages = new_messages(build_corpus(1, seed=23), count, lookup, seed=23)
+    query_ms: list[float] = []
+    rules_ms: list[float] = []
+    compared: list[float] = []
+    store.index_pending()  # as for the timed captures: the indexer idle, nothing left to compare exactly
+    with store.pool.connection() as conn:
+        for i, message in enumerate(messages):
+            items = new_facts(message, lookup)
+            ids = [
+                fact_id(namespace.session_id, namespace.id, item.source.value, item.source_key, item.body)
+                for item in items
+            ]
+            queries = [
+                earlier_claims.Query(
+                    fid, item.claim_vector, None,
+                    correct=supersession.may_correct(item), restate=restatements.may_restate(item),
+                )
+                for fid, item in zip(ids, items, strict=True)
+            ]  # fmt: skip
+            started = time.perf_counter()
+            with conn.pipeline(), conn.transaction():
+                sent = earlier_claims.send(
+                    conn, namespace, queries, valid_from=None,
+                    min_similarity=min(floor, short), embedder_id=eid, dims=dims, prepare=True,
+                )  # fmt: skip
+                nearest = {fid: earlier_claims.read(namespace, cursor, ids) for fid, cursor in sent.items()}
+            queried = (time.perf_counter() - started) * 1000
+            started = time.perf_counter()
+            pairs = 0
+            for item, fid in zip(items, ids, strict=True):
+                if fid not in nearest:
+                    continue
+                if supersession.may_correct(item):
+                    for row in nearest[fid].to_correct(short, supersession.CANDIDATES):
+                        pairs += 1
+                        if supersession.accept(
+                            row.body, item.body, row.sim, store.supersede_min_similarity, short
+                        ):
+                            break
+                if restatements.may_restate(item):
+                    for row in nearest[fid].to_restate(floor, restatements.CANDIDATES):
+                        pairs += 1
+                        corrections.restates(row.body, item.body)
+            ruled = (time.perf_counter() - started) * 1000
+            if i >= min(10, count // 5):  # warm-up: the first messages prepare the statements
+                query_ms.append(queried)
+                rules_ms.append(ruled)
+                compared.append(pairs)
+    total = [q + r for q, r in zip(query_ms, rules_ms, strict=True)]
+    return {
+        "nearest_claims_ms": summary(query_ms),
+        "rules_ms": summary(rules_ms),
+        "checks_ms": summary(total),
+        "pairs_compared": summary(compared),
+    }

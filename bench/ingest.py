@@ -1,0 +1,209 @@
+"""Ingest throughput: a whole conversation written message by message, ours against PostgresStore's `put`.
+
+    python -m bench.ingest --locomo $DATA/locomo/locomo_dev.json [--conversations 7] [--rounds 3]
+                           [--out results/latency/ingest.json]
+
+Each LoCoMo conversation (read in place; nothing of it is copied) is written turn by turn, as the
+evaluation harness ingests it (bench.eval.ingest): ours through `FactStore.capture_message` (split
+into claims, each with its passage; automatic supersession and restatement links on; the turn's id,
+time and speaker kept), PostgresStore through one `put` per turn under ("memories", conversation), its
+`content` the turn's text. Both get every vector computed in advance (bench.embedder's 768-d space), so
+what is timed is the store, not a model. The two run interleaved, turn by turn (ours then theirs, then
+theirs then ours), each in a fresh database of one embedded Postgres, so that machine noise lands on
+both. Ours leaves the HNSW index to its background indexer; its rate is given with the indexer
+drained at the end too, since PostgresStore indexes as it writes.
+
+Messages per second = turns / seconds spent in the calls. Medians over conversations and rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psycopg
+from langgraph.store.postgres import PostgresStore
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+from psycopg.rows import dict_row
+
+from bench.embedder import LookupEmbedder, TopicEmbedder
+from bench.eval.loaders import load_locomo
+from bench.scratch import scratch_server
+from memory.connection import open_pool
+from memory.facts import message_facts
+from memory.model import Source
+from memory.store import FactStore
+
+RESULTS = Path(__file__).resolve().parent.parent / "results" / "latency"
+
+
+def _loadavg() -> list[str]:
+    try:
+        return Path("/proc/loadavg").read_text().split()[:3]
+    except OSError:
+        return ["?", "?", "?"]
+
+
+def _fresh(server: str, name: str) -> str:
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return make_conninfo(server, dbname=name)
+
+
+def ingest_once(server: str, conversation: Any, lookup: LookupEmbedder, round_: int) -> dict[str, Any]:
+    """One conversation into fresh stores, ours and theirs interleaved turn by turn."""
+    turns = [t for s in conversation.sessions for t in s.turns]
+    url = _fresh(server, f"ingest_{round_}")
+    pool = open_pool(url, min_size=1, max_size=3)
+    their_conn = psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    try:
+        store = FactStore(pool, lookup)
+        store.setup()
+        ns = store.root(f"locomo-{conversation.id}")
+        theirs = PostgresStore(
+            their_conn, index={"dims": lookup.dims, "embed": lookup.embed, "fields": ["content"]}
+        )
+        theirs.setup()
+        prefix = ("memories", conversation.id)
+        ours_s = theirs_s = 0.0
+        written = superseded = 0
+        for i, turn in enumerate(turns):
+            order = ("ours", "theirs") if i % 2 == 0 else ("theirs", "ours")
+            for name in order:
+                started = time.perf_counter()
+                if name == "ours":
+                    result = store.capture_message(
+                        ns,
+                        turn.text,
+                        message_id=turn.id,
+                        thread_id=turn.session_id,
+                        valid_from=turn.timestamp,
+                        speaker=turn.speaker,
+                    )
+                    ours_s += time.perf_counter() - started
+                    written += result.written
+                    superseded += len(result.superseded)
+                else:
+                    theirs.put(prefix, turn.id, {"content": turn.text})
+                    theirs_s += time.perf_counter() - started
+        started = time.perf_counter()
+        store.index_pending()
+        drain_s = time.perf_counter() - started
+    finally:
+        their_conn.close()
+        pool.close()
+    return {
+        "conversation": conversation.id,
+        "round": round_,
+        "turns": len(turns),
+        "facts_written": written,
+        "auto_superseded": superseded,
+        "ours_s": ours_s,
+        "ours_drain_s": drain_s,
+        "theirs_s": theirs_s,
+        "ours_msgs_per_s": len(turns) / ours_s,
+        "ours_msgs_per_s_with_drain": len(turns) / (ours_s + drain_s),
+        "theirs_msgs_per_s": len(turns) / theirs_s,
+        "loadavg": _loadavg(),
+    }
+
+
+def precompute(lookup: LookupEmbedder, conversations: list[Any]) -> None:
+    """Every text either store will embed: each turn whole (theirs), its claims and passage (ours)."""
+    texts: list[str] = []
+
+    def collect(batch: list[str]) -> list[list[float]]:
+        texts.extend(batch)
+        return [[0.0] * lookup.dims for _ in batch]
+
+    for conversation in conversations:
+        for session in conversation.sessions:
+            for turn in session.turns:
+                texts.append(turn.text)
+                message_facts(turn.text, Source.PASSIVE_CAPTURE, turn.id, collect)
+    lookup.pin(texts)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    runs = results["runs"]
+    lines = [
+        f"Ingest throughput (messages per second), {len(runs)} conversation runs of LoCoMo's dev set "
+        f"({results['source']}), each turn written by both stores in turn, vectors computed in advance. "
+        f"{results['machine']['nproc']} cores; load average {results['loadavg_at_start'][0]} at the start, "
+        f"{results['loadavg_at_end'][0]} at the end.",
+        "",
+        "| conversation | turns | facts written | automatic supersessions | ours | ours, indexer drained "
+        "| PostgresStore put | ours / theirs |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in runs:
+        lines.append(
+            f"| {r['conversation']} (round {r['round']}) | {r['turns']} | {r['facts_written']} "
+            f"| {r['auto_superseded']} | {r['ours_msgs_per_s']:.0f} | {r['ours_msgs_per_s_with_drain']:.0f} "
+            f"| {r['theirs_msgs_per_s']:.0f} | {r['ours_msgs_per_s'] / r['theirs_msgs_per_s']:.2f} |"
+        )
+    m = results["median"]
+    lines += [
+        "",
+        f"Median: ours {m['ours_msgs_per_s']:.0f} msg/s ({m['ours_msgs_per_s_with_drain']:.0f} with the "
+        f"indexer drained), PostgresStore {m['theirs_msgs_per_s']:.0f} msg/s; ours / theirs "
+        f"{m['ratio']:.2f}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--locomo", type=Path, required=True, help="LoCoMo's JSON (read in place)")
+    parser.add_argument("--conversations", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=1, help="times each conversation is ingested")
+    parser.add_argument("--out", type=Path, default=RESULTS / "ingest.json")
+    args = parser.parse_args(argv)
+    conversations = list(load_locomo(args.locomo).conversations)[: args.conversations]
+    lookup = LookupEmbedder(TopicEmbedder())
+    precompute(lookup, conversations)
+    server = scratch_server("beads-ingest-")
+    results: dict[str, Any] = {
+        "source": args.locomo.name,
+        "machine": {"nproc": os.cpu_count()},
+        "loadavg_at_start": _loadavg(),
+        "runs": [],
+    }
+    for round_ in range(args.rounds):
+        for conversation in conversations:
+            run = ingest_once(server, conversation, lookup, round_)
+            print(
+                f"{conversation.id} round {round_}: {run['turns']} turns, ours {run['ours_msgs_per_s']:.0f} "
+                f"msg/s ({run['ours_msgs_per_s_with_drain']:.0f} drained), theirs {run['theirs_msgs_per_s']:.0f}"
+                f" msg/s, load {run['loadavg'][0]}",
+                flush=True,
+            )
+            results["runs"].append(run)
+    runs = results["runs"]
+    results["median"] = {
+        key: float(np.median([r[key] for r in runs]))
+        for key in ("ours_msgs_per_s", "ours_msgs_per_s_with_drain", "theirs_msgs_per_s")
+    }
+    results["median"]["ratio"] = float(
+        np.median([r["ours_msgs_per_s"] / r["theirs_msgs_per_s"] for r in runs])
+    )
+    results["loadavg_at_end"] = _loadavg()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2, default=str))
+    table = markdown(results)
+    args.out.with_suffix(".md").write_text(table)
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

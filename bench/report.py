@@ -1,8 +1,16 @@
-"""The markdown tables of a search_latency run (printed, and written to results/latency/search_latency.md)."""
+"""The markdown tables of a search_latency run (printed, and written to results/latency/search_latency.md),
+and the median of several runs side by side:
+
+    python -m bench.report results/latency/run1.json results/latency/run2.json results/latency/run3.json
+"""
 
 from __future__ import annotations
 
+import json
+import statistics
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 TARGETS = {
@@ -231,3 +239,57 @@ def _target_rows() -> list[tuple[str, Callable[[dict[str, Any]], str]]]:
         ("supersede p95 <= 5 ms", supersede),
         ("block stays k facts", block),
     ]
+
+
+def _faster_theirs(search: dict[str, Any], pct: str) -> float:
+    return min(search["theirs"][pct], search["theirs_unprepared"][pct])
+
+
+def median_table(runs: list[dict[str, Any]]) -> str:
+    """Per size, the median over `runs` of each figure the targets name, and each run's load average:
+    one run is inside this machine's noise, the median of several is what a page quotes."""
+    by_size: dict[int, list[dict[str, Any]]] = {}
+    for run in runs:
+        for s in run["sizes"]:
+            by_size.setdefault(s["size"], []).append(s)
+
+    def med(values: list[float]) -> str:
+        return f"{statistics.median(values):.2f}"
+
+    rows = [
+        f"Median of {len(runs)} runs (`python -m bench.report` over their JSON). Ratios are ours / the "
+        "faster PostgresStore setup at that percentile (prepared, or a pool without prepared statements).",
+        "",
+        "| facts | runs | load average at start | ours search p50 / p95 | PostgresStore (faster) p50 / p95 "
+        "| ratio p50 | ratio p95 | capture p95, supersession on / off | checks p50 / p95 | supersede p95 |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for size, sizes in sorted(by_size.items()):
+        sr = [s["search"] for s in sizes]
+        wr = [s["writes"] for s in sizes]
+        checks = [w["checks"]["checks_ms"] for w in wr if w.get("checks")]
+        rows.append(
+            f"| {size:,} | {len(sizes)} | {', '.join(str(s['loadavg'][0]) for s in sizes)} "
+            f"| {med([x['ours']['p50'] for x in sr])} / {med([x['ours']['p95'] for x in sr])} "
+            f"| {med([_faster_theirs(x, 'p50') for x in sr])} / {med([_faster_theirs(x, 'p95') for x in sr])} "
+            f"| {med([x['ours']['p50'] / _faster_theirs(x, 'p50') for x in sr])} "
+            f"| {med([x['ours']['p95'] / _faster_theirs(x, 'p95') for x in sr])} "
+            f"| {med([w['capture_message']['p95'] for w in wr])} / "
+            f"{med([w['capture_message_no_auto_supersede']['p95'] for w in wr])} "
+            f"| {med([c['p50'] for c in checks]) if checks else '–'} / {med([c['p95'] for c in checks]) if checks else '–'} "
+            f"| {med([w['supersede']['p95'] for w in wr])} |"
+        )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    paths = [Path(a) for a in (sys.argv[1:] if argv is None else argv)]
+    if not paths:
+        print("usage: python -m bench.report RUN.json [RUN.json ...]", file=sys.stderr)
+        return 2
+    print(median_table([json.loads(p.read_text()) for p in paths]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

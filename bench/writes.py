@@ -21,7 +21,7 @@ from bench.loader import Dataset
 from memory import corrections, earlier_claims, restatements, supersession, vectors
 from memory import facts as fact_sql
 from memory import revisions as revision_sql
-from memory.errors import SupersedeRefusedError
+from memory.errors import CycleError, SupersedeRefusedError
 from memory.facts import NewFact, Provenance, message_facts
 from memory.ids import fact_id
 from memory.model import Kind, Namespace, Source, Status
@@ -248,7 +248,8 @@ def measure_writes(
             with store.pool.connection() as conn:
                 timed = TimingConnection(conn)
                 revision_sql.supersede(timed, new_b.id, old_b.id, eid, store.supersede_min_similarity)  # type: ignore[arg-type]
-        except SupersedeRefusedError:
+        # refused by the similarity guard, or its revision already retired as an echo of an earlier pick
+        except (SupersedeRefusedError, CycleError):
             refused += 1
             continue
         if i // 2 >= warmup:

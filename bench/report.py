@@ -257,7 +257,8 @@ def median_table(runs: list[dict[str, Any]]) -> str:
         return f"{statistics.median(values):.2f}"
 
     rows = [
-        f"Median of {len(runs)} runs (`python -m bench.report` over their JSON). Ratios are ours / the "
+        f"Median over {len(runs)} runs' JSON (`python -m bench.report`), per size over the runs that measured "
+        "it (the runs column). Ratios are ours / the "
         "faster PostgresStore setup at that percentile (prepared, or a pool without prepared statements).",
         "",
         "| facts | runs | load average at start | ours search p50 / p95 | PostgresStore (faster) p50 / p95 "

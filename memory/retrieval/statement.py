@@ -74,7 +74,7 @@ passage_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),"""
 # matches the partial expression index of this embedding space. passage_hits is empty: the nearest
 # passages are not scanned (that second nearest-neighbour scan took half of a search's time and was
 # removed, docs/benchmarks.md); a candidate's passage is read by primary key instead. The empty CTE
-# stays so that the statement's text is the one results/latency/search_latency.md measured.
+# stays until a latency run times the statement without it (results/latency/ has the runs of this shape).
 _CANDIDATES = """
 WITH scope AS (
     -- what this namespace may read: its lineage (self and ancestors) and its subtree (demoted)
@@ -134,7 +134,7 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
        -- a fact found through its passage or by keyword has no claim similarity yet, and vice versa:
        -- read the missing one (NULL claim_sim: no vector in this space, which ranking drops)
        -- (each side's CTE read by a subquery rather than joined: the planner then has four fewer
-       -- relations to order, 0.6 ms of planning at 10k facts when a statement is not prepared)
+       -- relations to order, which is most of its planning when a statement is not prepared)
        coalesce((SELECT sim FROM claim_hits c WHERE c.id = hit.id),
                 (SELECT 1 - (x.embedding <=> %(q)s::vector) FROM beads.fact_vectors x
                   WHERE x.fact_id = hit.id AND x.embedder_id = {eid})) AS claim_sim,
@@ -154,7 +154,7 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
 {resolved_row}
   FROM hit_ids
   -- one primary-key read per candidate. Joined plainly, the planner, expecting a hundred candidates
-  -- once keyword search adds its own, read every fact of the table instead (3 ms at 10k facts).
+  -- once keyword search adds its own, read every fact of the table instead (docs/ranking.md).
   CROSS JOIN LATERAL (SELECT {hit_columns},
                               f.kind = 'directive' AND f.body ~ '[0-9]' AND f.source = 'passive_capture' AS valued
                         FROM beads.facts f

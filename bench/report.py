@@ -283,12 +283,57 @@ def median_table(runs: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+def plot(runs: list[dict[str, Any]], path: Path) -> None:
+    """Search p50 / p95 (ours and the faster PostgresStore setup) and capture p95 against the number of
+    facts, log-log, each point the median over the runs that measured that size."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    by_size: dict[int, list[dict[str, Any]]] = {}
+    for run in runs:
+        for s in run["sizes"]:
+            by_size.setdefault(s["size"], []).append(s)
+    sizes = sorted(by_size)
+
+    def series(pick: Callable[[dict[str, Any]], float]) -> list[float]:
+        return [statistics.median(pick(s) for s in by_size[size]) for size in sizes]
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, pick, style in (
+        ("ours, search p50", lambda s: s["search"]["ours"]["p50"], "o-"),
+        ("ours, search p95", lambda s: s["search"]["ours"]["p95"], "o--"),
+        ("PostgresStore, search p50", lambda s: _faster_theirs(s["search"], "p50"), "s-"),
+        ("PostgresStore, search p95", lambda s: _faster_theirs(s["search"], "p95"), "s--"),
+        ("ours, capture p95", lambda s: s["writes"]["capture_message"]["p95"], "^:"),
+    ):
+        ax.plot(sizes, series(pick), style, label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("facts in the session")
+    ax.set_ylabel("ms")
+    ax.set_title("Latency against size (median over runs)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
 def main(argv: list[str] | None = None) -> int:
-    paths = [Path(a) for a in (sys.argv[1:] if argv is None else argv)]
-    if not paths:
-        print("usage: python -m bench.report RUN.json [RUN.json ...]", file=sys.stderr)
+    args = list(sys.argv[1:] if argv is None else argv)
+    plot_path = None
+    if "--plot" in args:
+        at = args.index("--plot")
+        plot_path = Path(args[at + 1])
+        del args[at : at + 2]
+    if not args:
+        print("usage: python -m bench.report RUN.json [RUN.json ...] [--plot PNG]", file=sys.stderr)
         return 2
-    print(median_table([json.loads(p.read_text()) for p in paths]))
+    runs = [json.loads(Path(a).read_text()) for a in args]
+    print(median_table(runs))
+    if plot_path is not None:
+        plot(runs, plot_path)
     return 0
 
 

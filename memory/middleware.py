@@ -276,8 +276,9 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
     `namespace` is the default memory: a run that names its session (`context` or `configurable`
     `session_id`, see memory.scope) works in that session's root instead; with no namespace every run
     must name one. `agent_id` None acts as the resolved namespace's agent. `bind_tools=False` offers the
-    model no memory tools (remember_fact, pin_fact, recall_from_subagents, conclude_task): memory still
-    captures, corrects and recalls without them.
+    model no memory tools but what its role requires (remember_fact, pin_fact and recall_from_subagents
+    go; a sub-agent keeps conclude_task, which its run requires): memory still captures, corrects and
+    recalls without them.
     """
 
     state_schema = BeadsState
@@ -340,7 +341,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         self.skip_capture_tools = frozenset(MEMORY_TOOL_NAMES) | frozenset(skip_capture_tools)
         # capture, automatic supersession and recall need no tool call; a model too small to choose
         # tools well is better off without them (a 0.5B model called them instead of answering)
-        self.tools = memory_tools(store, self.scope, self.agent_id, role) if bind_tools else []
+        self.tools = memory_tools(store, self.scope, self.agent_id, role, optional=bind_tools)
         self._name = name
 
     @property

@@ -44,6 +44,7 @@ class SubagentOptions(TypedDict, total=False):
     max_reprompts: int
     window: int
     capture: CaptureMode
+    memory_tools: bool
 
 
 def _fallback(store: FactStore, child: Namespace, researcher: str, reason: str) -> Fact:
@@ -95,11 +96,14 @@ def run_subagent(
     max_reprompts: int = 1,
     window: int = 10,
     capture: CaptureMode = "eager",
+    memory_tools: bool = True,
 ) -> Fact:
     """Run one delegated task in a fresh child namespace; returns the summary fact in `parent`.
 
     With `capture="evict"` the sub-agent captures where context is lost: when messages leave its
-    view, and at merge (here), also when it crashes (from the last state it reached)."""
+    view, and at merge (here), also when it crashes (from the last state it reached).
+    `memory_tools=False` offers it conclude_task alone (no remember_fact), as a lane whose model is
+    offered no memory tools wants for its sub-agents too."""
     child = store.fork(parent, researcher, agent_id=researcher)
     middleware = BeadsMemoryMiddleware(
         store,
@@ -109,6 +113,7 @@ def run_subagent(
         window=window,
         acting_on_behalf_of=parent.agent_id,
         capture=capture,
+        bind_tools=memory_tools,
     )
     agent = create_agent(model, tools=list(tools), system_prompt=system_prompt, middleware=[middleware])
     messages: list[AnyMessage | dict[str, Any]] = [HumanMessage(task)]  # what the agent's input takes

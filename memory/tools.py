@@ -171,10 +171,15 @@ def memory_tools(
     where: SessionScope | Namespace | None,
     agent_id: str | None,
     role: Literal["orchestrator", "subagent"],
+    *,
+    optional: bool = True,
 ) -> list[BaseTool]:
     """The memory tools of one agent. `where` is resolved on every call (memory.scope): a namespace is
-    only the default, used when the run names no session; `agent_id` None acts as the namespace's agent."""
+    only the default, used when the run names no session; `agent_id` None acts as the namespace's agent.
+    `optional=False`: only what the agent's role requires, a sub-agent's conclude_task."""
     scope = as_scope(store, where)
+    if not optional:
+        return [_conclude_tool(store, scope, agent_id)] if role == "subagent" else []
     tools = [_remember_tool(store, scope, agent_id)]
     if role == "subagent":
         tools.append(_conclude_tool(store, scope, agent_id))

@@ -341,6 +341,25 @@ def test_a_sub_agent_concludes_into_its_parent_with_rollup_edges(store: FactStor
     assert "recall_from_subagents" in model.tool_history[0] and "conclude_task" not in model.tool_history[0]
 
 
+def test_a_lane_without_memory_tools_gives_its_sub_agents_conclude_task_alone(store: FactStore) -> None:
+    # a small model offered remember_fact called it, and answered with its description
+    model = ScriptedChatModel(
+        replies=[
+            calls(tool_call("delegate_research", task="Can Qdrant run on-prem?", researcher="researcher_q")),
+            calls(tool_call("conclude_task", summary="Qdrant can be self-hosted on-prem.")),
+            "Done.",
+            "Qdrant can be self-hosted.",
+        ]
+    )
+    agent, _ = build_beads_agent(model, store, "s", memory_tools=False)
+    run_turns(agent, "s", ["Research whether Qdrant can run on-prem."])
+    orchestrator, sub_agent = model.tool_history[0], model.tool_history[1]
+    assert "delegate_research" in orchestrator and not {"remember_fact", "pin_fact"} & set(orchestrator)
+    assert "conclude_task" in sub_agent and "remember_fact" not in sub_agent
+    [summary] = [f for f in store.session_facts("s") if f.source is Source.CONCLUDE_TASK]
+    assert summary.body == "Qdrant can be self-hosted on-prem."
+
+
 def test_siblings_cannot_read_each_other_and_recall_names_one(store: FactStore) -> None:
     root = store.root("s")
     a, b = store.fork(root, "a", "researcher_a"), store.fork(root, "b", "researcher_b")

@@ -161,7 +161,11 @@ def build_beads_agent(
     root = store.root(session_id) if session_id is not None else None
     all_tools = list(tools)
     if research:
-        all_tools.append(make_subagent_tool(store, root, model, tools, name=RESEARCH_NAME, capture=capture))
+        all_tools.append(
+            make_subagent_tool(
+                store, root, model, tools, name=RESEARCH_NAME, capture=capture, memory_tools=memory_tools
+            )
+        )
     middleware = BeadsMemoryMiddleware(
         store,
         root,

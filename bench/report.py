@@ -245,13 +245,19 @@ def _faster_theirs(search: dict[str, Any], pct: str) -> float:
     return min(search["theirs"][pct], search["theirs_unprepared"][pct])
 
 
-def median_table(runs: list[dict[str, Any]]) -> str:
-    """Per size, the median over `runs` of each figure the targets name, and each run's load average:
-    one run is inside this machine's noise, the median of several is what a page quotes."""
+def _by_size(runs: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """Each size's measurements, from every run that measured it."""
     by_size: dict[int, list[dict[str, Any]]] = {}
     for run in runs:
         for s in run["sizes"]:
             by_size.setdefault(s["size"], []).append(s)
+    return by_size
+
+
+def median_table(runs: list[dict[str, Any]]) -> str:
+    """Per size, the median over `runs` of each figure the targets name, and each run's load average:
+    one run is inside this machine's noise, the median of several is what a page quotes."""
+    by_size = _by_size(runs)
 
     def med(values: list[float]) -> str:
         return f"{statistics.median(values):.2f}"
@@ -291,10 +297,7 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    by_size: dict[int, list[dict[str, Any]]] = {}
-    for run in runs:
-        for s in run["sizes"]:
-            by_size.setdefault(s["size"], []).append(s)
+    by_size = _by_size(runs)
     sizes = sorted(by_size)
 
     def series(pick: Callable[[dict[str, Any]], float]) -> list[float]:

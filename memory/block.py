@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.corrections import says_one_thing
+from memory.corrections import same_words, says_one_thing
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, SearchResult
 from memory.pins import PinnedFact
 from memory.retrieval import RESTATES_FLAG
@@ -126,11 +126,6 @@ def hit_line(
 _OUTDATED_BY = re.compile(r"possibly outdated: ([0-9a-f]{8}) is newer")
 _RESTATES = re.compile(re.escape(RESTATES_FLAG) + r" ([0-9a-f]{8})")
 _ECHO_OF = re.compile(re.escape(NOT_THE_USERS) + r": conflicts with the user's fact ([0-9a-f]{8})")
-
-
-def same_words(text: str) -> str:
-    """What makes two lines identical to a reader: their words, case and punctuation aside."""
-    return " ".join(re.findall(r"\w+", text.casefold()))
 
 
 def fold(hits: Sequence[Hit]) -> tuple[list[Hit], dict[uuid.UUID, list[Fact]], list[tuple[str, str]]]:

@@ -45,28 +45,23 @@ def capture_said(
     if by == "tool" and is_failure_notice(text):
         return CaptureResult(facts=(), written=0)  # an outage is not memory
     if by == "tool":
+        # a tool result is nobody's instruction
+        nobodys: ProvenanceArgs = {**provenance, "acting_on_behalf_of": None}
         return store.capture_message(
-            ns,
-            text[:MAX_TOOL_RESULT_CHARS],
-            source=Source.TOOL_RESULT,
-            source_key=source_key,
-            **_on_behalf_of(None, provenance),  # a tool result is nobody's instruction
+            ns, text[:MAX_TOOL_RESULT_CHARS], source=Source.TOOL_RESULT, source_key=source_key, **nobodys
         )
     return store.capture_message(
         ns,
         text,
         source=Source.DELEGATION if by == "delegation" else Source.PASSIVE_CAPTURE,
         source_key=source_key,
-        **_on_behalf_of("user", provenance, default=True),
+        **_for_the_user(provenance),
     )
 
 
-def _on_behalf_of(whom: str | None, provenance: ProvenanceArgs, *, default: bool = False) -> ProvenanceArgs:
-    """`provenance` acting on `whom`'s behalf (only where it names no one else, with `default`)."""
-    said: ProvenanceArgs = {**provenance}
-    if not default or "acting_on_behalf_of" not in said:
-        said["acting_on_behalf_of"] = whom
-    return said
+def _for_the_user(provenance: ProvenanceArgs) -> ProvenanceArgs:
+    """`provenance`, acting on the user's behalf unless it names someone (or no one) else."""
+    return {"acting_on_behalf_of": "user", **provenance}
 
 
 def answer_key(thread_id: str | None, asked: str | None) -> str:
@@ -97,7 +92,7 @@ def capture_answer(
         kind=Kind.CONCLUSION,
         source=Source.PASSIVE_CAPTURE,
         source_key=key,
-        **_on_behalf_of("user", provenance, default=True),
+        **_for_the_user(provenance),
     )
 
 

@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 import re
 
+from memory.corrections import same_words
+
 __all__ = [
     "OPEN_TAG",
     "is_bare_name",
@@ -125,7 +127,6 @@ def without_lead_in(text: str) -> str:
     return rest or text
 
 
-_WORD = re.compile(r"\w+")
 # the share of an answer's words found in one tool result for the answer to be that result said back
 _REPEATED_SHARE = 0.8
 
@@ -134,9 +135,8 @@ def repeats(answer: str, said: str) -> bool:
     """True when `answer` is `said` said back: nearly all of its words are `said`'s. A final answer
     that repeats a tool's result (memory's own notices, a sub-agent's summary already rolled up, a
     page already captured) is no new conclusion."""
-    words = _WORD.findall(answer.casefold())
+    words = same_words(answer).split()
     if not words:
         return False
-    theirs = set(_WORD.findall(said.casefold()))
+    theirs = set(same_words(said).split())
     return sum(w in theirs for w in words) >= _REPEATED_SHARE * len(words)
-

@@ -46,7 +46,7 @@ from memory.corrections.claims import asks, looks_like_code, says_one_thing
 from memory.corrections.cues import is_strong_cue
 from memory.corrections.stated_values import Value, names_a_value, values
 from memory.corrections.verdicts import Verdict, judge, states_something
-from memory.corrections.vocabulary import word_count
+from memory.corrections.vocabulary import same_words, word_count
 
 __all__ = [
     "Value",
@@ -59,6 +59,7 @@ __all__ = [
     "names_a_value",
     "restates",
     "same_slot",
+    "same_words",
     "says_one_thing",
     "states_something",
     "values",

@@ -40,7 +40,7 @@ from memory.corrections.stated_values import (
     worded,
 )
 from memory.corrections.subjects import other_person, periods_differ, qualifier_conflict, subjects_differ
-from memory.corrections.vocabulary import CUES, STOP, WORD, outside, stem
+from memory.corrections.vocabulary import CUES, STOP, WORD, outside, same_words, stem
 
 
 # ranking compares every pair of a block's claims (memory.slots): what one claim's analysis yields is
@@ -278,8 +278,8 @@ def restates(old: str, new: str) -> bool:
     of a user's claim, a sub-agent's conclusion, the user's second mention of it, a question that
     names its value: an echo, not a second witness (memory.restatements). Told as history or as a
     wish, or with the value in another person's clause, it restates nothing."""
-    if _same_words(old) == _same_words(new):
-        return bool(_same_words(old))
+    if same_words(old) == same_words(new):
+        return bool(same_words(old))
     if looks_like_code(old) or looks_like_code(new):
         return False
     o, n = parse(old), parse(new)
@@ -318,7 +318,3 @@ def _gives_another_value(o: Claim, n: Claim) -> bool:
             return True
     return False
 
-
-@functools.lru_cache(maxsize=16384)
-def _same_words(text: str) -> str:
-    return " ".join(re.findall(r"\w+", text.casefold()))

@@ -10,6 +10,7 @@ that name a thing, and on nothing else.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -19,6 +20,12 @@ def word_set(spec: str) -> frozenset[str]:
 
 
 WORD = re.compile(r"[A-Za-z][A-Za-z0-9'’+#.-]*[A-Za-z0-9+#]|[A-Za-z]")
+
+
+@functools.lru_cache(maxsize=16384)
+def same_words(text: str) -> str:
+    """What makes two texts the same words to a reader: their words, case and punctuation aside."""
+    return " ".join(re.findall(r"\w+", text.casefold()))
 
 
 def word_count(text: str) -> int:

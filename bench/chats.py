@@ -45,7 +45,9 @@ TURN_TIMEOUT_SECONDS = 1_200.0
 
 Reading = Literal["current", "stale", "both", "neither", "no_answer"]
 _OLDER_MARK = "(an older line"  # memory.block's tag for a line a later one on its slot disagrees with
-_EARLIER = " | earlier ("  # memory.block: where the older values folded into a line begin
+# where the older values folded into a line began, in blocks recorded before the block stopped
+# showing their words (the committed rows of results/chats hold such blocks)
+_EARLIER = " | earlier ("
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,11 +7,14 @@ is a cap derived from the budget, not a constant. Selection stops at the relevan
 model reads what it was said about.
 
 The block is written for the weakest model that reads it. Every line says when it was said. A claim
-that ranking found outdated by a newer one on the same slot (memory.slots) is folded into that line
-as "earlier (date): ...", never shown as a plain line of its own; the agent's restatement of a value
-the user's own claim contradicts is left out (an echo is not evidence); identical lines appear once;
-a tool's or web page's line is always marked as such. The header states the rule the reader should
-follow instead of calling every line current.
+that ranking found outdated by a newer one on the same slot (memory.slots) is folded into that line,
+which says it replaces an earlier value, and its words are not shown: a small model answers with
+whichever line is worded most like the question, and the question is usually worded like the old
+claim, so any line that still shows the old value, however it is tagged, is read as the answer about
+half the time (results/block-reader). The folded claim stays in the search's account, with the line
+it went into. The agent's restatement of a value the user's own claim contradicts is left out (an
+echo is not evidence); identical lines appear once; a tool's or web page's line is always marked as
+such. The header states the rule the reader should follow instead of calling every line current.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.corrections import same_words, says_one_thing
+from memory.corrections import judge, same_words, says_one_thing
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, SearchResult
 from memory.pins import PinnedFact
 from memory.retrieval import RESTATES_FLAG
@@ -32,9 +35,6 @@ from memory.tokens import count_cached, count_tokens
 
 # one claim is short; a long conclusion is clipped so the block stays bounded whatever was stored
 MAX_FACT_CHARS = 320
-
-# an earlier value folded into a line is clipped shorter: it says what changed, not all it said
-MAX_EARLIER_CHARS = 120
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,31 +96,31 @@ def hit_line(
     body: str | None = None,
     max_chars: int = MAX_FACT_CHARS,
 ) -> str:
-    """One retrieved fact as the model reads it: when it was said, its text, what it is if not plainly
-    the user's, and the older values on its slot that ranking folded into it (`earlier`, newest
-    first). `passage`: the excerpt of its message shown with it; `body`: the whole message, shown
-    instead of the claim cut from it."""
-    older = list(earlier)
+    """One retrieved fact as the model reads it: when it was said, its text, and what it is if not
+    plainly the user's. With older values on its slot folded into it (`earlier`), or as a linked
+    correction, it says it replaces an earlier value, without the earlier words. `passage`: the
+    excerpt of its message shown with it; `body`: the whole message, shown instead of the claim cut
+    from it."""
     note = ""
+    replaces = " (updated: replaces an earlier value)"
     if hit.resolved_from is not None:
         # a linked correction: the value it replaced is history, not shown beside the current one
-        note = " (updated: replaces an earlier value)"
+        note = replaces
     elif hit.fact.source in UNTRUSTED_SOURCES:
         note = " (from a tool result or web page, not the user's words)"
+    elif earlier:  # what ranking folded into it: the same, with no link stored
+        note = replaces
     elif shown_as_outdated(hit):
         note = " (an older line: a later one on this disagrees)"
     elif hit.demoted:
         note = f" (from sub-agent {hit.fact.agent_id})"
     context = f' (in: "{passage}")' if passage else ""
-    folded = "".join(
-        f" | earlier ({said_when(f.valid_from, now)}): {clip(f.body, MAX_EARLIER_CHARS)}" for f in older
-    )
     when = said_when(hit.fact.valid_from, now)
     sid = f"[{hit.fact.short_id}] " if style.ids else ""
     speaker = hit.fact.metadata.get("speaker") if style.speakers else None
     who = f"{speaker}: " if isinstance(speaker, str) and speaker else ""
     text = clip(hit.fact.body if body is None else body, max_chars)
-    return f"- {sid}({when}) {who}{text}{note}{context}{folded}"
+    return f"- {sid}({when}) {who}{text}{note}{context}"
 
 
 _OUTDATED_BY = re.compile(r"possibly outdated: ([0-9a-f]{8}) is newer")
@@ -150,16 +150,21 @@ def fold(hits: Sequence[Hit]) -> tuple[list[Hit], dict[uuid.UUID, list[Fact]], l
         if said is not None and said != sid and hit.resolved_from is None and says_one_thing(hit.fact.body):
             gone.append((sid, f"it restates {said}, shown"))
             continue
-        # folded only where the pair is plain: two claims that each say one thing. Two long messages
-        # that ranking reads as one slot are often two things ("Sprint 2 is due April 20" / "the first
-        # sprint is due April 5"): folding one into the other, clipped, would lose it; each keeps its
-        # own line, the older one tagged.
+        # folded only where the pair is plain: two claims that each say one thing, and the rules read
+        # the newer as a correction of the older (capture's judge, less its demand that a correction be
+        # said outright: nothing is stored). A folded claim's words leave the block, so ranking's looser
+        # one-slot reading is not enough: "Just for this month we meet the second Tuesday" beside "the
+        # book club meets the first Thursday" is one slot to it, and folding it would hide the fact that
+        # still holds. Two long messages that ranking reads as one slot are often two things ("Sprint 2
+        # is due April 20" / "the first sprint is due April 5"). Those pairs keep a line each, the older
+        # one tagged.
         if (
             newer
             and newer.group(1) in shown
             and newer.group(1) != sid
             and says_one_thing(hit.fact.body)
             and says_one_thing(shown[newer.group(1)].fact.body)
+            and judge(hit.fact.body, shown[newer.group(1)].fact.body).supersedes
         ):
             head = shown[newer.group(1)]
             earlier.setdefault(head.fact.id, []).append(hit.fact)

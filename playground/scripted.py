@@ -45,11 +45,10 @@ _QUESTION_START = re.compile(
 _CORRECTION = re.compile(
     r"^\s*(correction|actually|update|to correct|scratch that)\b[\s,:;-]*", re.IGNORECASE
 )
-# "- [id] (when) text (note)", maybe with " | earlier (when): ..." folded in: the careful reader quotes
-# the text alone, not the date nor the older values
+# "- [id] (when) text (note)": the careful reader quotes the text alone, not the date nor the note
 _MEMORY_LINE = re.compile(
     r"^- \[([0-9a-f]{8})\] (?:\((?:today \d\d:\d\d|yesterday|\d+ days ago|\d{1,2} \w{3} \d{4})\) )?"
-    r"(.*?)(?: \((?:updated|from sub-agent|from a tool result|an older line)[^)]*\))?(?: \| earlier \(.*)?$"
+    r"(.*?)(?: \((?:updated|from sub-agent|from a tool result|an older line)[^)]*\))?$"
 )
 
 ACK = "Noted, I will keep that in mind."

@@ -1,4 +1,5 @@
-"""The block as a small model reads it: dates on every line, older values folded into the newer one,
+"""The block as a small model reads it: dates on every line, older values folded into the newer one
+(which says so, without the older words),
 the agent's stale echoes left out, identical lines once, tool lines marked, no failure notices."""
 
 from __future__ import annotations
@@ -69,11 +70,31 @@ def test_a_slipped_deadline_and_its_echoes_read_as_one_current_line(store: FactS
     lines = block.splitlines()[2:]
     topical = [ln for ln in lines if "deadline" in ln]
     assert "April 2" in topical[0] and "(22 Nov 2026)" in topical[0]
-    # the stale value appears only folded into the current line as its earlier value
-    plain_stale = [ln for ln in lines if "March 14" in ln.split(" | earlier")[0]]
-    assert plain_stale == [], block
-    assert " | earlier (20 Nov 2026): The launch deadline for the mobile app is March 14." in topical[0]
+    # the stale value is folded into the current line, which says it replaces an earlier value; its
+    # words are not shown at all (a small model answers with them whatever tag they carry)
+    assert "March 14" not in block, block
+    assert topical[0].endswith("(updated: replaces an earlier value)"), block
     assert len(topical) == 1, block
+
+
+def test_a_look_alike_that_ranking_reads_as_the_same_slot_keeps_the_fact_in_view(store: FactStore) -> None:
+    # ranking orders the two as one slot (paint), but the rules read no correction (another room):
+    # folding would take the words of the fact that still holds out of the block, so both keep a
+    # line, the older tagged
+    hits = hits_for(
+        store,
+        "look-alike",
+        [
+            ("The living room walls are painted Agreeable Gray.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
+            ("Just finished painting the bedroom Sea Salt.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 1),
+        ],
+    )
+    ordered = order_same_slot(hits)
+    assert any(f.startswith("possibly outdated") for h in ordered for f in h.flags)
+    kept, earlier, _ = fold(ordered)
+    assert len(kept) == 2 and not earlier
+    block = render_block(SearchResult(tuple(ordered), "What color is the living room?", False, 0.9))
+    assert "Agreeable Gray" in block and "replaces an earlier value" not in block
 
 
 def test_identical_lines_appear_once_and_tool_lines_are_marked(store: FactStore) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -259,11 +259,9 @@ def pack_hits(
     title: str,
     lines: Iterable[tuple[Hit, str, int]],
     first_priority: int = 0,
-    earlier: Mapping[uuid.UUID, Sequence[Fact]] | None = None,
 ) -> list[WindowItem]:
-    """The ranked facts' lines (hit, line, tokens) packed under `title` while they fit, as items; the
-    older values folded into a line (`earlier`, by fact id) are items of that line, marked outdated
-    (the line says "earlier (date): ...")."""
+    """The ranked facts' lines (hit, line, tokens) packed under `title` while they fit, as items (an
+    older value folded into a line is not shown, so it is no item)."""
     section = packer.section(title)
     items: list[WindowItem] = []
     for hit, line, tokens in lines:
@@ -279,10 +277,6 @@ def pack_hits(
                     marked_outdated=shown_as_outdated(hit),
                 )
             )
-            for older in (earlier or {}).get(hit.fact.id, ()):
-                items.append(
-                    WindowItem(older.message_id or "", priority, fact_id=older.short_id, marked_outdated=True)
-                )
     return items
 
 

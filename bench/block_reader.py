@@ -24,7 +24,9 @@ linked or folded correction). Look-alikes are left as they are.
 
 The reply names the current value, the stale one (for a look-alike: the look-alike's value), both or
 neither; a value is found in the reply with case, "$" and thousands separators ignored. Greedy decoding
-with a fixed seed: one run says what it says, and two lanes differ only by what memory showed.
+with a fixed seed, so two lanes differ only by what memory showed; llama.cpp is still not bit-for-bit
+reproducible across runs on these cores (a few replies in 60 differ with the same block), so a cell
+that moves by one or two is inside the noise.
 """
 
 from __future__ import annotations

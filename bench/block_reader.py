@@ -48,8 +48,9 @@ from langgraph.store.postgres import PostgresStore
 from psycopg.rows import dict_row
 
 from bench.eval.loaders import SEQUENCE_START, SEQUENCE_STEP
+from bench.eval.reader import offline_reader
 from bench.eval.supersession_pairs import read_jsonl
-from bench.fresh_thread import SEQUENCES
+from bench.fresh_thread import SEQUENCES, capture_sequence, put_sequence
 from bench.scratch import scratch_database
 from memory.assembler import Budgets
 from memory.block import LineStyle, TierSettings
@@ -84,17 +85,10 @@ def reading(reply: str, row: dict[str, Any]) -> str:
     return "current" if current else "stale" if wrong else "neither"
 
 
-def capture(store: FactStore, row: dict[str, Any]) -> Any:
-    ns = store.root(f"read-{row['id']}")
-    for i, message in enumerate(row["messages"], 1):
-        store.capture_message(ns, message, message_id=f"m{i}", valid_from=SEQUENCE_START + i * SEQUENCE_STEP)
-    store.index_pending()
-    return ns
-
-
 def our_block(store: FactStore, row: dict[str, Any], system: str) -> str:
     """The block our middleware injects for the question (the lane's defaults, no memory tools)."""
-    ns = capture(store, row)
+    ns = store.root(f"read-{row['id']}")
+    capture_sequence(store, ns, row)
     question = HumanMessage(row["question"])
     [fixed] = count_cached([system])
     now = SEQUENCE_START + (len(row["messages"]) + 1) * SEQUENCE_STEP
@@ -149,10 +143,7 @@ def oracle_block(block: str, row: dict[str, Any], form: str) -> str:
 
 
 def stock_block(docs: PostgresStore, row: dict[str, Any], k: int) -> str:
-    namespace = ("sequences", row["id"])
-    for i, message in enumerate(row["messages"], 1):
-        docs.put(namespace, f"m{i}", {"content": message})
-    items = docs.search(namespace, query=row["question"], limit=k)
+    items = docs.search(put_sequence(docs, row), query=row["question"], limit=k)
     return "\n".join([STOCK_HEADER, *(f"- {item.value['content']}" for item in items)])
 
 
@@ -181,14 +172,6 @@ def summary(rows: Sequence[dict[str, Any]], title: str, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def local_reader(model: LocalModelName) -> BaseChatModel:
-    from playground.models.local import LocalChatModel
-    from playground.models.settings import ModelSettings
-
-    settings = ModelSettings(model_backend="local", local_model=model, local_num_ctx=4096)
-    return LocalChatModel(settings=settings, temperature=0.0, seed=0, max_tokens=80)
-
-
 MODELS: dict[str, LocalModelName] = {"local": "qwen2.5-coder-0.5b", "local-1.5b": "qwen2.5-coder-1.5b"}
 
 
@@ -208,7 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     sequences = read_jsonl(args.sequences)[: args.limit]
-    model = local_reader(MODELS[args.model])
+    # the harness's reader, with room for a reply of a sentence or two
+    model = offline_reader([Budgets().retrieved or 0], model=MODELS[args.model], max_tokens=80)
     ours_system, stock_system = beads_prompt(memory_tools=False), CORE_SYSTEM_PROMPT
     url = scratch_database("beads-block-reader-", "block_reader")
     rows: list[dict[str, Any]] = []

@@ -45,7 +45,7 @@ from bench.scratch import scratch_database
 from memory.block import shown_as_outdated
 from memory.connection import open_pool
 from memory.embedders.select import embedder_from_name
-from memory.model import Status
+from memory.model import Namespace, Status
 from memory.store import FactStore
 
 SEQUENCES = DATA_DIR / "sequences_blind.jsonl"
@@ -70,19 +70,30 @@ def judge(row: dict[str, Any], shown: Shown) -> dict[str, bool]:
     return {"fact_first": first, "fact_lost": not any(holds(t, current) and not f for t, f in shown)}
 
 
-def ours(store: FactStore, row: dict[str, Any], k: int) -> Shown:
-    ns = store.root(f"seq-{row['id']}-{int(store.auto_supersede)}")
+def capture_sequence(store: FactStore, ns: Namespace, row: dict[str, Any]) -> None:
+    """A sequence's messages into `ns` as passive capture stores them, an hour apart, indexed."""
     for i, message in enumerate(row["messages"], 1):
         store.capture_message(ns, message, message_id=f"m{i}", valid_from=SEQUENCE_START + i * SEQUENCE_STEP)
     store.index_pending()
+
+
+def put_sequence(docs: PostgresStore, row: dict[str, Any]) -> tuple[str, str]:
+    """A sequence's messages as the stock store's documents, one per message; their namespace."""
+    namespace = ("sequences", row["id"])
+    for i, message in enumerate(row["messages"], 1):
+        docs.put(namespace, f"m{i}", {"content": message})
+    return namespace
+
+
+def ours(store: FactStore, row: dict[str, Any], k: int) -> Shown:
+    ns = store.root(f"seq-{row['id']}-{int(store.auto_supersede)}")
+    capture_sequence(store, ns, row)
     hits = store.search(ns, row["question"], k=k).hits
     return [(h.fact.body, shown_as_outdated(h) or h.fact.status is not Status.ACTIVE) for h in hits]
 
 
 def stock(store: PostgresStore, row: dict[str, Any], k: int) -> Shown:
-    namespace = ("sequences", row["id"])
-    for i, message in enumerate(row["messages"], 1):
-        store.put(namespace, f"m{i}", {"content": message})
+    namespace = put_sequence(store, row)
     return [
         (str(item.value["content"]), False)
         for item in store.search(namespace, query=row["question"], limit=k)

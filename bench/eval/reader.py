@@ -13,12 +13,15 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from bench.eval.conversation import Question
+
+if TYPE_CHECKING:
+    from playground.models.settings import LocalModelName
 
 OFFLINE = "offline"
 #: how reports name the offline reader: say what it is, so nobody reads its figures as a strong model's
@@ -82,13 +85,18 @@ def offline_context(budgets: Sequence[int]) -> int:
     return max(4096, -(-needed // 512) * 512)
 
 
-def offline_reader(budgets: Sequence[int]) -> BaseChatModel:
-    """The bundled offline model, greedy and seeded, with room for the largest window."""
+def offline_reader(
+    budgets: Sequence[int], *, model: LocalModelName | None = None, max_tokens: int = READER_MAX_TOKENS
+) -> BaseChatModel:
+    """The bundled offline model (`model`, else the one ``BEADS_LOCAL_MODEL`` names), greedy and seeded,
+    with room for the largest window."""
     from playground.models.local import LocalChatModel
     from playground.models.settings import ModelSettings
 
     settings = ModelSettings(model_backend="local", local_num_ctx=offline_context(budgets))
-    return LocalChatModel(settings=settings, temperature=0.0, seed=0, max_tokens=READER_MAX_TOKENS)
+    if model is not None:
+        settings = settings.model_copy(update={"local_model": model})
+    return LocalChatModel(settings=settings, temperature=0.0, seed=0, max_tokens=max_tokens)
 
 
 def offline_name() -> str:

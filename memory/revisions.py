@@ -9,6 +9,7 @@ memory.supersession's; this module writes what they, an agent or a person decide
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
@@ -25,7 +26,7 @@ from memory.errors import (
     SupersedeRefusedError,
     UntrustedWriteError,
 )
-from memory.facts import FACT_COLUMNS, get_fact, lock_facts
+from memory.facts import FACT_COLUMNS, fact_columns, get_fact, lock_facts
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Status
 from memory.prepared import worth_preparing
 
@@ -241,16 +242,30 @@ def retire_echo(
 
 
 def propose(
-    conn: psycopg.Connection[DictRow], new_id: uuid.UUID, old_id: uuid.UUID, session_id: str, reason: str
-) -> bool:
-    """Record that `new_id` may replace `old_id` (a rule of memory.supersession.PROPOSING_RULES said so), for a person to
-    settle; True when the proposal is new."""
-    row = conn.execute(
-        "INSERT INTO beads.edges (src, relation, dst, session_id, automatic, reason)"
-        " VALUES (%s, 'may_supersede', %s, %s, true, %s) ON CONFLICT DO NOTHING RETURNING src",
-        (new_id, old_id, session_id, reason),
-    ).fetchone()
-    return row is not None
+    conn: psycopg.Connection[DictRow],
+    session_id: str,
+    pairs: Sequence[tuple[uuid.UUID, uuid.UUID, str]],
+) -> dict[tuple[uuid.UUID, uuid.UUID], Fact]:
+    """Record that each `(new_id, old_id, reason)` of `pairs` may be a replacement (a rule of
+    memory.supersession.PROPOSING_RULES said so), for a person to settle. Returns the proposals
+    that are new, each with the fact it would replace. One statement, however many pairs: capture
+    proposes a few a message between long ones, and each used to cost two round trips."""
+    if not pairs:
+        return {}
+    rows = conn.execute(
+        f"""
+        WITH new AS (
+            INSERT INTO beads.edges (src, relation, dst, session_id, automatic, reason)
+            SELECT p.src, 'may_supersede', p.dst, %s, true, p.reason
+              FROM unnest(%s::uuid[], %s::uuid[], %s::text[]) AS p(src, dst, reason)
+            ON CONFLICT DO NOTHING
+            RETURNING src, dst)
+        SELECT new.src AS proposed_by, {fact_columns("f")}
+          FROM new JOIN beads.facts f ON f.id = new.dst
+        """,
+        (session_id, [p[0] for p in pairs], [p[1] for p in pairs], [p[2] for p in pairs]),
+    ).fetchall()
+    return {(r["proposed_by"], r["id"]): Fact.from_row(r) for r in rows}
 
 
 def settle_proposal(

@@ -27,7 +27,6 @@ import psycopg
 from psycopg.rows import DictRow
 
 from memory import corrections, earlier_claims, revisions
-from memory import facts as fact_sql
 from memory.errors import BeadsMemoryError
 from memory.facts import NewFact
 from memory.model import AutoSupersession, Fact, Kind, Namespace, Source
@@ -105,6 +104,8 @@ def apply(
     short_similarity = min_similarity if short_similarity is None else min(short_similarity, min_similarity)
     done: list[AutoSupersession] = []
     new_heads: dict[uuid.UUID, uuid.UUID] = {}
+    # written together once every fact is judged: one statement for all of a capture's proposals
+    to_propose: list[tuple[Fact, uuid.UUID, str]] = []
     for fact in new_facts:
         if fact.id not in nearest or not may_correct(fact):
             continue
@@ -118,11 +119,7 @@ def apply(
             verdict, close_enough = accepted
             said = (messages or {}).get(fact.id, fact.body)
             if rule_of(verdict.reason, row.message, said) in PROPOSING_RULES:
-                if revisions.propose(conn, fact.id, row.id, ns.session_id, verdict.reason):
-                    old_fact = fact_sql.get_fact(conn, row.id)
-                    done.append(
-                        AutoSupersession(new=fact, old=old_fact, reason=verdict.reason, proposed=True)
-                    )
+                to_propose.append((fact, row.id, verdict.reason))
                 continue
             try:
                 superseded = revisions.supersede_with_echoes(
@@ -140,6 +137,14 @@ def apply(
             # two earlier claims, each judged, each replaced
             done.append(AutoSupersession(new=fact, old=superseded.old, reason=verdict.reason))
             _moved(new_heads, (superseded.old.id, *superseded.echoes), fact.id)
+    proposed = revisions.propose(
+        conn, ns.session_id, [(new.id, old_id, why) for new, old_id, why in to_propose]
+    )
+    done.extend(
+        AutoSupersession(new=new, old=proposed[new.id, old_id], reason=why, proposed=True)
+        for new, old_id, why in to_propose
+        if (new.id, old_id) in proposed
+    )
     return Applied(done, new_heads)
 
 

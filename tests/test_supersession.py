@@ -379,3 +379,32 @@ def test_what_a_capture_retired_ends_at_the_head_that_retired_it_last() -> None:
     assert heads == {old: first, echo: first}
     _moved(heads, (first,), second)
     assert heads == {old: second, echo: second, first: second}
+
+
+def test_a_message_that_proposes_several_replacements_proposes_each_once(
+    store: FactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a capture writes all its proposals in one statement: each comes back with the fact it would replace
+    from memory import supersession
+
+    monkeypatch.setattr(supersession, "PROPOSING_RULES", frozenset({"strong cue, short messages"}))
+    root = store.root("p2")
+    [budget] = store.capture_message(
+        root, "Our budget is $100k per year.", message_id="m1", valid_from=at(0)
+    ).facts
+    [team] = store.capture_message(root, "Our team is 6 engineers.", message_id="m2", valid_from=at(1)).facts
+    both = store.capture_message(
+        root,
+        "Correction: our budget is $120k per year. Correction: our team is 8 engineers.",
+        message_id="m3",
+        valid_from=at(2),
+    )
+    assert both.superseded == ()
+    assert sorted((p.old.id, p.old.body) for p in both.proposed) == sorted(
+        [(budget.id, budget.body), (team.id, team.body)]
+    )
+    assert {(row["dst"], row["old_body"]) for row in store.proposals("p2")} == {
+        (budget.id, budget.body),
+        (team.id, team.body),
+    }
+    assert store.get(budget.id).status is Status.ACTIVE and store.get(team.id).status is Status.ACTIVE

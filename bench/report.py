@@ -330,8 +330,12 @@ def main(argv: list[str] | None = None) -> int:
         at = args.index("--plot")
         plot_path = Path(args[at + 1])
         del args[at : at + 2]
+    usage = "usage: python -m bench.report RUN.json [RUN.json ...] [--plot PNG]"
+    if {"-h", "--help"} & set(args):
+        print(usage)
+        return 0
     if not args:
-        print("usage: python -m bench.report RUN.json [RUN.json ...] [--plot PNG]", file=sys.stderr)
+        print(usage, file=sys.stderr)
         return 2
     runs = [json.loads(Path(a).read_text()) for a in args]
     print(median_table(runs))

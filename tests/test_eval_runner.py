@@ -23,6 +23,7 @@ from bench.eval.runner import (
     write_run_info,
     write_snapshot,
 )
+from memory.block import TierSettings
 from memory.retrieval import SearchOptions
 
 LOCOMO_QUESTIONS, BEAM_QUESTIONS = 8, 7
@@ -187,8 +188,13 @@ def test_search_options_changed_from_text() -> None:
     assert changed_options(changed, "per_message=None").per_message is None
     # an option set to None reads a number back
     assert changed_options(changed_options(changed, "per_message=None"), "per_message=2").per_message == 2
-    with pytest.raises(ValueError, match="unknown search option"):
+    with pytest.raises(ValueError, match="unknown SearchOptions option"):
         changed_options(SearchOptions(), "nonsense=1")
+    # the block's settings too, their simple fields only
+    tier = changed_options(TierSettings(), "merge_claims=False,line_tokens=20")
+    assert (tier.merge_claims, tier.line_tokens) == (False, 20)
+    with pytest.raises(ValueError, match="unknown TierSettings option 'style'"):
+        changed_options(TierSettings(), "style=x")
 
 
 def test_compare_pairs_two_runs_question_by_question(tmp_path: Path) -> None:

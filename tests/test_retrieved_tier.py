@@ -142,6 +142,56 @@ def test_one_message_does_not_fill_the_block_with_its_claims() -> None:
         SearchOptions(per_message=0)
 
 
+def test_a_question_that_names_a_speaker_ranks_their_own_facts_first() -> None:
+    def said(score: float, name: str, speaker: str) -> dict[str, Any]:
+        return {**candidate(score, name), "head_metadata": {"speaker": speaker}}
+
+    # Ben says Ana's name to her; Ana says what she does herself, a little further from the query
+    rows = [said(0.62, "ben", "Ben"), said(0.55, "ana", "Ana"), said(0.50, "other", "Ben")]
+    options = SearchOptions(k=3, keyword=False, speaker_boost=0.2)
+    assert [c["md5"] for c in rank(rows, options, "What does Ana do to relax?").chosen] == [
+        "ana",
+        "ben",
+        "other",
+    ]
+    # no speaker named, or the boost off: the closeness alone
+    assert next(c["md5"] for c in rank(rows, options, "What does anyone do to relax?").chosen) == "ben"
+    off = SearchOptions(k=3, keyword=False, speaker_boost=0.0)
+    assert next(c["md5"] for c in rank(rows, off, "What does Ana do to relax?").chosen) == "ben"
+    # the floor reads the closeness, not the boost: a fact under it stays out whoever said it
+    low = [said(0.62, "ben", "Ben"), said(0.15, "ana", "Ana")]
+    floor = SearchOptions(k=3, keyword=False, speaker_boost=0.2, relevance_floor=0.2)
+    assert [c["md5"] for c in rank(low, floor, "What does Ana do?").chosen] == ["ben"]
+
+
+def test_claims_of_one_message_in_a_block_share_its_line(store: FactStore) -> None:
+    root = store.root("s")
+    store.capture_message(
+        root,
+        "Our budget for item 1 is $10k. The weather was grey all week. Our budget for item 2 is $20k.",
+        message_id="both",
+    )
+    model = ScriptedChatModel(replies=["ok"])
+    middleware = BeadsMemoryMiddleware(
+        store, root, retrieved_tokens=400, tier=TierSettings(merge_claims=True)
+    )
+    [event] = injection_events(create_agent(model, tools=[], middleware=[middleware]), ASK)
+    block = system_text(model.prompts[0])
+    # one line, one date: the two claims in the order they were said, the claim between them left out
+    [line] = [x for x in block.splitlines() if "item 1" in x]
+    assert "Our budget for item 1 is $10k. … Our budget for item 2 is $20k." in line
+    assert sum("budget for item" in x for x in block.splitlines()) == 1
+    merged = [sid for sid, reason in event["dropped"] if "line of a better-ranked claim" in reason]
+    assert len(merged) == 1
+    # off: a line each
+    model = ScriptedChatModel(replies=["ok"])
+    middleware = BeadsMemoryMiddleware(
+        store, root, retrieved_tokens=400, tier=TierSettings(merge_claims=False)
+    )
+    injection_events(create_agent(model, tools=[], middleware=[middleware]), ASK)
+    assert sum("budget for item" in x for x in system_text(model.prompts[0]).splitlines()) == 2
+
+
 # -- thin claims ----------------------------------------------------------------------------------
 
 
@@ -190,11 +240,14 @@ def test_a_thin_claim_brings_its_passage_within_the_budget(store: FactStore) -> 
     tight, _ = event(tier=tier, retrieved_tokens=small)
     assert 0 < retrieved_tier(tight)["tokens"] <= small
     assert "We moved the launch." not in {f["text"] for f in tight["facts"]}
-    # off (thin_tokens=0, the default): claims alone
-    plain, _ = event(retrieved_tokens=400)
+    # off (thin_tokens=0, the default): claims alone, a line each where they are not merged
+    plain, _ = event(retrieved_tokens=400, tier=TierSettings(merge_claims=False))
     assert all(f["passage"] is None for f in plain["facts"]) and "Friday." in {
         f["text"] for f in plain["facts"]
     }
+    # and with merge_claims the message's two claims share one line
+    merged, text = event(retrieved_tokens=400, tier=TierSettings(merge_claims=True))
+    assert "We moved the launch. … Friday." in text and "Friday." not in {f["text"] for f in merged["facts"]}
 
 
 # -- the beads arm is the middleware --------------------------------------------------------------

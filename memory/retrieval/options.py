@@ -37,6 +37,13 @@ class SearchOptions:
     # (None: no such limit). 2 was chosen among 1, 2 and 3 on the harness's tune conversations: it
     # gained BEAM a few points over no limit and moved nothing on LoCoMo (results/tuning/README.md)
     per_message: int | None = 2
+    # where a session records speakers (a group chat) and the query names one of them ("what does
+    # Melanie do to destress?"), that speaker's own facts gain this much similarity in the ordering
+    # (not in the relevance the floor checks): what a person says of themselves answers a question
+    # about them more often than what others say to them by name. Off: on the harness's held-out
+    # LoCoMo conversations 0.2 found more evidence (+2.0 points at 1,200 tokens) but carried no more
+    # answer words (+0.0, +0.2, -0.7 at 1,200 / 3,000 / 6,000; results/tuning/merged-lines.md).
+    speaker_boost: float = 0.0
     include_directives: bool = False
     # a directive that carries a value ("how do I fit the new quota of 1,200 calls a day?") is recalled
     # like a claim: people state facts inside their questions and requests. One without a value ("what

@@ -44,4 +44,4 @@ def search(
             set_hnsw_local(conn, ef_search)
             rows = conn.execute(statement, params, prepare=prepare).fetchall()
     remember_common_words(conn, ns.session_id, options, params, rows)
-    return search_result(query, rank(rows, options))
+    return search_result(query, rank(rows, options, query))

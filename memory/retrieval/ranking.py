@@ -3,6 +3,7 @@ database; the candidate statement's rows in, the chosen rows and the reasons for
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections import Counter
 from collections.abc import Collection, Sequence
@@ -67,9 +68,23 @@ def _recalled_directive(options: SearchOptions, valued: bool | None) -> bool:
     return options.include_directives or (options.directives_with_values and bool(valued))
 
 
-def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
-    """Decide which candidates make the block (pure: no database)."""
+def named_speakers(query: str, rows: Sequence[dict[str, Any]]) -> frozenset[str]:
+    """The speakers of the candidates (a session's people, from their facts' metadata) that `query`
+    names, compared case-blind as whole words."""
+    speakers = {
+        speaker
+        for row in rows
+        if isinstance(speaker := (row.get("head_metadata") or {}).get("speaker"), str) and speaker.strip()
+    }
+    words = {w.lower() for w in re.findall(r"[\w'-]+", query)}
+    return frozenset(s for s in speakers if s.lower() in words)
+
+
+def rank(rows: Sequence[dict[str, Any]], options: SearchOptions, query: str = "") -> Ranked:
+    """Decide which candidates make the block (pure: no database); `query`: what was asked, for
+    the speakers it names."""
     w = options.claim_weight
+    named = named_speakers(query, rows) if options.speaker_boost else frozenset()
     best: dict[uuid.UUID, dict[str, Any]] = {}
     dropped: dict[uuid.UUID, str] = {}
     # per head, the best keyword rank of any hit resolving to it, on its claim and on its passage
@@ -110,7 +125,9 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
         passage_sim = None if row["passage_sim"] is None else float(row["passage_sim"])
         similarity = claim_sim if passage_sim is None else w * claim_sim + (1 - w) * passage_sim
         demoted = bool(row["head_demoted"])
-        score = similarity - (options.descendant_penalty if demoted else 0.0)
+        relevance = similarity - (options.descendant_penalty if demoted else 0.0)
+        spoken = bool(named) and (row.get("head_metadata") or {}).get("speaker") in named
+        score = relevance + (options.speaker_boost if spoken else 0.0)
         for side, ranks in words.items():
             if row.get(side) is not None:
                 ranks[head_id] = max(ranks.get(head_id, 0.0), float(row[side]))
@@ -124,7 +141,9 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions) -> Ranked:
                 "message_id": row["head_message_id"],
                 "md5": row["head_md5"],  # md5(body), computed by Postgres over the UTF-8 text
                 "score": score,
-                "relevance": score,  # kept as it is when fusion replaces the score: what the floor checks
+                # what the floor checks: kept as it is when fusion replaces the score, and without
+                # the speaker's boost
+                "relevance": relevance,
                 "similarity": similarity,
                 "claim_sim": claim_sim,
                 "passage_sim": passage_sim,

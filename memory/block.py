@@ -101,19 +101,7 @@ def hit_line(
     correction, it says it replaces an earlier value, without the earlier words. `passage`: the
     excerpt of its message shown with it; `body`: the whole message, shown instead of the claim cut
     from it."""
-    note = ""
-    replaces = " (updated: replaces an earlier value)"
-    if hit.resolved_from is not None:
-        # a linked correction: the value it replaced is history, not shown beside the current one
-        note = replaces
-    elif hit.fact.source in UNTRUSTED_SOURCES:
-        note = " (from a tool result or web page, not the user's words)"
-    elif earlier:  # what ranking folded into it: the same, with no link stored
-        note = replaces
-    elif shown_as_outdated(hit):
-        note = " (an older line: a later one on this disagrees)"
-    elif hit.demoted:
-        note = f" (from sub-agent {hit.fact.agent_id})"
+    note = line_note(hit, earlier)
     context = f' (in: "{passage}")' if passage else ""
     when = said_when(hit.fact.valid_from, now)
     sid = f"[{hit.fact.short_id}] " if style.ids else ""
@@ -121,6 +109,24 @@ def hit_line(
     who = f"{speaker}: " if isinstance(speaker, str) and speaker else ""
     text = clip(hit.fact.body if body is None else body, max_chars)
     return f"- {sid}({when}) {who}{text}{note}{context}"
+
+
+def line_note(hit: Hit, earlier: Sequence[Fact] = ()) -> str:
+    """What a line says of its fact besides its words ('' for the user's plain claim): a correction,
+    with older values folded in (`earlier`) or linked; a tool's words; an older line; a sub-agent's."""
+    replaces = " (updated: replaces an earlier value)"
+    if hit.resolved_from is not None:
+        # a linked correction: the value it replaced is history, not shown beside the current one
+        return replaces
+    if hit.fact.source in UNTRUSTED_SOURCES:
+        return " (from a tool result or web page, not the user's words)"
+    if earlier:  # what ranking folded into it: the same, with no link stored
+        return replaces
+    if shown_as_outdated(hit):
+        return " (an older line: a later one on this disagrees)"
+    if hit.demoted:
+        return f" (from sub-agent {hit.fact.agent_id})"
+    return ""
 
 
 _OUTDATED_BY = re.compile(r"possibly outdated: ([0-9a-f]{8}) is newer")
@@ -431,9 +437,10 @@ def _lines(
             )
         else:
             plain = settings.merge_claims and pid is not None and _plain(hit, earlier)
+            claim = (span or (0, 0), clip(fact.body, settings.max_chars))
             if plain and pid in merged:
                 at, said = merged[pid]
-                joined = sorted([*said, (span or (0, 0), clip(fact.body, settings.max_chars))])
+                joined = sorted([*said, claim])
                 body = " … ".join(text for _, text in joined)
                 # a shared line is held to a line's length, as any line is; past it, this claim
                 # starts a line of its own, which the message's later claims may share
@@ -447,7 +454,7 @@ def _lines(
                     )
                     continue
             if plain and pid is not None:
-                merged[pid] = (len(lines), [(span or (0, 0), clip(fact.body, settings.max_chars))])
+                merged[pid] = (len(lines), [claim])
             agents = fact.kind is Kind.CONCLUSION and settings.conclusion_chars
             lines.append(
                 hit_line(
@@ -466,16 +473,9 @@ def _lines(
 
 
 def _plain(hit: Hit, earlier: Mapping[uuid.UUID, Sequence[Fact]]) -> bool:
-    """A line that is the user's claim alone: no note (a correction, a fold, an older line, a
-    sub-agent's, a tool's), not an agent's conclusion. Only such lines share one (`merge_claims`)."""
-    return (
-        hit.resolved_from is None
-        and not earlier.get(hit.fact.id)
-        and hit.fact.source not in UNTRUSTED_SOURCES
-        and not shown_as_outdated(hit)
-        and not hit.demoted
-        and hit.fact.kind is not Kind.CONCLUSION
-    )
+    """A line that is a claim alone: no note (`line_note`), not an agent's conclusion. Only such
+    lines share one (`merge_claims`)."""
+    return hit.fact.kind is not Kind.CONCLUSION and not line_note(hit, earlier.get(hit.fact.id, ()))
 
 
 def pinned_line(fact: Fact) -> str:

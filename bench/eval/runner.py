@@ -37,16 +37,17 @@ from bench.eval.toolcalls import with_tool_calls
 from bench.eval.window import ConversationView, Window, asked_at
 from memory.retrieval import SearchOptions
 
-# a frozen dataclass of settings a tuning run may change (SearchOptions, TierSettings)
-Options = TypeVar("Options")
-
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
     from langchain_core.language_models import BaseChatModel
     from langgraph.store.postgres import PostgresStore
 
     from memory.embedders.base import Embedder
     from memory.model import Namespace
     from memory.store import FactStore
+
+# a frozen dataclass of settings a tuning run may change (SearchOptions, TierSettings)
+Options = TypeVar("Options", bound="DataclassInstance")
 
 HARNESS_VERSION = "1"
 ROWS_FILE = "rows.jsonl"  # appended to while running; report() also writes a compressed snapshot
@@ -575,7 +576,7 @@ def changed_options(base: Options, assignments: str) -> Options:
     what = type(base).__name__
     types = {
         f.name: type(getattr(base, f.name))
-        for f in dataclasses.fields(base)  # type: ignore[arg-type]
+        for f in dataclasses.fields(base)
         if isinstance(getattr(base, f.name), (bool, int, float, str, type(None)))
     }
     changes: dict[str, Any] = {}
@@ -590,7 +591,7 @@ def changed_options(base: Options, assignments: str) -> Options:
             changes[key] = float(value) if "." in value else int(value)
         else:
             changes[key] = value == "True" if kind is bool else kind(value)
-    return dataclasses.replace(base, **changes)  # type: ignore[type-var]
+    return dataclasses.replace(base, **changes)
 
 
 def beads_options(config: RunConfig) -> dict[str, Any]:

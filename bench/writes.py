@@ -343,7 +343,7 @@ def measure_checks(
                 if restatements.may_restate(item):
                     for row in nearest[fid].to_restate(floor, restatements.CANDIDATES):
                         pairs += 1
-                        corrections.restates(row.body, item.body)
+                        corrections.restates(row.body, item.body, by_user=item.kind is Kind.USER_INPUT)
             ruled = (time.perf_counter() - started) * 1000
             if i >= min(10, count // 5):  # warm-up: the first messages prepare the statements
                 query_ms.append(queried)

@@ -65,7 +65,7 @@ def link(
         restated = [
             row
             for row in nearest[fact.id].to_restate(min_similarity, CANDIDATES)
-            if corrections.restates(row.body, fact.body)
+            if corrections.restates(row.body, fact.body, by_user=fact.kind is Kind.USER_INPUT)
         ]
         for row in restated:
             # sent, not waited for: in a capture's pipeline it travels with what follows

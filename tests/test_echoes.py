@@ -67,6 +67,15 @@ def test_what_restates_a_claim(old: str, new: str, echo: bool) -> None:
     assert restates(old, new) is echo
 
 
+def test_the_users_claim_that_adds_a_value_restates_nothing() -> None:
+    # a name repeated with the user's own figure: linked as an echo, the figure would leave the block
+    old = "To improve this, I want to write more unit tests for the Stripe integration."
+    new = "I am trying to increase the unit test coverage for my Stripe integration, which is now at 78%."
+    assert restates(old, new) and not restates(old, new, by_user=True)
+    # the user's plain second mention is still an echo
+    assert restates(DEADLINE, "The mobile app launch deadline is March 14.", by_user=True)
+
+
 def test_a_sub_agents_echoes_retire_with_the_users_claim(real: FactStore) -> None:
     root = real.root("deadline")
     [claim] = real.capture_message(

@@ -272,18 +272,24 @@ def _unit_of(count: Value) -> str:
     return stem(re.sub(r"^(?:[\d.,\s]+|[a-z-]+\s+)", "", count.text, flags=re.I))
 
 
-def restates(old: str, new: str) -> bool:
+def restates(old: str, new: str, *, by_user: bool = False) -> bool:
     """`new` says again what `old` said: the same words, or one of `old`'s values in the same slot
     (words of `old`'s slot around it) with no other value of its kind beside it. The agent's summary
     of a user's claim, a sub-agent's conclusion, the user's second mention of it, a question that
     names its value: an echo, not a second witness (memory.restatements). Told as history or as a
-    wish, or with the value in another person's clause, it restates nothing."""
+    wish, or with the value in another person's clause, it restates nothing. Said `by_user`, it also
+    says no value `old` does not: "... my API integration, which has recently improved to 78%" after
+    "I want more unit tests for the API integration" repeats a name and gives a figure of the user's
+    own, which an echo's line would take out of the block. (The agent's "Given the March 14 deadline, a
+    two day review fits" derives from the user's value, and goes with it.)"""
     if same_words(old) == same_words(new):
         return bool(same_words(old))
     if looks_like_code(old) or looks_like_code(new):
         return False
     o, n = parse(old), parse(new)
     if o.history or n.history or WISH.match(n.body) or periods_differ(o, n) or _gives_another_value(o, n):
+        return False
+    if by_user and _adds_a_value(o, n):
         return False
     for ov in o.values:
         echoed = [nv for nv in n.values if same_value_loosely(ov, nv)]
@@ -302,6 +308,12 @@ def restates(old: str, new: str) -> bool:
             if slot and not other_person(o, ov, n, nv):
                 return True
     return False
+
+
+def _adds_a_value(o: Claim, n: Claim) -> bool:
+    """`n` states a value (not a count in words) that none of `o`'s values matches."""
+    theirs = [ov for ov in o.values if not worded(ov)]
+    return any(not worded(nv) and not any(same_value_loosely(ov, nv) for ov in theirs) for nv in n.values)
 
 
 def _gives_another_value(o: Claim, n: Claim) -> bool:

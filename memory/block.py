@@ -136,25 +136,28 @@ _ECHO_OF = re.compile(re.escape(NOT_THE_USERS) + r": conflicts with the user's f
 
 def fold(hits: Sequence[Hit]) -> tuple[list[Hit], dict[uuid.UUID, list[Fact]], list[tuple[str, str]]]:
     """The hits a block shows as lines of their own, best first; the older values folded into each
-    (by fact id, newest first); and the (short id, reason) of each hit folded or left out."""
+    (by fact id, newest first); and the (short id, reason) of each hit folded or left out.
+
+    A hit is folded into, or left out for, another line only where that line is shown: a value folded
+    into a line that is itself left out (a restatement of a third) would leave the block with neither,
+    and so would two lines that each restate the other. Those hits keep a line of their own."""
     shown: dict[str, Hit] = {h.fact.short_id: h for h in hits}
-    kept: list[Hit] = []
-    earlier: dict[uuid.UUID, list[Fact]] = {}
-    gone: list[tuple[str, str]] = []
-    seen: dict[str, str] = {}  # a line's words -> the short id of the line that has them
+    order = {sid: i for i, sid in enumerate(shown)}
+    # short id -> ("echo" | "restates" | "fold", the short id of the line it goes into or is left for)
+    into: dict[str, tuple[str, str]] = {}
     for hit in hits:
         sid = hit.fact.short_id
         flags = " ".join(hit.flags)
         echo = _ECHO_OF.search(flags)
         newer = _OUTDATED_BY.search(flags)
         if echo and echo.group(1) in shown and echo.group(1) != sid:
-            gone.append((sid, f"the agent's restatement of a value the user's {echo.group(1)} contradicts"))
+            into[sid] = ("echo", echo.group(1))
             continue
         # an echo folds into the line it restates when that is all it says; a long message that also
         # restates a value says more, and an echo that is a correction's head carries its chain
         said = next((m.group(1) for m in _RESTATES.finditer(flags) if m.group(1) in shown), None)
         if said is not None and said != sid and hit.resolved_from is None and says_one_thing(hit.fact.body):
-            gone.append((sid, f"it restates {said}, shown"))
+            into[sid] = ("restates", said)
             continue
         # folded only where the pair is plain: two claims that each say one thing, and the rules read
         # the newer as a correction of the older (capture's judge, less its demand that a correction be
@@ -172,15 +175,57 @@ def fold(hits: Sequence[Hit]) -> tuple[list[Hit], dict[uuid.UUID, list[Fact]], l
             and says_one_thing(shown[newer.group(1)].fact.body)
             and judge(hit.fact.body, shown[newer.group(1)].fact.body).supersedes
         ):
-            head = shown[newer.group(1)]
-            earlier.setdefault(head.fact.id, []).append(hit.fact)
-            gone.append((sid, f"folded into {newer.group(1)} as its earlier value"))
+            into[sid] = ("fold", newer.group(1))
+
+    def head(sid: str) -> str | None:
+        """The shown line a fold ends in (a fold into a folded line goes on to that one's head)."""
+        seen: set[str] = set()
+        while sid in into:
+            how, target = into[sid]
+            if how != "fold" or sid in seen:
+                return None
+            seen.add(sid)
+            sid = target
+        return sid
+
+    # give back a line to each hit whose target is not shown, best-ranked first, until none changes
+    changed = True
+    while changed:
+        changed = False
+        for sid in sorted(into, key=order.__getitem__):
+            how, target = into[sid]
+            if how == "fold" and head(target) is None:
+                del into[sid]
+            elif how == "restates" and target in into and into[target][0] != "fold":
+                del into[sid]  # it restates a line left out itself: keep the higher-ranked of the two
+            else:
+                continue
+            changed = True
+            break
+
+    kept: list[Hit] = []
+    earlier: dict[uuid.UUID, list[Fact]] = {}
+    gone: list[tuple[str, str]] = []
+    seen_words: dict[str, str] = {}  # a line's words -> the short id of the line that has them
+    for hit in hits:
+        sid = hit.fact.short_id
+        if sid in into:
+            how, target = into[sid]
+            if how == "echo":
+                gone.append((sid, f"the agent's restatement of a value the user's {target} contradicts"))
+            elif how == "restates":
+                gone.append((sid, f"it restates {target}, shown"))
+            else:
+                final = head(target)
+                assert final is not None  # folds into lines not shown were given back above
+                earlier.setdefault(shown[final].fact.id, []).append(hit.fact)
+                gone.append((sid, f"folded into {final} as its earlier value"))
             continue
         words = same_words(hit.fact.body)
-        if words in seen:
-            gone.append((sid, f"the same words as {seen[words]}"))
+        if words in seen_words:
+            gone.append((sid, f"the same words as {seen_words[words]}"))
             continue
-        seen[words] = sid
+        seen_words[words] = sid
         kept.append(hit)
     for facts in earlier.values():
         facts.sort(key=lambda f: f.valid_from, reverse=True)

@@ -4,6 +4,7 @@ the agent's stale echoes left out, identical lines once, tool lines marked, no f
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from memory.block import HEADER, fold, render_block, said_when
@@ -125,3 +126,38 @@ def test_failure_notices_and_bare_names_are_not_memory(store: FactStore) -> None
     assert capture_said(store, root, notice, by="tool").facts == ()
     assert store.session_facts("junk") == []
     assert is_bare_name("launch_deadline") and not is_bare_name("The deadline is April 2.")
+
+
+def test_a_value_is_never_folded_into_a_line_the_block_leaves_out(store: FactStore) -> None:
+    # the older figure reads as corrected by a line that restates the head: that line leaves the block
+    # as a restatement, so folding the figure into it would leave the block with neither
+    head, restated, older = hits_for(
+        store,
+        "fold-into-gone",
+        [
+            ("The team's test coverage is 85%.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 2),
+            ("The team's test coverage is 85% now.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 1),
+            ("The team's test coverage is 78%.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
+        ],
+    )
+    restated = replace(restated, flags=(f"restates {head.fact.short_id}",))
+    older = replace(older, flags=(f"possibly outdated: {restated.fact.short_id} is newer",))
+    kept, earlier, gone = fold([head, restated, older])
+    assert [h.fact.short_id for h in kept] == [head.fact.short_id, older.fact.short_id]
+    assert not earlier and gone == [(restated.fact.short_id, f"it restates {head.fact.short_id}, shown")]
+
+
+def test_two_lines_that_restate_each_other_keep_the_better_ranked(store: FactStore) -> None:
+    first, second = hits_for(
+        store,
+        "restate-cycle",
+        [
+            ("The standup is at 9:30 every weekday.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
+            ("Our standup happens at 9:30 each weekday.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 1),
+        ],
+    )
+    first = replace(first, flags=(f"restates {second.fact.short_id}",))
+    second = replace(second, flags=(f"restates {first.fact.short_id}",))
+    kept, _, gone = fold([first, second])
+    assert [h.fact.short_id for h in kept] == [first.fact.short_id]
+    assert [sid for sid, _ in gone] == [second.fact.short_id]

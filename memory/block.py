@@ -214,7 +214,10 @@ def fold(hits: Sequence[Hit]) -> tuple[list[Hit], dict[uuid.UUID, list[Fact]], l
             if how == "echo":
                 gone.append((sid, f"the agent's restatement of a value the user's {target} contradicts"))
             elif how == "restates":
-                gone.append((sid, f"it restates {target}, shown"))
+                # a restated line folded in turn lives on in its head's line
+                final = head(target)
+                shown_as = "shown" if final == target else f"folded into {final}"
+                gone.append((sid, f"it restates {target}, {shown_as}"))
             else:
                 final = head(target)
                 assert final is not None  # folds into lines not shown were given back above

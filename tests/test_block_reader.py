@@ -161,3 +161,22 @@ def test_two_lines_that_restate_each_other_keep_the_better_ranked(store: FactSto
     kept, _, gone = fold([first, second])
     assert [h.fact.short_id for h in kept] == [first.fact.short_id]
     assert [sid for sid, _ in gone] == [second.fact.short_id]
+
+
+def test_a_restatement_of_a_folded_line_names_the_line_that_holds_it(store: FactStore) -> None:
+    old, echo, new = hits_for(
+        store,
+        "restated-then-folded",
+        [
+            ("The launch deadline for the mobile app is March 14.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
+            ("The mobile app launch deadline is March 14.", Kind.SUMMARY, Source.CONCLUDE_TASK, 1),
+            ("The launch deadline for the mobile app is April 2.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 2),
+        ],
+    )
+    old = replace(old, flags=(f"possibly outdated: {new.fact.short_id} is newer",))
+    echo = replace(echo, flags=(f"restates {old.fact.short_id}",))
+    kept, earlier, gone = fold([new, old, echo])
+    assert [h.fact.short_id for h in kept] == [new.fact.short_id]
+    assert [f.id for f in earlier[new.fact.id]] == [old.fact.id]
+    s_old, s_new = old.fact.short_id, new.fact.short_id
+    assert (echo.fact.short_id, f"it restates {s_old}, folded into {s_new}") in gone

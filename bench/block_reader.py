@@ -236,6 +236,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     command = (
         f"python -m bench.block_reader --sequences {args.sequences} --out {args.out} --model {args.model}"
+        + (f" --lanes {' '.join(args.lanes)}" if args.lanes != ["ours", "stock"] else "")
+        + (f" --limit {args.limit}" if args.limit else "")
+        + (f" --oracle {args.oracle}" if args.oracle else "")
     )
     text = summary(
         rows,

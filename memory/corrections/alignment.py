@@ -278,9 +278,9 @@ def restates(old: str, new: str, *, by_user: bool = False) -> bool:
     of a user's claim, a sub-agent's conclusion, the user's second mention of it, a question that
     names its value: an echo, not a second witness (memory.restatements). Told as history or as a
     wish, or with the value in another person's clause, it restates nothing. Said `by_user`, it also
-    says no value `old` does not: "... my API integration, which has recently improved to 78%" after
-    "I want more unit tests for the API integration" repeats a name and gives a figure of the user's
-    own, which an echo's line would take out of the block. (The agent's "Given the March 14 deadline, a
+    says no value `old` does not: "... my Stripe integration, which is now at 78%" after "I want
+    more unit tests for the Stripe integration" repeats a name and gives a figure of the user's own,
+    which an echo's line would take out of the block. (The agent's "Given the March 14 deadline, a
     two day review fits" derives from the user's value, and goes with it.)"""
     if same_words(old) == same_words(new):
         return bool(same_words(old))
@@ -329,4 +329,3 @@ def _gives_another_value(o: Claim, n: Claim) -> bool:
         if same_kind and not any(same_value_loosely(ov, nv) for ov in same_kind):
             return True
     return False
-

@@ -188,20 +188,15 @@ def fold(hits: Sequence[Hit]) -> tuple[list[Hit], dict[uuid.UUID, list[Fact]], l
             sid = target
         return sid
 
-    # give back a line to each hit whose target is not shown, best-ranked first, until none changes
-    changed = True
-    while changed:
-        changed = False
-        for sid in sorted(into, key=order.__getitem__):
-            how, target = into[sid]
-            if how == "fold" and head(target) is None:
-                del into[sid]
-            elif how == "restates" and target in into and into[target][0] != "fold":
-                del into[sid]  # it restates a line left out itself: keep the higher-ranked of the two
-            else:
-                continue
-            changed = True
-            break
+    # give back a line to each hit whose target is not shown, best-ranked first. A line given back
+    # only ever lets another stand (a fold into it ends there, a restatement of it is left for it), so
+    # one pass in rank order ends where repeating it would
+    for sid in sorted(into, key=order.__getitem__):
+        how, target = into[sid]
+        if how == "fold" and head(target) is None:
+            del into[sid]
+        elif how == "restates" and target in into and into[target][0] != "fold":
+            del into[sid]  # it restates a line left out itself: keep the higher-ranked of the two
 
     kept: list[Hit] = []
     earlier: dict[uuid.UUID, list[Fact]] = {}

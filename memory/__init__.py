@@ -30,6 +30,7 @@ from memory.errors import (
     ModelUnavailableError,
     NamespaceNotFoundError,
     NoDatabaseError,
+    SchemaMissingError,
     SessionNotGivenError,
     SupersedeRefusedError,
     UntrustedWriteError,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from memory.connection import open_async_pool, open_pool
     from memory.embedded_postgres import start_embedded
     from memory.embedders import CachedEmbedder, Embedder, FakeEmbedder, MiniLMEmbedder, OllamaEmbedder
+    from memory.events import CaptureEvent, InjectionEvent
     from memory.middleware import BeadsMemoryMiddleware, CaptureMode
     from memory.reads import supersede_chains
     from memory.retrieval import SearchOptions
@@ -62,10 +64,12 @@ _LAZY = {
     "AsyncFactStore": "memory.store",
     "BeadsMemoryMiddleware": "memory.middleware",
     "CachedEmbedder": "memory.embedders",
+    "CaptureEvent": "memory.events",
     "CaptureMode": "memory.middleware",
     "Embedder": "memory.embedders",
     "FactStore": "memory.store",
     "FakeEmbedder": "memory.embedders",
+    "InjectionEvent": "memory.events",
     "InjectionMode": "memory.assembler",
     "MiniLMEmbedder": "memory.embedders",
     "OllamaEmbedder": "memory.embedders",
@@ -83,6 +87,7 @@ __all__ = [
     "BeadsMemoryError",
     "BeadsMemoryMiddleware",
     "CachedEmbedder",
+    "CaptureEvent",
     "CaptureMode",
     "CaptureResult",
     "ConfigurationError",
@@ -95,6 +100,7 @@ __all__ = [
     "FactStore",
     "FakeEmbedder",
     "Hit",
+    "InjectionEvent",
     "InjectionMode",
     "Kind",
     "MiniLMEmbedder",
@@ -106,6 +112,7 @@ __all__ = [
     "NoDatabaseError",
     "OllamaEmbedder",
     "Relation",
+    "SchemaMissingError",
     "SearchOptions",
     "SearchResult",
     "SessionNotGivenError",

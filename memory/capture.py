@@ -35,26 +35,35 @@ def capture_said(
     *,
     by: Said,
     source_key: str | None = None,
+    max_chars: int | Literal["store"] | None = "store",
     **provenance: Unpack[ProvenanceArgs],
 ) -> CaptureResult:
     """Capture what the user said (`by="user"`), what a tool returned (`by="tool"`) or the task a
     delegating agent gave a sub-agent (`by="delegation"`: the agent's words, kept as its
     instruction and never recalled as the user's); capturing under the same `source_key` again
     (default: the message id) writes nothing. Unless `provenance` says otherwise, the words are
-    taken to act on the user's behalf."""
+    taken to act on the user's behalf. `max_chars`: how much of a user's message or a delegation is
+    kept (FactStore.capture_message; "store": the store's own limit); a tool's result keeps at most
+    MAX_TOOL_RESULT_CHARS."""
     if by == "tool" and is_failure_notice(text):
         return CaptureResult(facts=(), written=0)  # an outage is not memory
     if by == "tool":
         # a tool result is nobody's instruction
         nobodys: ProvenanceArgs = {**provenance, "acting_on_behalf_of": None}
         return store.capture_message(
-            ns, text[:MAX_TOOL_RESULT_CHARS], source=Source.TOOL_RESULT, source_key=source_key, **nobodys
+            ns,
+            text,
+            source=Source.TOOL_RESULT,
+            source_key=source_key,
+            max_chars=MAX_TOOL_RESULT_CHARS,
+            **nobodys,
         )
     return store.capture_message(
         ns,
         text,
         source=Source.DELEGATION if by == "delegation" else Source.PASSIVE_CAPTURE,
         source_key=source_key,
+        max_chars=max_chars,
         **_for_the_user(provenance),
     )
 

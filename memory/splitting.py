@@ -98,6 +98,8 @@ _COPULAS = _lexicon("is are was were will would should must has have had can cou
 _BACK_REFERENCES = _lexicon("it they it's they're it'll they'll they've it'd they'd")
 _REQUIRES = _lexicon("must should cannot can't mustn't shouldn't ought")
 _REQUIRES_TO = _lexicon("has have needs need got")
+# "... and our budget is ...": a noun phrase opening a second clause (whose verb _opens_clause finds)
+_DETERMINERS = _lexicon("our my their his her your the this that these those")
 # A sentence opening with one of these leans on what follows its comma: not two statements.
 _SUBORDINATORS = _lexicon(
     "if when whenever while since because as although though unless until after before once whereas so"
@@ -494,7 +496,7 @@ def _clauses(text: str, start: int, end: int) -> list[tuple[int, int]]:
             tok.lower() == "and"
             and 0 < n < len(tokens) - 2
             and tokens[n - 1][2][-1] not in ",;"
-            and nxt.translate(_QUOTES) in _SUBJECT_CONTRACTIONS | _SUBJECTS
+            and nxt.translate(_QUOTES) in _SUBJECT_CONTRACTIONS | _SUBJECTS | _DETERMINERS
             and not _continues(tokens, n + 1)
         ):
             # "our budget is $100k per year and it must be self-hostable": two statements joined by a

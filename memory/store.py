@@ -336,14 +336,18 @@ class FactStore:
         parts: list[CaptureResult] = []
         # embedded before any transaction opens; the passage once, with the first chunk's claims
         passage, passage_vector = message.passage, None
-        for n, chunk in enumerate(message.chunks()):
+        chunks = message.chunks()
+        for n, chunk in enumerate(chunks):
             wanted = [c.text for c in chunk]
             if passage is not None and passage_vector is None:
                 *vecs, passage_vector = self.embedder.embed([*wanted, passage])
             else:
                 vecs = self.embedder.embed(wanted)
             items = message.items(chunk, vecs, source, passage_vector, speaker)
-            parts.append(self._write(ns, items, said, own_key=message.source_key, passage_stored=n > 0))
+            last = n == len(chunks) - 1
+            parts.append(
+                self._write(ns, items, said, own_key=message.source_key, passage_stored=n > 0, index=last)
+            )
         return CaptureResult(
             facts=tuple(f for part in parts for f in part.facts),
             written=sum(part.written for part in parts),
@@ -498,17 +502,21 @@ class FactStore:
         *,
         own_key: str | None = None,
         passage_stored: bool = False,
+        index: bool = True,
     ) -> CaptureResult:
         """Write `items` and apply what they supersede and restate, in one transaction. `own_key`: the
         message's source key, whose claims (this chunk's and any other's) the new facts are never
-        compared with; `passage_stored`: an earlier chunk wrote the passage already."""
+        compared with; `passage_stored`: an earlier chunk wrote the passage already; `index=False`:
+        leave the new vectors out of the HNSW index for now (a long message's chunks but its last:
+        indexed, its own claims would fill each later claim's nearest few, and the index scan walk
+        on past them, all of them filtered out, for every claim)."""
         with self._connection() as conn:
             prepare = worth_preparing(conn)
             # the facts and what they supersede land together, or not at all
             with conn.pipeline(), conn.transaction():
                 written = self._write_in(conn, ns, items, provenance, own_key, passage_stored, prepare)
             result = written.result(conn)
-        if result.written:
+        if index and (result.written or passage_stored):
             self._vectors_written()
         return result
 

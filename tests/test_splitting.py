@@ -569,6 +569,9 @@ def test_two_statements_spliced_by_a_comma_are_two_claims(message: str, claims: 
             ["Our budget is $100k", "also it has to run on-prem."],
         ),
         ("I like tea and I like coffee.", ["I like tea", "I like coffee."]),
+        ("I'm vegetarian and our budget is $100k a year.", ["I'm vegetarian", "our budget is $100k a year."]),
+        ("We need SSO and the audit logs.", ["We need SSO and the audit logs."]),
+        ("Our team and the vendor are in Berlin.", ["Our team and the vendor are in Berlin."]),
         # a clause that only goes on about what the one before named stays with it
         (
             "We finished migrating the API to GCP last week, it runs in europe-west4 now.",

@@ -65,6 +65,11 @@ def cleaned(text: str) -> Cleaned:
     return Cleaned(text, tuple(notes))
 
 
+def without_surrogates(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD (what a tokenizer can read)."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def problem(text: str) -> str | None:
     """Why `text` cannot be stored as sent (a phrase to follow a field's name), or None."""
     if _NUL in text:

@@ -256,3 +256,28 @@ def test_a_sub_agents_return_is_not_stored_beside_its_summary(store: FactStore) 
     bodies = [f.body for f in store.facts_in_namespace(store.root("s").id)]
     assert "Qdrant can be self-hosted." in bodies
     assert not [b for b in bodies if "Qdrant can be self-hosted." in b and b != "Qdrant can be self-hosted."]
+
+
+@pytest.mark.parametrize(
+    ("text", "outcome"),
+    [
+        ("Our budget is $100k.\x00 We self-host.", "cleaned"),
+        ("Our office is in Z\ud800rich.", "cleaned"),
+        ("We use Post\x07gres\x1b in eu-west-1.", "cleaned"),
+        ("مرحبا، ميزانيتنا ١٠٠ ألف دولار.", None),
+        ("Our mascot is 🦙 and the budget is 💵 100k.", None),
+        ("Zero\u200bwidth\u200cjoiners\u200d stay as they are.", None),
+    ],
+)
+def test_any_text_is_answered_and_captured_through_the_middleware(
+    store: FactStore, pool: ConnectionPool, text: str, outcome: str | None
+) -> None:
+    saver = PostgresSaver(pool)  # type: ignore[arg-type]
+    saver.setup()
+    model = ScriptedChatModel(replies=["Noted.", "Answered."])
+    agent = create_agent(model, tools=[], middleware=[BeadsMemoryMiddleware(store)], checkpointer=saver)
+    events = turn(agent, text, "t-any")
+    assert [e["outcome"] for e in events if e["type"] == CAPTURE_EVENT] == ([outcome] if outcome else [])
+    assert model.prompts[-1][-1].content == text  # the model got the message as it was sent
+    turn(agent, "And then?", "t-any")  # the thread goes on
+    assert len(model.prompts) == 2 and store.facts_in_namespace(store.root("s").id)

@@ -21,6 +21,8 @@ from typing import Any
 import psycopg
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg import sql
 
@@ -57,8 +59,14 @@ def one_case(url: str, label: str, text: str, *, drop: tuple[str, str] | None = 
     with open_pool(url, timeout=3) as pool:
         store = FactStore(pool, FakeEmbedder())
         store.setup()
-        saver = PostgresSaver(pool)  # type: ignore[arg-type]
-        saver.setup()
+        saver: BaseCheckpointSaver[Any]
+        if drop is None:
+            saver = PostgresSaver(pool)  # type: ignore[arg-type]
+            saver.setup()
+        else:
+            # the thread's checkpoints elsewhere: with them in the dropped database LangGraph itself
+            # could not go on, whatever the memory does
+            saver = InMemorySaver()
         model = ScriptedChatModel(replies=["Noted.", "Answered."])
         agent = create_agent(model, tools=[], middleware=[BeadsMemoryMiddleware(store)], checkpointer=saver)
         thread = {"configurable": {"thread_id": str(uuid.uuid4()), "session_id": "s"}}
@@ -144,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
             "(the scripted model and the fake embedder on an embedded Postgres; what is measured is the capture "
             "path). Each input is one user message of a `create_agent` turn with `BeadsMemoryMiddleware` (its "
             "default `max_message_chars`, 8,000) and `PostgresSaver`; then a second message on the same thread "
-            "(on a new one for the last row, whose database was dropped between the turns).\n\n" + table
+            "(the last row drops the memory's database between the turns, its checkpoints kept in memory: with "
+            "them in the dropped database LangGraph itself could not go on).\n\n" + table
         )
     return 0
 

@@ -384,14 +384,24 @@ def delete_fact(conn: psycopg.Connection[DictRow], fid: uuid.UUID) -> Deleted:
             for edge in replaced:
                 if successor is None:
                     break
+                # a fact has one live successor: this one's edge goes before its successor's comes
+                conn.execute(
+                    "DELETE FROM beads.edges WHERE src = %s AND relation = 'supersedes' AND dst = %s",
+                    (fid, edge["dst"]),
+                )
                 conn.execute(
                     """
                     INSERT INTO beads.edges (src, relation, dst, session_id, automatic, reason, cascade_of)
                     VALUES (%s, 'supersedes', %s, %s, true, %s, %s)
                     ON CONFLICT (src, relation, dst) DO UPDATE SET undone_at = NULL
                     """,
-                    (successor["src"], edge["dst"], fact.session_id, f"{fact.short_id}, between them, was deleted",
-                     edge["cascade_of"]),
+                    (
+                        successor["src"],
+                        edge["dst"],
+                        fact.session_id,
+                        f"{fact.short_id}, between them, was deleted",
+                        edge["cascade_of"],
+                    ),
                 )
             current_id = fact.head_id
         if current_id is not None:

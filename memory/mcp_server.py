@@ -332,7 +332,11 @@ def build_server(
         Field(description=f"whose memory ({intake.SESSION_ID_RULE}); leave out on a server started with one"),
     ]
     FactArg = Annotated[FactIdText, Field(description="a fact's id, or the 8-character short id a hit shows")]
-    LimitedText = Annotated[Text, Field(min_length=1, max_length=limit)]
+    def bounded(longest: int) -> Any:
+        # the length checked as a string's (before memory.intake's rules, which Text adds after)
+        return Annotated[str, Field(min_length=1, max_length=longest), *Text.__metadata__]
+
+    LimitedText = bounded(limit)
 
     def session(given: str | None) -> str:
         if session_id is not None:
@@ -359,10 +363,8 @@ def build_server(
 
     async def capture(
         text: Annotated[
-            Text,
+            bounded(CAPTURE_CEILING),
             Field(
-                min_length=1,
-                max_length=CAPTURE_CEILING,
                 description=f"the message, verbatim: at most {limit} characters (a tool's result may be "
                 "longer: it is clipped)",
             ),

@@ -60,11 +60,14 @@ def command(db_url: str, *more: str) -> list[str]:
     return ["-m", "memory", "mcp", "--embedder", "minilm", "--database-url", db_url, *more]
 
 
-def keyed(url: str, key: str = KEY) -> Any:
-    """The SDK's HTTP transport, sending the key."""
-    return streamable_http_client(
-        url, http_client=create_mcp_http_client(headers={"Authorization": f"Bearer {key}"})
-    )
+@contextlib.asynccontextmanager
+async def keyed(url: str, key: str = KEY) -> AsyncIterator[Client]:
+    """The SDK's client over HTTP, sending the key (the transport leaves a client it was given open)."""
+    async with (
+        create_mcp_http_client(headers={"Authorization": f"Bearer {key}"}) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client
 
 
 async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -198,7 +201,7 @@ def http_server(db_url: str, host: str = "127.0.0.1") -> Iterator[str]:
 
 async def test_the_round_trip_over_streamable_http(db_url: str) -> None:
     with http_server(db_url) as url:
-        async with Client(keyed(url)) as client:
+        async with keyed(url) as client:
             await round_trip(client)
 
 
@@ -340,6 +343,7 @@ async def test_unknown_arguments_are_refused_in_one_short_sentence(store: FactSt
         why = await refused(fixed, "search", query="budget", k=99)
         assert why == "search: k: Input should be less than or equal to 50"
         assert "pydantic" not in await refused(fixed, "capture", text="a\x00b")
+        await call(fixed, "capture", text="We deploy on Kubernetes in eu-west-1.")
         assert "start again" in await refused(fixed, "list", cursor="nonsense")
 
 

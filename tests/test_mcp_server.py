@@ -429,10 +429,14 @@ async def test_the_readmes_uv_run_config_starts_the_server(db_url: str) -> None:
 
 
 def postmaster_pid(pgdata: Path) -> int | None:
-    pidfile = pgdata / "postmaster.pid"
-    if not pidfile.exists():
-        return None
-    return int(pidfile.read_text().split()[0])
+    """The embedded server's pid once it is up and ready, from its data directory's postmaster.pid
+    (initdb's bootstrap writes a negative one first; the last line says "ready" when it is)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        lines = (pgdata / "postmaster.pid").read_text().splitlines()
+        pid = int(lines[0])
+        if pid > 0 and lines[-1].strip() == "ready":
+            return pid
+    return None
 
 
 def alive(pid: int) -> bool:

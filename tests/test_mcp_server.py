@@ -420,9 +420,10 @@ async def test_the_readmes_uv_run_config_starts_the_server(db_url: str) -> None:
     uv = shutil.which("uv")
     if uv is None:
         pytest.skip("uv is not on PATH here")
-    env = {**os.environ, **entry.get("env", {}), "DATABASE_URL": db_url, "UV_OFFLINE": "1"}
-    # --embedder fake-64 keeps the model off; the config's command and args otherwise as written
-    server = StdioServerParameters(command=uv, args=[*args, "--embedder", "fake-64"], env=env, cwd="/")
+    env = {**os.environ, **entry.get("env", {}), "UV_OFFLINE": "1"}
+    # the test's database, and the fake embedder to keep the model off; otherwise as written
+    more = ["--database-url", db_url, "--embedder", "fake-64"]
+    server = StdioServerParameters(command=uv, args=[*args, *more], env=env, cwd="/")
     async with Client(server) as client:
         done = await call(client, "capture", text="We deploy on Kubernetes in eu-west-1.")
         assert done["session_id"] == "alice" and done["written"] == 1

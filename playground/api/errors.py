@@ -16,6 +16,7 @@ from memory.errors import (
     BeadsMemoryError,
     CycleError,
     FactNotFoundError,
+    InvalidCursorError,
     NamespaceNotFoundError,
     SupersedeRefusedError,
     UntrustedWriteError,
@@ -85,6 +86,8 @@ def library_error(exc: BeadsMemoryError) -> ApiError:
     """What a library exception means to a client."""
     if isinstance(exc, FactNotFoundError | NamespaceNotFoundError):
         return ApiError(404, str(exc), error="not_found")
+    if isinstance(exc, InvalidCursorError):
+        return ApiError(422, str(exc), error="invalid_request")
     if isinstance(exc, CycleError):
         return ApiError(409, str(exc), error="cycle")
     if isinstance(exc, SupersedeRefusedError):

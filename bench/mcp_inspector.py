@@ -124,7 +124,8 @@ class Inspector:
 
     def run(self, *args: str) -> dict[str, Any]:
         done = subprocess.run(
-            [str(self.binary), "--cli", *self.target, *args],
+            # a stdio server loads its embedder and sets up the store before it answers
+            [str(self.binary), "--cli", *self.target, "--connect-timeout", "120000", *args],
             capture_output=True,
             text=True,
             timeout=180,
@@ -178,7 +179,8 @@ def every_tool(inspector: Inspector, say: Callable[[str], None]) -> None:
         "capture", session_id=session, text="Our budget is $100k per year.", message_id="m1"
     )
     check(first["written"] == 1, f"capture: {first}")
-    budget = first["facts"][0]["short_id"]
+    # full ids: the inspector reads a short id such as 8e418746 as a number (8e418746 = 8 x 10^418746)
+    budget = inspector.call("list", session_id=session)["facts"][0]["id"]
     say(f"capture: wrote {budget}")
     found = inspector.call("search", session_id=session, query="What is our budget?", k=3)
     check("$100k" in found["hits"][0]["text"] and "said_at" in found["hits"][0], f"search: {found}")
@@ -187,7 +189,7 @@ def every_tool(inspector: Inspector, say: Callable[[str], None]) -> None:
         "correct", session_id=session, fact_id=budget, text="Our budget is $150k per year."
     )
     check(corrected["links"][0]["ok"], f"correct: {corrected}")
-    new = corrected["fact"]["short_id"]
+    new = corrected["fact"]["id"]
     say(f"correct: {new} replaces {budget}")
     noted = inspector.call("remember", session_id=session, text="The team prefers Postgres.")
     say(f"remember: {noted['fact']['short_id']}")
@@ -198,7 +200,7 @@ def every_tool(inspector: Inspector, say: Callable[[str], None]) -> None:
     check(pinned["pinned"]["pinned"], f"pin: {pinned}")
     say(f"pin: {new}")
     page = inspector.call("list", session_id=session, pinned=True)
-    check([f["short_id"] for f in page["facts"]] == [new], f"list: {page}")
+    check([f["id"] for f in page["facts"]] == [new], f"list: {page}")
     say("list pinned=true: the pinned fact")
     one = inspector.call("get", session_id=session, fact_id=budget)["fact"]
     check(not one["current"], f"get: {one}")
@@ -207,7 +209,7 @@ def every_tool(inspector: Inspector, say: Callable[[str], None]) -> None:
     check(unpinned["unpinned"] == 1, f"unpin: {unpinned}")
     say("unpin: 1 pin removed")
     deleted = inspector.call("delete", session_id=session, fact_id=new)
-    check(deleted["current"] is not None and deleted["current"]["short_id"] == budget, f"delete: {deleted}")
+    check(deleted["current"] is not None and deleted["current"]["id"] == budget, f"delete: {deleted}")
     say(f"delete: {new}; {budget} is current again")
     gone = inspector.call("forget", session_id=session)
     check(gone["deleted_facts"] == 2, f"forget: {gone}")

@@ -363,7 +363,9 @@ async def test_list_get_and_delete_one_fact_as_the_mcp_tools_do(api: httpx.Async
     for bad in ({"cursor": "nonsense"}, {"limit": 0}, {"status": "gone"}, {"kind": "opinion"}):
         refused = await api.get(base, params=bad)
         assert refused.status_code in (404, 422), (bad, refused.text)
-    assert (await api.get(base, params={"cursor": "nonsense"})).json()["detail"].startswith("That page cursor")
+    assert (
+        (await api.get(base, params={"cursor": "nonsense"})).json()["detail"].startswith("That page cursor")
+    )
     assert (await api.get("/api/sessions/nobody/facts")).status_code == 404
 
 

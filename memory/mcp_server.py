@@ -30,7 +30,7 @@ import ipaddress  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
 from collections.abc import Callable  # noqa: E402
-from typing import Annotated, Any, Literal, ParamSpec, TypeVar  # noqa: E402
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar, cast, get_args  # noqa: E402
 
 from mcp.server.mcpserver import MCPServer  # noqa: E402
 from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
@@ -306,9 +306,8 @@ def strict_tool(fn: Callable[..., Any], title: str, annotations: ToolAnnotations
         structured_output=True,
     )
     loose = tool.fn_metadata.arg_model
-    strict = type(
-        loose.__name__, (loose,), {"model_config": ConfigDict(**{**loose.model_config, "extra": "forbid"})}
-    )
+    config = ConfigDict(**{**loose.model_config, "extra": "forbid"})
+    strict = cast(type[BaseModel], type(loose.__name__, (loose,), {"model_config": config}))
     metadata = tool.fn_metadata.model_copy(update={"arg_model": strict})
     return tool.model_copy(
         update={"fn_metadata": metadata, "parameters": strict.model_json_schema(by_alias=True)}
@@ -332,9 +331,10 @@ def build_server(
         Field(description=f"whose memory ({intake.SESSION_ID_RULE}); leave out on a server started with one"),
     ]
     FactArg = Annotated[FactIdText, Field(description="a fact's id, or the 8-character short id a hit shows")]
+
     def bounded(longest: int) -> Any:
         # the length checked as a string's (before memory.intake's rules, which Text adds after)
-        return Annotated[str, Field(min_length=1, max_length=longest), *Text.__metadata__]
+        return Annotated[str, Field(min_length=1, max_length=longest), *get_args(Text)[1:]]
 
     LimitedText = bounded(limit)
 
@@ -363,7 +363,7 @@ def build_server(
 
     async def capture(
         text: Annotated[
-            bounded(CAPTURE_CEILING),
+            bounded(CAPTURE_CEILING),  # type: ignore[valid-type]
             Field(
                 description=f"the message, verbatim: at most {limit} characters (a tool's result may be "
                 "longer: it is clipped)",
@@ -406,7 +406,7 @@ def build_server(
         )
 
     async def search(
-        query: Annotated[LimitedText, Field(description="what to look for, in words")],
+        query: Annotated[LimitedText, Field(description="what to look for, in words")],  # type: ignore[valid-type]
         session_id: SessionArg = None,
         k: Annotated[int, Field(ge=1, le=50, description="the most facts to return")] = 8,
     ) -> SearchOut:
@@ -474,7 +474,7 @@ def build_server(
         return GetOut(session_id=sid, fact=FactOut.of(fact, str(fact.head_id) in await pinned_heads(sid)))
 
     async def remember(
-        text: Annotated[LimitedText, Field(description="the fact, as it should be stored")],
+        text: Annotated[LimitedText, Field(description="the fact, as it should be stored")],  # type: ignore[valid-type]
         session_id: SessionArg = None,
         kind: Annotated[
             RememberKind,
@@ -499,7 +499,7 @@ def build_server(
 
     async def correct(
         fact_id: FactArg,
-        text: Annotated[LimitedText, Field(description="the fact as it is now")],
+        text: Annotated[LimitedText, Field(description="the fact as it is now")],  # type: ignore[valid-type]
         session_id: SessionArg = None,
         kind: Annotated[
             RememberKind,

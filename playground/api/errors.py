@@ -87,7 +87,8 @@ def library_error(exc: BeadsMemoryError) -> ApiError:
     if isinstance(exc, FactNotFoundError | NamespaceNotFoundError):
         return ApiError(404, str(exc), error="not_found")
     if isinstance(exc, InvalidCursorError):
-        return ApiError(422, str(exc), error="invalid_request")
+        # a well-formed value naming no page: as a fact id naming no fact (the schema cannot say more)
+        return ApiError(404, str(exc), error="not_found")
     if isinstance(exc, CycleError):
         return ApiError(409, str(exc), error="cycle")
     if isinstance(exc, SupersedeRefusedError):

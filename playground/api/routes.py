@@ -355,7 +355,11 @@ def api_router() -> APIRouter:
         return await _call(facts.run(search_session, rt.facts, ns, body))  # type: ignore[no-any-return]
 
     @router.get(
-        "/sessions/{session_id}/facts", response_model=FactPageResponse, responses=_not_found("session")
+        "/sessions/{session_id}/facts",
+        response_model=FactPageResponse,
+        responses={
+            404: {"model": ErrorBody, "description": "no such session, or a cursor no listing handed out"}
+        },
     )
     async def list_facts(
         session_id: SessionId,

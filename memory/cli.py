@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta
 from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -32,11 +34,14 @@ from rich.tree import Tree
 
 from memory.connection import open_pool
 from memory.consolidate import DEFAULT_MERGE_THRESHOLD, ConsolidationReport
-from memory.embedded_postgres import resolve_database_url
+from memory.embedded_postgres import release_embedded, resolve_database_url, start_embedded
+from memory.embedders.base import Embedder
 from memory.embedders.select import embedder_from_name
 from memory.errors import ConfigurationError, DatabaseUnavailableError, MissingExtraError
+from memory.intake import forget_refusal
 from memory.model import Fact, Namespace, SearchResult, Status
 from memory.reads import supersede_chains
+from memory.settings import MemorySettings
 from memory.store import FactStore
 
 STATUSES = tuple(s.value for s in Status)
@@ -99,12 +104,23 @@ def first_line(exc: BaseException) -> str:
 
 @contextmanager
 def open_store(url: str | None, embedder_name: str) -> Iterator[tuple[FactStore, str]]:
-    """A set-up store on `url` (or the library default) and the masked URL it reads."""
-    try:
-        embedder = embedder_from_name(embedder_name)
-        url = url or resolve_database_url()
-    except (ConfigurationError, DatabaseUnavailableError, MissingExtraError, ValidationError) as exc:
-        raise Failure(first_line(exc), 2) from exc
+    """A set-up store on `url` (or the library default) and the masked URL it reads. An embedded
+    server this started is let go on the way out (the last process out stops it), where pgserver's
+    own hook runs only at a normal interpreter exit."""
+    with ExitStack() as stack:
+        try:
+            embedder = embedder_from_name(embedder_name)
+            settings = MemorySettings()
+            if url is None and settings.database_url is None:
+                url = start_embedded(settings.pgdata)
+                stack.callback(release_embedded, settings.pgdata)
+            url = url or resolve_database_url(settings)
+        except (ConfigurationError, DatabaseUnavailableError, MissingExtraError, ValidationError) as exc:
+            raise Failure(first_line(exc), 2) from exc
+        yield from _opened(url, embedder)
+
+
+def _opened(url: str, embedder: Embedder) -> Iterator[tuple[FactStore, str]]:
     try:
         conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
@@ -347,6 +363,9 @@ def forget(args: argparse.Namespace, console: Console) -> int:
     if not args.yes:
         raise Failure(f"refusing to delete session {args.session!r} without --yes", 1)
     with open_store(args.database_url, args.embedder) as (store, _):
+        # the door's rule (memory.intake): a playground chat's memory goes with its chat
+        if refusal := forget_refusal(store, args.session):
+            raise Failure(refusal, 1)
         removed = store.forget(args.session)
     console.print(Text(f"forgot session {args.session!r}: {removed} facts deleted"))
     return 0
@@ -391,14 +410,33 @@ def consolidate(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def stop_on_signals(cleanup: ExitStack) -> None:
+    """SIGTERM (what a client, systemd or Docker sends) and SIGINT run `cleanup` (the pool, and the
+    embedded Postgres this process started, which the signal's default action would leave running),
+    then end the process. Not by unwinding: a stdio server's reader thread blocks on the client's
+    stdin, which a client that sends SIGTERM may hold open, so unwinding could wait for ever. Over
+    HTTP, uvicorn shuts down gracefully first, then raises the signal again with this handler back."""
+
+    def stop(signum: int, frame: object) -> None:
+        try:
+            cleanup.close()
+        finally:
+            os._exit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop)
+
+
 def mcp(args: argparse.Namespace, console: Console) -> int:
-    """Serve the memory over MCP (memory.mcp_server) until the client hangs up; nothing on stdout,
-    which is the protocol's own over stdio."""
+    """Serve the memory over MCP (memory.mcp_server) until the client hangs up or a signal stops
+    it; nothing on stdout, which is the protocol's own over stdio."""
     try:
         from memory.mcp_server import serve
     except MissingExtraError as exc:
         raise Failure(first_line(exc), 2) from exc
-    with open_store(args.database_url, args.embedder) as (store, _):
+    with ExitStack() as cleanup:
+        stop_on_signals(cleanup)
+        store, _ = cleanup.enter_context(open_store(args.database_url, args.embedder))
         try:
             serve(store, transport=args.transport, host=args.host, port=args.port, session_id=args.session)
         except ConfigurationError as exc:

@@ -78,6 +78,10 @@ class FactNotFoundError(BeadsMemoryError):
     """No fact with that id exists in this session."""
 
 
+class InvalidCursorError(BeadsMemoryError, ValueError):
+    """That page cursor was not handed out by a listing: start again without one."""
+
+
 class NamespaceNotFoundError(BeadsMemoryError):
     """No namespace with that id exists."""
 

@@ -23,8 +23,8 @@ from pydantic import AfterValidator, AwareDatetime, BeforeValidator, StringConst
 from memory import clean_text
 from memory.capture import answer_key, capture_answer, capture_said
 from memory.clean_text import DEFAULT_MAX_MESSAGE_CHARS
-from memory.errors import BeadsMemoryError, FactNotFoundError, NamespaceNotFoundError
-from memory.model import AutoSupersession, CaptureResult, Fact, Kind, Namespace, Relation, Source
+from memory.errors import BeadsMemoryError, FactNotFoundError, NamespaceNotFoundError, SupersedeRefusedError
+from memory.model import AutoSupersession, CaptureResult, Deleted, Fact, Kind, Namespace, Relation, Source
 from memory.store import FactStore
 from memory.tools import MEMORY_TOOL_NAMES
 
@@ -225,6 +225,25 @@ def fact_in_session(store: FactStore, session_id: str, fact_id: str) -> Fact:
     return fact
 
 
+def forget_refusal(store: FactStore, session_id: str) -> str | None:
+    """Why a door refuses to forget `session_id`, or None: the session is a playground chat's memory,
+    which only deleting the chat forgets (it also forgets the chat's stock lane, its threads and its
+    own rows, which a door that forgot the session alone would leave behind, pointing at nothing).
+    The chat table is looked up by name, so that this library never imports the playground; on a
+    database the playground never used it does not exist and nothing is refused."""
+    with store.pool.connection() as conn:
+        present = conn.execute("SELECT to_regclass('playground.chats') IS NOT NULL AS present").fetchone()
+        if present is None or not present["present"]:
+            return None
+        chat = conn.execute("SELECT id FROM playground.chats WHERE session_id = %s", (session_id,)).fetchone()
+    if chat is None:
+        return None
+    return (
+        f"Session {session_id!r} is the memory of playground chat {chat['id']}: delete the chat "
+        "(it forgets both lanes and its threads too)."
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Link:
     """One link a remember asked for, and whether the library made it."""
@@ -282,6 +301,36 @@ def remember_linked(
     return Remembered(written=bool(result.written), fact=store.get(fact.id), links=tuple(links))
 
 
+def correct_fact(
+    store: FactStore, session_id: str, fact_id: str, text: str, *, kind: RememberKind = "user_input"
+) -> Remembered:
+    """`text` replaces the current version of `fact_id`'s claim, or nothing is stored: the library's
+    guard (FactStore.supersede refuses two facts that are not about the same thing) decides, and a
+    refused correction leaves no stray fact behind (SupersedeRefusedError, saying why)."""
+    fact_in_session(store, session_id, fact_id)  # a missing target refuses before anything is written
+    done = remember_linked(store, session_id, text, kind=kind, supersedes=fact_id)
+    refused = [link for link in done.links if not link.ok]
+    if refused:
+        if done.written:
+            store.delete(done.fact)
+        raise SupersedeRefusedError(
+            f"Not corrected, and nothing stored: {refused[0].detail}. To keep it as a fact of its own, "
+            "use remember."
+        )
+    return done
+
+
+def deleted_note(done: Deleted) -> str:
+    """One sentence on what a delete left current."""
+    gone = done.fact.short_id
+    if done.current is None:
+        return f"Deleted {gone}; its claim had no other version."
+    current = f"{done.current.short_id} ({done.current.body[:60]!r})"
+    if any(f.id == done.current.id for f in done.restored):
+        return f"Deleted {gone}; {current}, the version it had replaced, is current again."
+    return f"Deleted {gone}, an earlier version; {current} is still current."
+
+
 __all__ = [
     "DEFAULT_MAX_MESSAGE_CHARS",
     "FACT_ID_PATTERN",
@@ -302,8 +351,11 @@ __all__ = [
     "Text",
     "capture_incoming",
     "capture_messages",
+    "correct_fact",
+    "deleted_note",
     "existing_root",
     "fact_in_session",
+    "forget_refusal",
     "message_problem",
     "not_blank",
     "readable_time",

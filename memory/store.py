@@ -7,9 +7,11 @@ connection pool. One implementation, two faces: the logic and SQL exist once.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import contextvars
 import functools
+import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,7 +39,7 @@ from memory import facts as fact_sql
 from memory import namespaces as ns_sql
 from memory import pins as pin_sql
 from memory.embedders.base import Embedder, embed_query
-from memory.errors import FactNotFoundError, SchemaMissingError
+from memory.errors import FactNotFoundError, InvalidCursorError, SchemaMissingError
 from memory.facts import NewFact, Provenance, ProvenanceArgs
 from memory.ids import fact_id
 from memory.importing import ImportMessage, ImportReport, batched
@@ -46,12 +48,16 @@ from memory.migrate import setup as migrate
 from memory.model import (
     AutoSupersession,
     CaptureResult,
+    Deleted,
     Fact,
+    FactPage,
     Kind,
+    ListedFact,
     Namespace,
     Relation,
     SearchResult,
     Source,
+    Status,
 )
 from memory.prepared import worth_preparing
 from memory.retrieval import SearchOptions
@@ -254,7 +260,7 @@ class FactStore:
     def _connection(self) -> Iterator[psycopg.Connection[DictRow]]:
         """A pooled connection; a read of a table the migrations have not made yet says what to do."""
         try:
-            with self.pool.connection() as conn:
+            with self._connection() as conn:
                 yield conn
         except psycopg.errors.UndefinedTable as exc:
             if "beads." not in str(exc):
@@ -712,6 +718,13 @@ class FactStore:
         with self._connection() as conn:
             return fact_sql.forget_session(conn, session_of(session))
 
+    def delete(self, ref: FactRef) -> Deleted:
+        """Delete one fact for good (its edges, vectors and pin with it; its message's text when no
+        other fact was cut from it). The rest of its claim stays: when it had replaced another version,
+        that version is current again, and `Deleted.current` says which version is current now."""
+        with self._connection() as conn:
+            return revisions.delete_fact(conn, self._id(conn, ref))
+
     # -- reads -------------------------------------------------------------------------------------
 
     def search(
@@ -801,6 +814,35 @@ class FactStore:
         with self._connection() as conn:
             return reads.edge_counts(conn, session_of(session))
 
+    def list_facts(
+        self,
+        session: SessionRef,
+        *,
+        kind: Kind | str | None = None,
+        source: Source | str | None = None,
+        status: Status | str | None = None,
+        pinned: bool | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> FactPage:
+        """A page of the session's facts, newest first (retired ones too unless `status` says), each
+        with whether its claim is pinned; `FactPage.next_cursor` is the `cursor` of the next page.
+        Every filter left None matches everything."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise ValueError(f"limit must be between 1 and {MAX_PAGE}")
+        filters = {
+            "kind": None if kind is None else Kind(kind).value,
+            "source": None if source is None else Source(source).value,
+            "status": None if status is None else Status(status).value,
+        }
+        with self._connection() as conn:
+            rows = reads.fact_page(
+                conn, session_of(session), **filters, pinned=pinned, after=read_cursor(cursor), limit=limit + 1
+            )
+        page = tuple(ListedFact(fact, is_pinned) for fact, is_pinned in rows[:limit])
+        more = len(rows) > limit
+        return FactPage(page, page_cursor(page[-1].fact) if more else None)
+
     def sessions(self) -> list[str]:
         """Every session id the store holds, in order."""
         with self._connection() as conn:
@@ -824,6 +866,28 @@ class FactStore:
             raise FactNotFoundError(
                 f"{ref!r} is not a fact id; use store.get(short_id, session_id)"
             ) from None
+
+
+MAX_PAGE = 200
+
+
+def page_cursor(last: Fact) -> str:
+    """The cursor of the page after `last`: opaque to callers, (recorded_at, id) inside."""
+    raw = json.dumps([last.recorded_at.isoformat(), str(last.id)]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def read_cursor(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
+    if cursor is None:
+        return None
+    try:
+        at, fid = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        moment = datetime.fromisoformat(at)
+        if moment.tzinfo is None:
+            raise ValueError("no offset")
+        return moment, uuid.UUID(fid)
+    except (ValueError, TypeError, UnicodeDecodeError):
+        raise InvalidCursorError() from None
 
 
 P = ParamSpec("P")
@@ -882,6 +946,8 @@ class AsyncFactStore:
     relate_many = _threaded(FactStore.relate_many)
     compact = _threaded(FactStore.compact)
     forget = _threaded(FactStore.forget)
+    delete = _threaded(FactStore.delete)
+    list_facts = _threaded(FactStore.list_facts)
     pin = _threaded(FactStore.pin)
     unpin = _threaded(FactStore.unpin)
     pinned = _threaded(FactStore.pinned)

@@ -191,6 +191,18 @@ def _turn_tool_results(messages: Sequence[AnyMessage]) -> list[str]:
     return turn
 
 
+def _turn_tool_names(messages: Sequence[AnyMessage]) -> list[str]:
+    """The tools the agent called since the user's last message: a final answer that names one talks
+    of its machinery, not of the user's matter."""
+    names: list[str] = []
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            break
+        if isinstance(message, AIMessage):
+            names.extend(call["name"] for call in message.tool_calls)
+    return names
+
+
 def _thread_id() -> str | None:
     try:
         return get_config().get("configurable", {}).get("thread_id")
@@ -430,13 +442,15 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         final = state["messages"][-1]
         if isinstance(final, AIMessage) and not final.tool_calls:
             thread_id = _thread_id()
-            asked = next((m.id for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
+            question = next((m for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
             capture_answer(
                 self.store,
                 ns,
                 message_text(final),
-                key=answer_key(thread_id, asked),
+                key=answer_key(thread_id, question.id if question is not None else None),
                 tool_results=_turn_tool_results(state["messages"]),
+                asked=message_text(question) if question is not None else "",
+                tool_names=[*(t.name for t in self.tools), *_turn_tool_names(state["messages"])],
                 agent_id=self._agent(ns),
                 acting_on_behalf_of=self.acting_on_behalf_of,
                 thread_id=thread_id,

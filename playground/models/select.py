@@ -114,6 +114,10 @@ def hosted_chat_model(spec: ModelSpec, settings: ModelSettings | None = None) ->
         if settings.openai_base_url is not None:
             # a local OpenAI-compatible server ignores the key, but the client refuses to start without one
             options["api_key"] = os.environ.get("OPENAI_API_KEY") or "unused"
+            if settings.max_tokens is not None:
+                # the client sends the limit as max_completion_tokens, which some servers (llama.cpp's
+                # Python server among them) do not read: they get the older name too
+                options["extra_body"] = {"max_tokens": settings.max_tokens}
         return ChatOpenAI(model=spec.model, base_url=settings.openai_base_url, stream_usage=True, **options)
     if spec.provider == "anthropic":
         from langchain_anthropic import ChatAnthropic

@@ -208,3 +208,26 @@ def test_a_model_that_fails_the_gate_runs_lanes_without_delegation_and_web_searc
     )
     assert (passed.lane_tools, passed.research) == (tools, True)
     assert passed.status_lines[2][1] == "web search and delegation on: the 3 tool-call checks passed"
+
+
+def test_the_page_says_a_lane_gave_no_answer_with_the_raw_text_behind_a_disclosure() -> None:
+    import uuid
+
+    from playground.events import EventRow
+    from playground.render import make_templates, render_event
+
+    templates = make_templates()
+    chat, turn = uuid.uuid4(), uuid.uuid4()
+
+    def fragment(seq: int, kind: str, payload: dict[str, Any]) -> str:
+        return render_event(templates, EventRow(chat, seq, turn, seq, "stock", kind, payload))
+
+    started = fragment(1, "start", {"attempt": 1, "model": "openai:gpt-4o-mini"})
+    assert f'id="model-{turn}-stock"' in started and ">openai:gpt-4o-mini</span>" in started
+    raw = '<tool_call>{"name": "search_memory"}</tool_call>'
+    done = fragment(2, "done", {"text": "", "no_answer": "a tool call written as text", "raw": raw})
+    assert "No answer from this lane (a tool call written as text)." in done
+    assert "<details" in done and "What the model wrote" in done
+    assert "&lt;tool_call&gt;" in done and raw not in done  # the model's text, escaped
+    answered = fragment(3, "done", {"text": "It is $120k."})
+    assert "It is $120k." in answered and "<details" not in answered

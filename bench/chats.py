@@ -274,6 +274,21 @@ def summary(rows: Sequence[dict[str, Any]], title: str, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def answers_in_summary(summary_md: str, chats: Sequence[Chat]) -> dict[str, tuple[int, int]]:
+    """Per lane, (replies that are answers by today's rule, replies) in an earlier run's summary.md,
+    read from its reply columns (their first 140 characters): for runs whose rows were not kept."""
+    by_id = {c.id: c for c in chats}
+    counts = {"beads": [0, 0], "stock": [0, 0]}
+    for line in summary_md.splitlines():
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if len(cells) != 8 or cells[0] not in by_id:
+            continue
+        for lane, reply in (("beads", cells[5]), ("stock", cells[6])):
+            counts[lane][1] += 1
+            counts[lane][0] += read_reply(reply, by_id[cells[0]]) != "no_answer"
+    return {lane: (n[0], n[1]) for lane, n in counts.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.chats", description=__doc__.split("\n\n")[0])
     parser.add_argument("--chats", type=Path, required=True, help="a JSON Lines file of chats")
@@ -286,7 +301,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--ids", nargs="*", help="only these chats")
     parser.add_argument("--report-only", action="store_true", help="rebuild summary.md from rows.jsonl")
+    parser.add_argument(
+        "--answers-in",
+        type=Path,
+        metavar="SUMMARY_MD",
+        help="print, per lane, how many of an earlier run's replies are answers by today's rule",
+    )
     args = parser.parse_args(argv)
+    if args.answers_in is not None:
+        found = answers_in_summary(args.answers_in.read_text(), load_chats(args.chats))
+        for lane, (answers, replies) in found.items():
+            print(f"{'ours' if lane == 'beads' else 'stock'}: {answers} of {replies} replies are answers")
+        return 0
     command = f"python -m bench.chats --chats {args.chats} --out {args.out}" + (
         f" --model {args.model}" if args.model != "local" else ""
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal, Unpack
 
-from memory.conclusions import is_failure_notice, why_no_answer, without_lead_in
+from memory.conclusions import is_failure_notice, states_nothing, why_no_answer, without_lead_in
 from memory.facts import ProvenanceArgs
 from memory.model import CaptureResult, Kind, Namespace, Source
 from memory.store import FactStore
@@ -88,6 +88,8 @@ def capture_answer(
     answer acts on the user's behalf."""
     text = without_lead_in(text)
     if why_no_answer(text, asked=asked, tool_results=tool_results, tool_names=tool_names) is not None:
+        return None
+    if states_nothing(text):  # an answer of one bare word may do for a reply, but states no fact
         return None
     return store.remember_result(
         ns,

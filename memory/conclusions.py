@@ -159,6 +159,10 @@ _ABOUT_TOOLS = re.compile(
 )
 
 
+# a one-word reply may well answer ("Dallas", "8KXR203"); a key or a hash does not ("launch_deadline")
+_IDENTIFIER = re.compile(r"[A-Za-z]\w*_\w+|[A-Za-z0-9]{20,}")
+
+
 def why_no_answer(
     text: str,
     *,
@@ -168,8 +172,8 @@ def why_no_answer(
 ) -> str | None:
     """Why `text`, an agent's final reply to `asked`, is no answer, or None when it is one.
 
-    No answer: empty text, a tool call written as text, an error or failure notice, a bare name,
-    one of the turn's `tool_results` said back, the question said back, or a reply that talks of
+    No answer: empty text, a tool call written as text, an error or failure notice, an identifier
+    (a key, a tool's name, a hash), one of the turn's `tool_results` said back, the question said back, or a reply that talks of
     the agent's tools (one of `tool_names`, or "the tool returned ...") rather than answering.
     """
     stripped = text.strip()
@@ -179,8 +183,8 @@ def why_no_answer(
         return "a tool call written as text"
     if _ERROR.search(stripped) or is_failure_notice(stripped):
         return "an error or failure notice"
-    if is_bare_name(stripped):
-        return "a bare name, not a sentence"
+    if _IDENTIFIER.fullmatch(stripped.rstrip(".")):
+        return "an identifier, not a sentence"
     if any(repeats(stripped, result) for result in tool_results if result.strip()):
         return "a tool's output said back"
     if asked.strip() and _says_back(stripped, asked):

@@ -37,7 +37,8 @@ NO_ANSWERS = [
         "Web search is unavailable right now, so answer from what you know and say so.",
         "an error or failure notice",
     ),
-    ("delegate_research", "a bare name, not a sentence"),
+    ("delegate_research", "an identifier, not a sentence"),
+    ("MG2CC378A9BA6056D1A49452866D3CBD63", "an identifier, not a sentence"),
     ("What is our budget?", "the question said back"),
     ("I will call search_memory to find the budget.", "a reply about its tools (search_memory)"),
     ("This tool returned a summary of what you found.", "a reply about its tools"),
@@ -45,6 +46,8 @@ NO_ANSWERS = [
 ANSWERS = [
     "Our budget is $120k per year.",
     "$120k per year.",
+    "8KXR203",  # a one-word answer is still an answer
+    "Dallas.",
     "What is our budget? It is $120k per year.",  # the question, then its answer
     "You could use a search tool for that, or ask the vendor.",  # tools as the user's matter
 ]

@@ -66,7 +66,11 @@ def openai_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             yield base
         finally:
             server.terminate()
-            server.wait(timeout=30)
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:  # still generating a reply nobody waits for
+                server.kill()
+                server.wait(timeout=30)
 
 
 def _wait_until_serving(base: str, server: subprocess.Popen[bytes], log_path: Path) -> None:

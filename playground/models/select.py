@@ -118,6 +118,9 @@ def hosted_chat_model(spec: ModelSpec, settings: ModelSettings | None = None) ->
                 # the client sends the limit as max_completion_tokens, which some servers (llama.cpp's
                 # Python server among them) do not read: they get the older name too
                 options["extra_body"] = {"max_tokens": settings.max_tokens}
+        # the client gives up on a stream whose first chunk takes 120 s; a local server that is
+        # reading a long agent prompt on a CPU, or serving the other lane's call first, takes longer
+        options["stream_chunk_timeout"] = HOSTED_TIMEOUT_SECONDS
         return ChatOpenAI(model=spec.model, base_url=settings.openai_base_url, stream_usage=True, **options)
     if spec.provider == "anthropic":
         from langchain_anthropic import ChatAnthropic

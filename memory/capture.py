@@ -13,10 +13,10 @@ captures messages itself (the playground's HTTP API).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal, Unpack
 
-from memory.conclusions import is_conclusion, is_failure_notice, repeats, states_nothing, without_lead_in
+from memory.conclusions import is_failure_notice, states_nothing, why_no_answer, without_lead_in
 from memory.facts import ProvenanceArgs
 from memory.model import CaptureResult, Kind, Namespace, Source
 from memory.store import FactStore
@@ -86,14 +86,19 @@ def capture_answer(
     *,
     key: str,
     tool_results: Sequence[str] = (),
+    asked: str = "",
+    tool_names: Iterable[str] = (),
     **provenance: Unpack[ProvenanceArgs],
 ) -> CaptureResult | None:
-    """Capture a final answer as a conclusion under `key`, less a lead-in that only announces it;
-    None when it is no conclusion, or when it says back one of its turn's `tool_results` (those
-    are memory's own notices, or already captured). Unless `provenance` says otherwise, the answer
-    acts on the user's behalf."""
+    """Capture a final answer to `asked` as a conclusion under `key`, less a lead-in that only
+    announces it; None when it is no answer (memory.conclusions.why_no_answer: among others, one
+    that says back one of its turn's `tool_results`, which are memory's own notices or already
+    captured, or that talks of the tools named `tool_names`). Unless `provenance` says otherwise, the
+    answer acts on the user's behalf."""
     text = without_lead_in(text)
-    if not is_conclusion(text) or states_nothing(text) or any(repeats(text, r) for r in tool_results):
+    if why_no_answer(text, asked=asked, tool_results=tool_results, tool_names=tool_names) is not None:
+        return None
+    if states_nothing(text):  # an answer of one bare word may do for a reply, but states no fact
         return None
     return store.remember_result(
         ns,

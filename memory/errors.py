@@ -45,6 +45,10 @@ class ModelCannotBindToolsError(ConfigurationError):
         super().__init__(message or " ".join((self.__doc__ or "").split()))
 
 
+class ModelKeyMissingError(ConfigurationError):
+    """The chosen hosted chat model needs an API key that is not set."""
+
+
 class MissingExtraError(BeadsMemoryError, ImportError):
     """An optional part of the library is not installed; the message names the extra that installs it."""
 

@@ -197,6 +197,18 @@ def _turn_tool_results(messages: Sequence[AnyMessage]) -> list[str]:
     return turn
 
 
+def _turn_tool_names(messages: Sequence[AnyMessage]) -> list[str]:
+    """The tools the agent called since the user's last message: a final answer that names one talks
+    of its machinery, not of the user's matter."""
+    names: list[str] = []
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            break
+        if isinstance(message, AIMessage):
+            names.extend(call["name"] for call in message.tool_calls)
+    return names
+
+
 def _thread_id() -> str | None:
     try:
         return get_config().get("configurable", {}).get("thread_id")
@@ -471,20 +483,22 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         if not isinstance(final, AIMessage) or final.tool_calls:
             return
         thread_id = _thread_id()
-        asked = next((m.id for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
+        question = next((m for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
         try:
             capture_answer(
                 self.store,
                 ns,
                 message_text(final),
-                key=answer_key(thread_id, asked),
+                key=answer_key(thread_id, question.id if question is not None else None),
                 tool_results=_turn_tool_results(state["messages"]),
+                asked=message_text(question) if question is not None else "",
+                tool_names=[*(t.name for t in self.tools), *_turn_tool_names(state["messages"])],
                 agent_id=self._agent(ns),
                 acting_on_behalf_of=self.acting_on_behalf_of,
                 thread_id=thread_id,
                 message_id=final.id,
             )
-        except Exception as exc:
+        except Exception as exc:  # the answer is given already; losing its note is no failure
             logger.warning("capture of the final answer %s failed", final.id, exc_info=True)
             _emit(_capture_event(final.id, "failed", [f"{type(exc).__name__}: {exc}"]))
 

@@ -1,8 +1,9 @@
 """The playground's settings: one class, read from ``PLAYGROUND_*`` variables, refusing unsafe values.
 
 The database and the chat model follow the library's own settings unless overridden here:
-``DATABASE_URL`` (else the embedded Postgres), ``BEADS_MODEL_BACKEND`` (auto, ollama, local, scripted)
-and ``BEADS_LOCAL_MODEL`` (which offline model).
+``DATABASE_URL`` (else the embedded Postgres), ``BEADS_MODEL`` (any model spec: offline,
+ollama:<model>, openai:<model>, anthropic:<model>, provider:model), ``BEADS_MODEL_BACKEND`` (auto,
+ollama, local, scripted) and ``BEADS_LOCAL_MODEL`` (which offline model).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memory.keys import MIN_KEY_BITS, MIN_KEY_CHARS, key_problem
+from memory.model_spec import parse_model_spec
 from playground.models.settings import LocalModelName
 
 #: A message longer than this is refused whatever the settings say: one message is not a document.
@@ -32,6 +34,9 @@ class PlaygroundSettings(BaseSettings):
     database_url: str | None = None
     #: The embedder both lanes use: minilm (offline default), ollama[:MODEL], fake[-DIMS].
     embedder: str = "minilm"
+    #: Overrides BEADS_MODEL for the playground only: a model spec (memory.model_spec), e.g.
+    #: openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, ollama:qwen3:8b, offline.
+    model: str | None = None
     #: Overrides BEADS_MODEL_BACKEND for the playground only.
     model_backend: Literal["auto", "ollama", "local", "scripted"] | None = None
     #: Overrides BEADS_LOCAL_MODEL for the playground only: the offline model, when the backend is
@@ -114,6 +119,17 @@ class PlaygroundSettings(BaseSettings):
     #: Give both lanes the web-search tool and the research sub-agent.
     web_search: bool = True
     research: bool = True
+    #: At startup, run the smoke gate's tool-call checks on the model (playground.models.smoke): one
+    #: that fails them runs both lanes without web search and the research sub-agent. Off, the
+    #: lanes get what web_search and research say, whatever the model.
+    tool_gate: bool = True
+
+    @field_validator("model")
+    @classmethod
+    def _a_model_spec(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return str(parse_model_spec(value))
 
     @field_validator("max_message_chars")
     @classmethod

@@ -260,7 +260,7 @@ class FactStore:
     def _connection(self) -> Iterator[psycopg.Connection[DictRow]]:
         """A pooled connection; a read of a table the migrations have not made yet says what to do."""
         try:
-            with self._connection() as conn:
+            with self.pool.connection() as conn:
                 yield conn
         except psycopg.errors.UndefinedTable as exc:
             if "beads." not in str(exc):

@@ -281,3 +281,12 @@ def test_any_text_is_answered_and_captured_through_the_middleware(
     assert model.prompts[-1][-1].content == text  # the model got the message as it was sent
     turn(agent, "And then?", "t-any")  # the thread goes on
     assert len(model.prompts) == 2 and store.facts_in_namespace(store.root("s").id)
+
+
+def test_a_database_never_set_up_says_to_run_setup(empty_db_url: str) -> None:
+    from memory.errors import SchemaMissingError
+
+    with open_pool(empty_db_url) as pool:
+        store = FactStore(pool, FakeEmbedder())
+        with pytest.raises(SchemaMissingError, match=r"run store.setup\(\)"):
+            store.session_facts("s")

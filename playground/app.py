@@ -61,7 +61,7 @@ def create_app(settings: PlaygroundSettings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.templates = make_templates()
-    # wrong keys per client address, shared by the login, ?token= and the API's bearer check
+    # wrong keys per (client, key tried), shared by the login form and the API's bearer check
     app.state.access_attempts = FailedAttempts(settings.auth_failures_per_minute)
     app.add_middleware(SecurityMiddleware, settings=settings, attempts=app.state.access_attempts)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -2,7 +2,10 @@
 
 Who may reach the app at all (the Host allow-list, the login the pages need when a key is set, and
 the refusal of an open app off loopback) is playground.access's; this middleware applies it to
-every HTTP request before any route runs, the streams included.
+every HTTP request before any route runs, the streams included. A `token` in a query string is taken
+out of the request before anything reads it, the server's access log included: a key is never
+taken from an address (it would be written wherever the address is), and one pasted there by
+habit stays out of the log.
 
 The JSON API under /api/ (playground.api) is called by programs, not by forms: a request without an
 Origin header (curl, a script) may write there, one a browser sends from another origin may not, and
@@ -13,14 +16,16 @@ sent without a Content-Length is bounded too; its refusals are JSON.
 from __future__ import annotations
 
 import logging
-from urllib.parse import parse_qs, quote, urlencode, urlsplit
+from urllib.parse import parse_qs, parse_qsl, quote, urlencode, urlsplit
 
+import psycopg
 from fastapi import HTTPException, Request
+from psycopg_pool import PoolTimeout
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from playground import access
+from playground import access, logins
 from playground.api.errors import error_response, is_api_path
 from playground.settings import PlaygroundSettings
 
@@ -73,6 +78,8 @@ class SecurityMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        # in place: the server logs this same scope's query string once the response starts
+        scope["query_string"] = without_token(scope.get("query_string", b""))
         headers = Headers(scope=scope)
 
         async def send_with_headers(message: Message) -> None:
@@ -101,13 +108,13 @@ class SecurityMiddleware:
         elif _declared_length(headers) > self.max_body_bytes:
             refusal = PlainTextResponse(f"Request body too large (limit {self.max_body_bytes} bytes).", 413)
         elif not _public(scope["path"]):
-            refusal = self._page_access(scope, headers)
+            refusal = await self._page_access(scope, headers)
         if refusal is not None:
             await refusal(scope, receive, send_with_headers)
             return
         await self.app(scope, receive, send_with_headers)
 
-    def _page_access(self, scope: Scope, headers: Headers) -> Response | None:
+    async def _page_access(self, scope: Scope, headers: Headers) -> Response | None:
         """None when the page may be served; else the refusal (see playground.access)."""
         if self.settings.api_key is None:
             allowed, host = access.open_without_key(headers, scope.get("server"))
@@ -117,11 +124,14 @@ class SecurityMiddleware:
                 self._refusal_logged = True
                 _log.warning("pages refused on %s: set PLAYGROUND_API_KEY to serve them off loopback", host)
             return PlainTextResponse(access.KEY_NEEDED.format(host=host), 403)
-        if access.cookie_counts(headers) and access.cookie_valid(access.read_cookie(headers), self.settings):
-            return None
-        query = parse_qs(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
-        if "token" in query and scope["method"] in ("GET", "HEAD"):
-            return self._token_login(scope, query)
+        if access.cookie_counts(headers):
+            try:
+                pool = scope["app"].state.runtime.pool
+                if await logins.is_logged_in(pool, self.settings, access.read_cookie(headers)):
+                    return None
+            except (psycopg.OperationalError, PoolTimeout):
+                message = "The database is unreachable right now; try again in a moment."
+                return PlainTextResponse(message, 503, headers={"Retry-After": "2"})
         is_page = (
             scope["method"] in ("GET", "HEAD")
             and headers.get("hx-request") != "true"
@@ -135,25 +145,6 @@ class SecurityMiddleware:
                 f"/login?{urlencode({'next': access.local_target(target)})}", status_code=303
             )
         return PlainTextResponse("Log in first: open /login and enter the key.", 401)
-
-    def _token_login(self, scope: Scope, query: dict[str, list[str]]) -> Response:
-        """`?token=KEY` on a page: the login cookie, and the same page without the token."""
-        client = access.client_address(scope)
-        wait = self.attempts.retry_after(client)
-        if wait is not None:
-            detail, retry = access.too_many(wait)
-            return PlainTextResponse(detail, 429, headers=retry)
-        if not access.key_matches(query["token"][-1], self.settings):
-            self.attempts.failed(client, scope["path"])
-            return PlainTextResponse("Wrong key.", 401)
-        rest = urlencode([(k, v) for k, values in query.items() if k != "token" for v in values])
-        target = access.local_target(quote(scope["path"]) + (f"?{rest}" if rest else ""))
-        response = RedirectResponse(target, status_code=303)
-        secure = scope.get("scheme") == "https"
-        response.headers["set-cookie"] = access.cookie_header(
-            access.login_cookie(self.settings), secure=secure
-        )
-        return response
 
     async def _api(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
         refusal: Response | None = None
@@ -194,6 +185,16 @@ class SecurityMiddleware:
             return await receive()  # after the body: wait for the disconnect
 
         await self.app(scope, replay, send)
+
+
+def without_token(query: bytes) -> bytes:
+    """`query` less any `token` parameter (the rest as it was, when there is none)."""
+    if not query:
+        return query
+    # latin-1 both ways: each byte a percent escape stood for comes back as the same escape
+    pairs = parse_qsl(query.decode("latin-1"), keep_blank_values=True, encoding="latin-1")
+    kept = [(k, v) for k, v in pairs if k.strip().lower() != "token"]
+    return urlencode(kept, encoding="latin-1").encode("ascii") if len(kept) != len(pairs) else query
 
 
 def _public(path: str) -> bool:

@@ -8,6 +8,7 @@ ollama, local, scripted) and ``BEADS_LOCAL_MODEL`` (which offline model).
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -99,7 +100,7 @@ class PlaygroundSettings(BaseSettings):
     memory_tools: Literal["auto", "on", "off"] = "auto"
 
     #: The key to the whole app (playground.access): with it set, every /api/ route asks for
-    #: `Authorization: Bearer <key>` and the pages for a login (/login, or ?token=<key> once); unset,
+    #: `Authorization: Bearer <key>` and the pages for a login (the form at /login); unset,
     #: pages and API answer only a request that came in on a loopback address through no proxy, and
     #: refuse (403) any other. One key opens every session: it is for one trusted user or backend.
     api_key: SecretStr | None = None
@@ -108,9 +109,16 @@ class PlaygroundSettings(BaseSettings):
     #: every subdomain). Any other Host header is refused (400): a page that rebinds its own name to
     #: this machine's address cannot reach the app.
     allowed_hosts: str = ""
-    #: Wrong keys (API bearer, login form, ?token=) from one client address in a minute before that
-    #: address is refused (429) for the rest of the minute, whatever key it sends.
+    #: How many times in a minute one client may send one wrong key (API bearer, login form) before
+    #: that key is refused from it (429) for the rest of the minute; the right key is never refused.
     auth_failures_per_minute: int = Field(default=10, ge=1, le=10_000)
+    #: How long a login lasts, in hours (a server-side row: logging out, or a key change, ends it sooner).
+    login_hours: float = Field(default=12.0, gt=0.0, le=168.0)
+    #: The proxies whose X-Forwarded-For says who the client is, comma-separated addresses or networks
+    #: ("10.0.0.5, 192.168.0.0/24"). Empty (the default): no header is believed, and a wrong key is
+    #: counted against the socket's peer. Start uvicorn with --no-proxy-headers when setting it: else it
+    #: rewrites the peer from the header for 127.0.0.1 first, and those requests count as one client.
+    trusted_proxies: str = ""
 
     #: The stock lane's store: LangGraph's PostgresStore (postgres), or the same lane, LangMem tools
     #: and prompt on BeadsStore, LangGraph's store API over our fact graph (beads).
@@ -156,6 +164,29 @@ class PlaygroundSettings(BaseSettings):
                     f"allowed_hosts: {name!r} is not a host name (a leading dot allows subdomains)"
                 )
         return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_networks(cls, value: str) -> str:
+        for entry in (e.strip() for e in value.split(",")):
+            if not entry:
+                continue
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"trusted_proxies: {entry!r} is not an address or a network (e.g. 10.0.0.5, 10.0.0.0/24)"
+                ) from None
+        return value
+
+    @property
+    def trusted_proxy_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        entries = (e.strip() for e in self.trusted_proxies.split(","))
+        return tuple(ipaddress.ip_network(e, strict=False) for e in entries if e)
+
+    @property
+    def login_seconds(self) -> int:
+        return max(1, round(self.login_hours * 3600))
 
     @property
     def allowed_host_names(self) -> frozenset[str]:

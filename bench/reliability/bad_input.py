@@ -494,7 +494,7 @@ def ACCESS_CASES() -> list[Case]:
         ),
         get(
             "key-cookie-forged",
-            "a login cookie with a made-up signature",
+            "a login cookie with a made-up token",
             "/chats/{chat}",
             (401,),
             headers={"cookie": "{forged_cookie}"},
@@ -502,7 +502,7 @@ def ACCESS_CASES() -> list[Case]:
         ),
         get(
             "key-token-wrong",
-            "a wrong ?token= on a page",
+            "a key in ?token= on a page (an address logs no one in)",
             "/chats/{chat}?token=not-the-key",
             (401,),
             keyed=True,
@@ -896,7 +896,7 @@ def _send_case(client: httpx.Client, base: str, case: Case, ids: dict[str, str])
 
 def login_cookies(keyed_base: str) -> tuple[str, str]:
     """The keyed app's login cookie, from its login form (in a client of its own, so that no other
-    request carries it), and one like it with a made-up signature."""
+    request carries it), and one like it that is no login (its token changed)."""
     with httpx.Client(timeout=TIMEOUT) as login:
         response = login.post(
             f"{keyed_base}/login", data={"key": KEY}, headers={"origin": keyed_base}, follow_redirects=False
@@ -905,8 +905,7 @@ def login_cookies(keyed_base: str) -> tuple[str, str]:
         raise RuntimeError(f"the keyed app's login answered {response.status_code}: {response.text[:200]}")
     cookie = response.headers["set-cookie"].split(";")[0]
     name, _, value = cookie.partition("=")
-    issued = value.split(".")[0]
-    return cookie, f"{name}={issued}.{'0' * 64}"
+    return cookie, f"{name}={value[:-4]}{'AAAA' if value[-4:] != 'AAAA' else 'BBBB'}"
 
 
 def run_bad_inputs(base: str, db_url: str, *, max_message_chars: int, keyed_base: str) -> dict[str, Any]:

@@ -224,17 +224,17 @@ def app_process(db_url: str | None, **settings: Any) -> Iterator[AppProcess]:
 
 
 @contextlib.contextmanager
-def serve(app: Any, start_seconds: float = 90) -> Iterator[str]:
-    """`app` on 127.0.0.1, served by uvicorn in a thread of this process (lifespan included);
+def serve(app: Any, start_seconds: float = 90, **config: Any) -> Iterator[str]:
+    """`app` on 127.0.0.1, served by uvicorn in a thread of this process (lifespan included), with
+    uvicorn's defaults but a quiet log unless `config` (more `uvicorn.Config` options) says otherwise;
     yields its base URL."""
     import threading
 
     import uvicorn
 
     port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    )
+    options: dict[str, Any] = {"log_level": "warning", "lifespan": "on", **config}
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, **options))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + start_seconds

@@ -2,8 +2,9 @@
 
 With `PLAYGROUND_API_KEY` set, every /api/ route asks for `Authorization: Bearer <key>` (401
 otherwise; the key is compared in constant time; the login cookie of the pages does not count here).
-A wrong key is logged and counted against the client's address, and past the limit that address gets
-429 with Retry-After (playground.access). Unset, the API answers only a request that arrived on a
+A wrong key is logged and counted against the client (the socket's peer, or what a trusted proxy
+says) and the key tried; past the limit that key gets 429 with Retry-After from that client, while
+the right key keeps working (playground.access). Unset, the API answers only a request that arrived on a
 loopback socket and names no proxy: bound to any other address, or reached through a proxy that says
 so (`Forwarded`, `X-Forwarded-For`, `X-Real-IP`), it answers 403, saying how to set a key, so that
 starting the playground with `--host 0.0.0.0` never publishes a memory that anyone on the network may
@@ -57,22 +58,23 @@ async def require_api_access(
             state.api_refusal_logged = True
             _log.warning("the API is refused on %s: set PLAYGROUND_API_KEY to serve it off loopback", host)
         raise ApiError(403, access.KEY_NEEDED.format(host=host), error="api_key_required")
-    attempts: access.FailedAttempts = request.app.state.access_attempts
-    client = access.client_address(request.scope)
-    wait = attempts.retry_after(client)
-    if wait is not None:
-        detail, retry = access.too_many(wait)
-        raise ApiError(429, detail, error="too_many_attempts", headers=retry)
     token = credentials.credentials if credentials is not None else ""
-    if not token.strip():
+    if not token.strip():  # no key is no guess: nothing is counted
         raise ApiError(
             401,
             "This API needs 'Authorization: Bearer <key>' with the key set in PLAYGROUND_API_KEY.",
             error="unauthorized",
             headers=_CHALLENGE,
         )
+    attempts: access.FailedAttempts = request.app.state.access_attempts
+    client = access.client_key(request.scope, request.headers, settings.trusted_proxy_networks)
+    wait = attempts.retry_after(client, token)
+    if wait is not None:
+        detail, retry = access.too_many(wait)
+        raise ApiError(429, detail, error="too_many_attempts", headers=retry)
     if not access.key_matches(token, settings):
-        attempts.failed(client, request.url.path)
+        if access.is_guess(request.headers, token):
+            attempts.failed(client, token, request.url.path)
         raise ApiError(401, "Wrong API key.", error="unauthorized", headers=_CHALLENGE)
 
 

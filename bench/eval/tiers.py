@@ -90,7 +90,9 @@ def margins(rows: Sequence[dict[str, Any]], split: str | None = None) -> list[Ma
 def _splits(rows: Sequence[dict[str, Any]]) -> list[str | None]:
     tags = {r["split"] for r in rows if r.get("split") and tier_size(r["dataset"]) is not None}
     order = ("tune", "holdout")
-    return [*sorted(tags, key=lambda t: (order.index(t) if t in order else len(order), t)), None]
+    named = sorted(tags, key=lambda t: (order.index(t) if t in order else len(order), t))
+    # every question at once, where there is more than one split (with one, that is the split again)
+    return [*named, None] if len(named) != 1 else named
 
 
 def has_tiers(rows: Sequence[dict[str, Any]]) -> bool:

@@ -13,7 +13,9 @@ sends it, each on a new LangGraph thread in each lane. Each chat is its own sess
 
 Scored without a judge, from the last turn:
 - each lane's reply: current (names an `expect` string and no `wrong` one), stale (the reverse),
-  both, neither, or no answer (not an answer in words);
+  both, neither, or no answer (memory.conclusions.why_no_answer: a tool call as text, a failure
+  notice, the question said back, a reply about the lane's tools; or a reply the lane itself
+  withheld as no answer);
 - our lane's block, as the model read it in its last call: the first line on the topic (one naming
   either value) names the current value; a line states the wrong value as a plain line (not folded
   in as "earlier", not marked older), which a reader takes as current.
@@ -37,10 +39,13 @@ from psycopg.rows import dict_row
 
 from bench.reliability.client import new_chat, send
 from bench.reliability.servers import OwnPostgres, app_process, create_database, drop_database
-from memory.conclusions import is_conclusion
+from memory.conclusions import why_no_answer
+from playground.comparison.lanes import LANE_TOOL_NAMES
 
 # the new user's app: its own defaults, with the model it picks when Ollama is absent
-NEW_USER = {"embedder": "minilm", "model_backend": "local", "web_search": True, "research": True}
+NEW_USER = {"embedder": "minilm", "model": "offline", "web_search": True, "research": True}
+#: the --model names of earlier runs, as model specs
+_MODEL_ALIASES = {"local": "offline", "local-1.5b": "offline:qwen2.5-coder-1.5b"}
 TURN_TIMEOUT_SECONDS = 1_200.0
 
 Reading = Literal["current", "stale", "both", "neither", "no_answer"]
@@ -98,7 +103,7 @@ def names(text: str, values: Sequence[str]) -> bool:
 
 
 def read_reply(reply: str, chat: Chat) -> Reading:
-    if not is_conclusion(reply):
+    if why_no_answer(reply, asked=chat.messages[-1], tool_names=LANE_TOOL_NAMES) is not None:
         return "no_answer"
     current, wrong = names(reply, chat.expect), names(reply, chat.wrong)
     if current and wrong:
@@ -136,7 +141,7 @@ _TURN = "SELECT status FROM playground.turn_worker WHERE id = %s"
 _REPLIES = "SELECT author, body FROM playground.messages WHERE turn_id = %s AND author <> 'user'"
 _EVENTS = """
 SELECT lane, kind, payload FROM playground.events
- WHERE turn_id = %s AND lane <> 'turn' AND kind IN ('injection', 'tool_call', 'usage', 'error')
+ WHERE turn_id = %s AND lane <> 'turn' AND kind IN ('injection', 'tool_call', 'usage', 'error', 'done')
  ORDER BY seq
 """
 
@@ -190,6 +195,12 @@ def run_chat(base: str, db_url: str, chat: Chat) -> dict[str, Any]:
         "block_text": block,
         "tool_calls": tools,
         "errors": [e["payload"] for e in events if e["kind"] == "error"],
+        # a reply the lane withheld as no answer: why, and what the model wrote
+        "withheld": {
+            e["lane"]: {"why": e["payload"]["no_answer"], "raw": e["payload"].get("raw", "")}
+            for e in events
+            if e["kind"] == "done" and e["payload"].get("no_answer")
+        },
         "seconds_per_message": seconds,
     }
 
@@ -263,18 +274,50 @@ def summary(rows: Sequence[dict[str, Any]], title: str, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def answers_in_summary(summary_md: str, chats: Sequence[Chat]) -> dict[str, tuple[int, int]]:
+    """Per lane, (replies that are answers by today's rule, replies) in an earlier run's summary.md,
+    read from its reply columns (their first 140 characters): for runs whose rows were not kept."""
+    by_id = {c.id: c for c in chats}
+    counts = {"beads": [0, 0], "stock": [0, 0]}
+    for line in summary_md.splitlines():
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+        if len(cells) != 8 or cells[0] not in by_id:
+            continue
+        for lane, reply in (("beads", cells[5]), ("stock", cells[6])):
+            counts[lane][1] += 1
+            counts[lane][0] += read_reply(reply, by_id[cells[0]]) != "no_answer"
+    return {lane: (n[0], n[1]) for lane, n in counts.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.chats", description=__doc__.split("\n\n")[0])
     parser.add_argument("--chats", type=Path, required=True, help="a JSON Lines file of chats")
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--model", choices=("local", "local-1.5b", "scripted"), default="local")
+    parser.add_argument(
+        "--model",
+        default="local",
+        help="a model spec (offline, scripted, ollama:<model>, openai:<model>, ...); local and local-1.5b "
+        "name the offline models, as earlier runs did",
+    )
     parser.add_argument("--ids", nargs="*", help="only these chats")
     parser.add_argument("--report-only", action="store_true", help="rebuild summary.md from rows.jsonl")
+    parser.add_argument(
+        "--answers-in",
+        type=Path,
+        metavar="SUMMARY_MD",
+        help="print, per lane, how many of an earlier run's replies are answers by today's rule",
+    )
     args = parser.parse_args(argv)
+    if args.answers_in is not None:
+        found = answers_in_summary(args.answers_in.read_text(), load_chats(args.chats))
+        for lane, (answers, replies) in found.items():
+            print(f"{'ours' if lane == 'beads' else 'stock'}: {answers} of {replies} replies are answers")
+        return 0
     command = f"python -m bench.chats --chats {args.chats} --out {args.out}" + (
         f" --model {args.model}" if args.model != "local" else ""
     )
-    title = f"New chats on the {'offline default' if args.model == 'local' else args.model} model"
+    spec = _MODEL_ALIASES.get(args.model, args.model)
+    title = f"New chats on the {'offline default' if spec == 'offline' else spec} model"
     rows_path = args.out / "rows.jsonl"
     if args.report_only:
         rows = [json.loads(line) for line in rows_path.read_text().splitlines() if line]
@@ -296,11 +339,7 @@ def main(argv: list[str] | None = None) -> int:
         if rows_path.exists()
         else {}
     )
-    settings: dict[str, Any] = dict(NEW_USER)
-    if args.model == "scripted":
-        settings["model_backend"] = "scripted"
-    elif args.model == "local-1.5b":
-        settings["local_model"] = "qwen2.5-coder-1.5b"
+    settings: dict[str, Any] = {**NEW_USER, "model": spec}
     own = OwnPostgres()
     db = create_database(own.url, prefix="chats")
     started = time.monotonic()

@@ -2,6 +2,8 @@
 
     python -m bench.ingest --locomo $DATA/locomo/locomo_dev.json [--conversations 7] [--rounds 3]
                            [--out results/latency/ingest.json]
+    python -m bench.ingest --bulk --locomo $DATA/locomo/locomo_dev.json --rounds 2 \
+                           --out results/latency/import.json
 
 Each LoCoMo conversation (read in place; nothing of it is copied) is written turn by turn, as the
 evaluation harness ingests it (bench.eval.ingest): ours through `FactStore.capture_message` (split
@@ -28,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import psycopg
+from langgraph.store.base import PutOp
 from langgraph.store.postgres import PostgresStore
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
@@ -38,6 +41,7 @@ from bench.eval.loaders import load_locomo
 from bench.scratch import scratch_server
 from memory.connection import open_pool
 from memory.facts import message_facts
+from memory.importing import ImportMessage
 from memory.model import Source
 from memory.store import FactStore
 
@@ -116,6 +120,103 @@ def ingest_once(server: str, conversation: Any, lookup: LookupEmbedder, round_: 
     }
 
 
+def import_once(server: str, conversation: Any, lookup: LookupEmbedder, round_: int) -> dict[str, Any]:
+    """One conversation three ways, each into a fresh database, whole and timed whole: ours through
+    the bulk path (`FactStore.import_messages`), PostgresStore through one `put` per turn and through
+    one `batch` of every put; the order alternates by round so that machine drift lands on each."""
+    turns = [t for s in conversation.sessions for t in s.turns]
+    messages = [ImportMessage(t.text, "user", t.id, t.session_id, t.speaker, t.timestamp) for t in turns]
+    prefix = ("memories", conversation.id)
+    seconds: dict[str, float] = {}
+    written = 0
+
+    def ours() -> None:
+        nonlocal written
+        url = _fresh(server, f"import_ours_{round_}")
+        with open_pool(url, min_size=1, max_size=3) as pool:
+            store = FactStore(pool, lookup)
+            store.setup()
+            started = time.perf_counter()
+            written = store.import_messages(conversation.id, messages).written
+            seconds["import"] = time.perf_counter() - started
+
+    def theirs(how: str) -> None:
+        url = _fresh(server, f"import_theirs_{how}_{round_}")
+        with psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
+            store = PostgresStore(
+                conn, index={"dims": lookup.dims, "embed": lookup.embed, "fields": ["content"]}
+            )
+            store.setup()
+            started = time.perf_counter()
+            if how == "put":
+                for t in turns:
+                    store.put(prefix, t.id, {"content": t.text})
+            else:
+                store.batch([PutOp(prefix, t.id, {"content": t.text}) for t in turns])
+            seconds[how] = time.perf_counter() - started
+
+    def ours_one_by_one() -> None:
+        url = _fresh(server, f"import_capture_{round_}")
+        with open_pool(url, min_size=1, max_size=3) as pool:
+            store = FactStore(pool, lookup)
+            store.setup()
+            ns = store.root(conversation.id)
+            started = time.perf_counter()
+            for m in messages:
+                store.capture_message(
+                    ns,
+                    m.text,
+                    message_id=m.message_id,
+                    thread_id=m.thread_id,
+                    valid_from=m.time,
+                    speaker=m.speaker,
+                )
+            seconds["capture"] = time.perf_counter() - started
+
+    steps = [ours, ours_one_by_one, lambda: theirs("put"), lambda: theirs("batch")]
+    for step in steps if round_ % 2 == 0 else reversed(steps):
+        step()
+    n = len(turns)
+    return {
+        "conversation": conversation.id,
+        "round": round_,
+        "turns": n,
+        "facts_written": written,
+        "import_msgs_per_s": n / seconds["import"],
+        "capture_msgs_per_s": n / seconds["capture"],
+        "put_msgs_per_s": n / seconds["put"],
+        "batch_msgs_per_s": n / seconds["batch"],
+        "loadavg": _loadavg(),
+    }
+
+
+def import_markdown(runs: list[dict[str, Any]], source: str) -> str:
+    lines = [
+        f"Bulk import (messages per second), {len(runs)} conversation runs of LoCoMo's dev set ({source}), "
+        "vectors computed in advance, each store in a fresh database of one embedded Postgres.",
+        "",
+        "| conversation | turns | facts written | ours: import_messages | ours: capture_message each "
+        "| PostgresStore put | PostgresStore batch | import / capture | import / put | import / batch |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in runs:
+        lines.append(
+            f"| {r['conversation']} (round {r['round']}) | {r['turns']} | {r['facts_written']} "
+            f"| {r['import_msgs_per_s']:.0f} | {r['capture_msgs_per_s']:.0f} | {r['put_msgs_per_s']:.0f} "
+            f"| {r['batch_msgs_per_s']:.0f} | {r['import_msgs_per_s'] / r['capture_msgs_per_s']:.2f} "
+            f"| {r['import_msgs_per_s'] / r['put_msgs_per_s']:.2f} | {r['import_msgs_per_s'] / r['batch_msgs_per_s']:.2f} |"
+        )
+    own = float(np.median([r["import_msgs_per_s"] / r["capture_msgs_per_s"] for r in runs]))
+    put = float(np.median([r["import_msgs_per_s"] / r["put_msgs_per_s"] for r in runs]))
+    batch = float(np.median([r["import_msgs_per_s"] / r["batch_msgs_per_s"] for r in runs]))
+    lines += [
+        "",
+        f"Median ratios: import / capture {own:.2f}, import / put {put:.2f}, import / batch {batch:.2f}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 def precompute(lookup: LookupEmbedder, conversations: list[Any]) -> None:
     """Every text either store will embed: each turn whole (theirs), its claims and passage (ours)."""
     texts: list[str] = []
@@ -167,11 +268,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conversations", type=int, default=7)
     parser.add_argument("--rounds", type=int, default=1, help="times each conversation is ingested")
     parser.add_argument("--out", type=Path, default=RESULTS / "ingest.json")
+    parser.add_argument(
+        "--bulk",
+        action="store_true",
+        help="time the bulk path (import_messages) against put and batch instead",
+    )
     args = parser.parse_args(argv)
     conversations = list(load_locomo(args.locomo).conversations)[: args.conversations]
     lookup = LookupEmbedder(TopicEmbedder())
     precompute(lookup, conversations)
     server = scratch_server("beads-ingest-")
+    if args.bulk:
+        runs = []
+        for round_ in range(args.rounds):
+            for conversation in conversations:
+                run = import_once(server, conversation, lookup, round_)
+                print(json.dumps(run), flush=True)
+                runs.append(run)
+        table = import_markdown(runs, args.locomo.name)
+        print(table)
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps({"runs": runs, "machine": {"nproc": os.cpu_count()}}, indent=1) + "\n")
+        args.out.with_suffix(".md").write_text(table)
+        return 0
     results: dict[str, Any] = {
         "source": args.locomo.name,
         "machine": {"nproc": os.cpu_count()},

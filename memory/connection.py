@@ -68,7 +68,15 @@ def ensure_vector_extension(url: str) -> None:
             "ask an administrator to run CREATE EXTENSION vector"
         ) from exc
     except psycopg.errors.FeatureNotSupported as exc:
-        raise ConfigurationError(f"pgvector is not available on this Postgres server: {exc}") from exc
+        first = str(exc).splitlines()[0]
+        raise ConfigurationError(
+            f"pgvector is not available on this Postgres server ({first}). Ways out: install it on the "
+            "server (Debian/Ubuntu: the postgresql-NN-pgvector package where there is one, or build the "
+            "pgvector source this package carries, memory/vendor/, with `make && make install`: "
+            "docs/production.md), use a server that has it (`docker compose up -d`, or a managed Postgres "
+            "with pgvector), or leave DATABASE_URL unset to use the embedded server "
+            "(pip install 'langgraph-beads-memory[embedded]')"
+        ) from exc
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailableError(f"cannot connect to Postgres: {exc}") from exc
 

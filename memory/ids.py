@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import secrets
 import uuid
@@ -35,5 +36,8 @@ def fact_id(session_id: str, namespace: uuid.UUID, source: str, source_key: str,
     return uuid.uuid5(session_uuid(session_id), "\x00".join((str(namespace), source, source_key, digest)))
 
 
+@functools.lru_cache(maxsize=32)
 def passage_id(session_id: str, body: str) -> uuid.UUID:
+    # cached: every claim of a message names its passage, and hashing a long message once per claim
+    # made writing it quadratic in its length
     return uuid.uuid5(session_uuid(session_id), "passage\x00" + body_sha256(body).hex())

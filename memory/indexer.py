@@ -31,14 +31,26 @@ class BackgroundIndexer:
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._stopping = False
 
     def poke(self) -> None:
         """There are new vectors: index them soon (never blocks the caller)."""
         with self._lock:
             self._wake.set()
             if self._thread is None:
+                self._stopping = False
                 self._thread = threading.Thread(target=self._run, name="beads-indexer", daemon=True)
                 self._thread.start()
+
+    def stop(self) -> None:
+        """Stop the background thread, if one runs (pending vectors stay pending: search finds them,
+        and the next write's indexer takes them)."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+            self._stopping = thread is not None
+            self._wake.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
 
     def drain(self) -> int:
         """Index every pending vector now, in the caller's thread; returns how many."""
@@ -47,6 +59,8 @@ class BackgroundIndexer:
 
     def _run(self) -> None:
         while True:
+            if self._stopping:
+                return
             if not self._wake.wait(IDLE_EXIT_SECONDS):
                 with self._lock:
                     if not self._wake.is_set():  # a poke may have landed between the wait and here

@@ -3,8 +3,8 @@ capture policy for every door that is not the middleware (the playground's HTTP 
 in memory.mcp_server), so a message sent over either is stored exactly as the other would store it.
 
 Text that Postgres cannot store is refused before it reaches the store, never passed on to fail
-there: a NUL character (U+0000), and a lone surrogate (JSON may spell one, "\\ud800"; it is not valid
-UTF-8). Blank text is refused too. Messages are captured as `BeadsMemoryMiddleware` captures them
+there: a NUL character (U+0000), and a lone surrogate (memory.clean_text decides, for every door).
+Blank text is refused too. Messages are captured as `BeadsMemoryMiddleware` captures them
 (memory.capture): a user's message is split into claims verbatim, a tool's result is untrusted
 content (a failed call's, and the memory's own tools', are skipped), an assistant's answer is kept as
 a conclusion when it is one.
@@ -20,9 +20,11 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, StringConstraints
 
+from memory import clean_text
 from memory.capture import answer_key, capture_answer, capture_said
-from memory.errors import BeadsMemoryError, FactNotFoundError, NamespaceNotFoundError
-from memory.model import AutoSupersession, CaptureResult, Fact, Kind, Namespace, Relation, Source
+from memory.clean_text import DEFAULT_MAX_MESSAGE_CHARS
+from memory.errors import BeadsMemoryError, FactNotFoundError, NamespaceNotFoundError, SupersedeRefusedError
+from memory.model import AutoSupersession, CaptureResult, Deleted, Fact, Kind, Namespace, Relation, Source
 from memory.store import FactStore
 from memory.tools import MEMORY_TOOL_NAMES
 
@@ -33,20 +35,14 @@ FACT_ID_PATTERN = (
     r"^(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12})$"
 )
 MAX_MESSAGES = 50
-# the longest message a door accepts unless it is told otherwise (the playground's default too)
-DEFAULT_MAX_MESSAGE_CHARS = 8_000
 
 Role = Literal["user", "tool", "assistant"]
 RememberKind = Literal["conclusion", "user_input"]
 
 
 def storable(text: str) -> str:
-    if "\x00" in text:
-        raise ValueError("contains a NUL character (U+0000), which cannot be stored")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("contains a lone surrogate, which is not valid UTF-8") from None
+    if (why := clean_text.problem(text)) is not None:
+        raise ValueError(why)
     return text
 
 
@@ -229,6 +225,25 @@ def fact_in_session(store: FactStore, session_id: str, fact_id: str) -> Fact:
     return fact
 
 
+def forget_refusal(store: FactStore, session_id: str) -> str | None:
+    """Why a door refuses to forget `session_id`, or None: the session is a playground chat's memory,
+    which only deleting the chat forgets (it also forgets the chat's stock lane, its threads and its
+    own rows, which a door that forgot the session alone would leave behind, pointing at nothing).
+    The chat table is looked up by name, so that this library never imports the playground; on a
+    database the playground never used it does not exist and nothing is refused."""
+    with store.pool.connection() as conn:
+        present = conn.execute("SELECT to_regclass('playground.chats') IS NOT NULL AS present").fetchone()
+        if present is None or not present["present"]:
+            return None
+        chat = conn.execute("SELECT id FROM playground.chats WHERE session_id = %s", (session_id,)).fetchone()
+    if chat is None:
+        return None
+    return (
+        f"Session {session_id!r} is the memory of playground chat {chat['id']}: delete the chat "
+        "(it forgets both lanes and its threads too)."
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Link:
     """One link a remember asked for, and whether the library made it."""
@@ -286,6 +301,36 @@ def remember_linked(
     return Remembered(written=bool(result.written), fact=store.get(fact.id), links=tuple(links))
 
 
+def correct_fact(
+    store: FactStore, session_id: str, fact_id: str, text: str, *, kind: RememberKind = "user_input"
+) -> Remembered:
+    """`text` replaces the current version of `fact_id`'s claim, or nothing is stored: the library's
+    guard (FactStore.supersede refuses two facts that are not about the same thing) decides, and a
+    refused correction leaves no stray fact behind (SupersedeRefusedError, saying why)."""
+    fact_in_session(store, session_id, fact_id)  # a missing target refuses before anything is written
+    done = remember_linked(store, session_id, text, kind=kind, supersedes=fact_id)
+    refused = [link for link in done.links if not link.ok]
+    if refused:
+        if done.written:
+            store.delete(done.fact)
+        raise SupersedeRefusedError(
+            f"Not corrected, and nothing stored: {refused[0].detail}. To keep it as a fact of its own, "
+            "use remember."
+        )
+    return done
+
+
+def deleted_note(done: Deleted) -> str:
+    """One sentence on what a delete left current."""
+    gone = done.fact.short_id
+    if done.current is None:
+        return f"Deleted {gone}; its claim had no other version."
+    current = f"{done.current.short_id} ({done.current.body[:60]!r})"
+    if any(f.id == done.current.id for f in done.restored):
+        return f"Deleted {gone}; {current}, the version it had replaced, is current again."
+    return f"Deleted {gone}, an earlier version; {current} is still current."
+
+
 __all__ = [
     "DEFAULT_MAX_MESSAGE_CHARS",
     "FACT_ID_PATTERN",
@@ -306,8 +351,11 @@ __all__ = [
     "Text",
     "capture_incoming",
     "capture_messages",
+    "correct_fact",
+    "deleted_note",
     "existing_root",
     "fact_in_session",
+    "forget_refusal",
     "message_problem",
     "not_blank",
     "readable_time",

@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired
 
@@ -50,6 +51,8 @@ from langgraph.config import get_config, get_stream_writer
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command
+from psycopg import Error as DatabaseError
+from psycopg_pool import PoolTimeout
 
 from memory.assembler import (
     INJECTION_MODES,
@@ -63,8 +66,10 @@ from memory.assembler import (
 )
 from memory.block import TierSettings, describe_injection, describe_pinned
 from memory.capture import Said, answer_key, capture_answer, capture_said
+from memory.clean_text import DEFAULT_MAX_MESSAGE_CHARS
 from memory.errors import ModelCannotBindToolsError
-from memory.model import Namespace
+from memory.events import CAPTURE_EVENT, INJECTION_EVENT, CaptureEvent, InjectionEvent
+from memory.model import CaptureResult, Namespace
 from memory.recall import CallPlan, plan_call
 from memory.retrieval import SearchOptions
 from memory.scope import SessionScope
@@ -72,7 +77,8 @@ from memory.store import FactStore
 from memory.tokens import count_cached
 from memory.tools import MEMORY_TOOL_NAMES, memory_tools
 
-INJECTION_EVENT = "beads_injection"
+logger = logging.getLogger(__name__)
+
 # role markers and separators a chat template adds around each message; counted so that no message,
 # not even an empty tool-calling one, is free
 MESSAGE_OVERHEAD_TOKENS = 4
@@ -191,6 +197,18 @@ def _turn_tool_results(messages: Sequence[AnyMessage]) -> list[str]:
     return turn
 
 
+def _turn_tool_names(messages: Sequence[AnyMessage]) -> list[str]:
+    """The tools the agent called since the user's last message: a final answer that names one talks
+    of its machinery, not of the user's matter."""
+    names: list[str] = []
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            break
+        if isinstance(message, AIMessage):
+            names.extend(call["name"] for call in message.tool_calls)
+    return names
+
+
 def _thread_id() -> str | None:
     try:
         return get_config().get("configurable", {}).get("thread_id")
@@ -250,9 +268,28 @@ def check_tool_binding(model: object, tools: Sequence[Any]) -> None:
     )
 
 
-def _emit(event: dict[str, Any]) -> None:
+def _emit(event: InjectionEvent | CaptureEvent | dict[str, Any]) -> None:
     with contextlib.suppress(RuntimeError):  # outside a graph there is no stream to write to
         get_stream_writer()(event)
+
+
+def _capture_event(
+    message_id: str | None, outcome: Literal["clipped", "cleaned", "failed"], notes: Sequence[str]
+) -> CaptureEvent:
+    """What became of one message that capture could not store as it came."""
+    return {"type": "beads_capture", "message_id": message_id, "outcome": outcome, "notes": list(notes)}
+
+
+def _report_capture(message_id: str | None, result: CaptureResult) -> None:
+    notes = list(result.cleaned)
+    if result.clipped_from is not None:
+        kept = sum(1 for _ in result.facts)
+        notes.append(
+            f"kept the first part of {result.clipped_from} characters ({kept} claims); the rest was not stored"
+        )
+    if notes:
+        logger.info("capture of message %s: %s", message_id, "; ".join(notes))
+        _emit(_capture_event(message_id, "clipped" if result.clipped_from is not None else "cleaned", notes))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -306,6 +343,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         capture_tool_results: bool = True,
         skip_capture_tools: Collection[str] = (),
         bind_tools: bool = True,
+        max_message_chars: int | None = DEFAULT_MAX_MESSAGE_CHARS,
         name: str | None = None,
     ) -> None:
         super().__init__()
@@ -339,6 +377,10 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         self.capture_final = (role == "orchestrator") if capture_final is None else capture_final
         self.capture_tool_results = capture_tool_results
         self.skip_capture_tools = frozenset(MEMORY_TOOL_NAMES) | frozenset(skip_capture_tools)
+        # tools that fork a sub-agent (memory.subagents), learnt as they are called
+        self._fork_tools: set[str] = set()
+        # capture keeps at most this much of one message (the model still reads all of it)
+        self.max_message_chars = max_message_chars
         # capture, automatic supersession and recall need no tool call; a model too small to choose
         # tools well is better off without them (a 0.5B model called them instead of answering)
         self.tools = memory_tools(store, self.scope, self.agent_id, role, optional=bind_tools)
@@ -364,6 +406,8 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             isinstance(message, ToolMessage)
             and self.capture_tool_results
             and message.name not in self.skip_capture_tools
+            # a sub-agent's return is its summary, which the fork stored as a summary fact already
+            and message.name not in self._fork_tools
             and message.status != "error"
         )
 
@@ -384,17 +428,25 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
                 continue
             if message.id is None or message.id in seen or message.id in new or not self._capturable(message):
                 continue
-            capture_said(
-                self.store,
-                ns,
-                message_text(message),
-                by=self._said_by(message),
-                agent_id=self._agent(ns),
-                acting_on_behalf_of=self.acting_on_behalf_of,
-                thread_id=thread_id,
-                message_id=message.id,
-                source_key=capture_key(thread_id, position),
-            )
+            try:
+                result = capture_said(
+                    self.store,
+                    ns,
+                    message_text(message),
+                    by=self._said_by(message),
+                    max_chars=self.max_message_chars,
+                    agent_id=self._agent(ns),
+                    acting_on_behalf_of=self.acting_on_behalf_of,
+                    thread_id=thread_id,
+                    message_id=message.id,
+                    source_key=capture_key(thread_id, position),
+                )
+            except Exception as exc:
+                # not marked captured: the next call of this thread tries again, and nothing is lost
+                logger.warning("capture of message %s failed; the turn goes on", message.id, exc_info=True)
+                _emit(_capture_event(message.id, "failed", [f"{type(exc).__name__}: {exc}"]))
+                continue
+            _report_capture(message.id, result)
             new.append(message.id)
         return new
 
@@ -428,24 +480,35 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         if not self.capture_final or not state["messages"]:
             return
         final = state["messages"][-1]
-        if isinstance(final, AIMessage) and not final.tool_calls:
-            thread_id = _thread_id()
-            asked = next((m.id for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
+        if not isinstance(final, AIMessage) or final.tool_calls:
+            return
+        thread_id = _thread_id()
+        question = next((m for m in reversed(state["messages"]) if isinstance(m, HumanMessage)), None)
+        try:
             capture_answer(
                 self.store,
                 ns,
                 message_text(final),
-                key=answer_key(thread_id, asked),
+                key=answer_key(thread_id, question.id if question is not None else None),
                 tool_results=_turn_tool_results(state["messages"]),
+                asked=message_text(question) if question is not None else "",
+                tool_names=[*(t.name for t in self.tools), *_turn_tool_names(state["messages"])],
                 agent_id=self._agent(ns),
                 acting_on_behalf_of=self.acting_on_behalf_of,
                 thread_id=thread_id,
                 message_id=final.id,
             )
+        except Exception as exc:  # the answer is given already; losing its note is no failure
+            logger.warning("capture of the final answer %s failed", final.id, exc_info=True)
+            _emit(_capture_event(final.id, "failed", [f"{type(exc).__name__}: {exc}"]))
 
     def _end_thread(self, state: Mapping[str, Any], context: Any) -> dict[str, Any] | None:
         # the thread's messages are about to be out of every later call's reach: capture what is left
-        ns = self.resolve(context)
+        try:
+            ns = self.resolve(context)
+        except (DatabaseError, PoolTimeout):
+            logger.warning("memory unavailable at the end of the turn; nothing more captured", exc_info=True)
+            return None
         new = self.capture_pending(state, ns) if self.capture == "evict" else []
         self._capture_final(ns, state)
         return {"beads_captured": new} if new else None
@@ -472,9 +535,15 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
             return Command(update={"messages": [result], "beads_captured": captured})
         return result
 
+    def _note_fork_tool(self, request: ToolCallRequest) -> None:
+        tool = request.tool
+        if tool is not None and (tool.metadata or {}).get(FORK_TOOL_METADATA):
+            self._fork_tools.add(tool.name)
+
     def wrap_tool_call(
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]]
     ) -> ToolMessage | Command[Any]:
+        self._note_fork_tool(request)
         if not self._is_fork(request):
             return handler(request)
         captured = self.capture_pending(request.state, self.resolve(_context(request.runtime)))
@@ -485,6 +554,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         request: ToolCallRequest,
         handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
     ) -> ToolMessage | Command[Any]:
+        self._note_fork_tool(request)
         if not self._is_fork(request):
             return await handler(request)
         ns = await self.store.aio.run(self.resolve, _context(request.runtime))
@@ -527,6 +597,23 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
         )
 
     def _prepare(self, request: ModelRequest) -> _Prepared:
+        try:
+            return self._prepare_with_memory(request)
+        except (DatabaseError, PoolTimeout) as exc:
+            # the memory's database is unreachable: the model answers without a block rather than not
+            # at all; what arrived is captured by the next call that reaches the database
+            logger.warning(
+                "memory unavailable for this model call; it goes on without a block", exc_info=True
+            )
+            event = {
+                "type": INJECTION_EVENT,
+                **describe_injection(None, "", {}),
+                "block": "",
+                "error": f"memory unavailable: {type(exc).__name__}: {exc}",
+            }
+            return _Prepared(request, event, [])
+
+    def _prepare_with_memory(self, request: ModelRequest) -> _Prepared:
         ns = self.resolve(_context(request.runtime))
         full = list(request.state["messages"])
         # eager mode: what arrived since the last call is stored before the search, so that a
@@ -610,6 +697,7 @@ class BeadsMemoryMiddleware(AgentMiddleware[BeadsState, Any]):
 
 
 __all__ = [
+    "CAPTURE_EVENT",
     "FORK_TOOL_METADATA",
     "INJECTION_EVENT",
     "BeadsMemoryMiddleware",

@@ -178,3 +178,33 @@ class CaptureResult:
     superseded: tuple[AutoSupersession, ...] = ()
     # what they may replace, by rules that only propose (accepted or dismissed by a person)
     proposed: tuple[AutoSupersession, ...] = ()
+    # the message's length when capture kept only its first part (FactStore.max_message_chars)
+    clipped_from: int | None = None
+    # what capture changed to store the text at all (memory.clean_text), e.g. a NUL removed
+    cleaned: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListedFact:
+    """A fact as a listing shows it: the fact, and whether its claim is pinned (on any version)."""
+
+    fact: Fact
+    pinned: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FactPage:
+    """One page of a session's facts, newest first; `next_cursor` fetches the next (None: the last)."""
+
+    facts: tuple[ListedFact, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    """What deleting one fact did: the fact as it was, the version of its claim that is current now
+    (None when the claim had no other version), and the versions the delete made current again."""
+
+    fact: Fact
+    current: Fact | None
+    restored: tuple[Fact, ...] = ()

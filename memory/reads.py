@@ -102,6 +102,57 @@ def supersede_history(conn: psycopg.Connection[DictRow], fid: uuid.UUID) -> list
     return sorted(facts, key=lambda f: f.id == f.head_id)
 
 
+# A page of a session's facts, newest first, with each fact's claim pinned or not (a pin on any
+# version of the chain pins it: reads resolve pins through head_id). Keyset paging on (recorded_at,
+# id): a write between two pages neither repeats nor skips a fact, as an offset would. Each filter is
+# skipped when its parameter is NULL, so one statement serves every combination.
+_PAGE = f"""
+SELECT {_F},
+       EXISTS (SELECT 1 FROM beads.pins p JOIN beads.facts pf ON pf.id = p.fact_id
+                WHERE p.session_id = f.session_id AND pf.head_id = f.head_id) AS pinned
+  FROM beads.facts f
+ WHERE f.session_id = %(session)s
+   AND (%(kind)s::text IS NULL OR f.kind = %(kind)s)
+   AND (%(source)s::text IS NULL OR f.source = %(source)s)
+   AND (%(status)s::text IS NULL OR f.status = %(status)s)
+   AND (%(after_at)s::timestamptz IS NULL OR (f.recorded_at, f.id) < (%(after_at)s, %(after_id)s::uuid))
+   AND (%(pinned)s::boolean IS NULL OR %(pinned)s = EXISTS (
+            SELECT 1 FROM beads.pins p JOIN beads.facts pf ON pf.id = p.fact_id
+             WHERE p.session_id = f.session_id AND pf.head_id = f.head_id))
+ ORDER BY f.recorded_at DESC, f.id DESC
+ LIMIT %(limit)s
+"""
+
+
+def fact_page(
+    conn: psycopg.Connection[DictRow],
+    session_id: str,
+    *,
+    kind: str | None,
+    source: str | None,
+    status: str | None,
+    pinned: bool | None,
+    after: tuple[datetime, uuid.UUID] | None,
+    limit: int,
+) -> list[tuple[Fact, bool]]:
+    """Up to `limit` facts of the session newer-first, after the (recorded_at, id) `after`; each with
+    whether its claim is pinned."""
+    rows = conn.execute(
+        _PAGE,
+        {
+            "session": session_id,
+            "kind": kind,
+            "source": source,
+            "status": status,
+            "pinned": pinned,
+            "after_at": None if after is None else after[0],
+            "after_id": None if after is None else after[1],
+            "limit": limit,
+        },
+    ).fetchall()
+    return [(Fact.from_row(r), bool(r["pinned"])) for r in rows]
+
+
 def passage_texts(conn: psycopg.Connection[DictRow], ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
     """The text of each passage (the message claims were cut from) among `ids` that still exists."""
     if not ids:

@@ -27,7 +27,7 @@ from memory.errors import (
     UntrustedWriteError,
 )
 from memory.facts import FACT_COLUMNS, fact_columns, get_fact, lock_facts
-from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Status
+from memory.model import UNTRUSTED_SOURCES, Deleted, Fact, Kind, Status
 from memory.prepared import worth_preparing
 
 # Below this cosine similarity two facts are not "the same claim, revised": the guard that stopped
@@ -350,10 +350,89 @@ def _restore(conn: psycopg.Connection[DictRow], new_id: uuid.UUID, old_id: uuid.
     )
 
 
+def delete_fact(conn: psycopg.Connection[DictRow], fid: uuid.UUID) -> Deleted:
+    """Delete one fact for good: its row, its edges, its vectors, its retrievals, and its passage when
+    no other fact was cut from it.
+
+    The claim it belonged to stays whole. A current version that had replaced others is taken back
+    as `undo_supersede` takes back a replacement: the version it replaced is current again (with the
+    echoes that replacement retired), and a pin on the deleted version moves to it. A version in the
+    middle of a chain is bridged: its successor now supersedes what it had replaced."""
+    with conn.transaction():
+        found = lock_facts(conn, [fid])
+        if fid not in found:
+            raise FactNotFoundError(f"no fact {fid}")
+        fact = found[fid]
+        replaced = conn.execute(
+            "SELECT dst, cascade_of FROM beads.edges"
+            " WHERE src = %s AND relation = 'supersedes' AND undone_at IS NULL ORDER BY created_at, dst",
+            (fid,),
+        ).fetchall()
+        restored: list[uuid.UUID] = []
+        if fact.head_id == fact.id:
+            for edge in replaced:
+                _restore(conn, fid, edge["dst"])
+                restored.append(edge["dst"])
+            # the version it replaced directly (an echo it retired is another claim)
+            direct = [e["dst"] for e in replaced if e["cascade_of"] is None]
+            current_id = direct[0] if direct else None
+        else:
+            successor = conn.execute(
+                "SELECT src FROM beads.edges WHERE dst = %s AND relation = 'supersedes' AND undone_at IS NULL",
+                (fid,),
+            ).fetchone()
+            for edge in replaced:
+                if successor is None:
+                    break
+                # a fact has one live successor: this one's edge goes before its successor's comes
+                conn.execute(
+                    "DELETE FROM beads.edges WHERE src = %s AND relation = 'supersedes' AND dst = %s",
+                    (fid, edge["dst"]),
+                )
+                conn.execute(
+                    """
+                    INSERT INTO beads.edges (src, relation, dst, session_id, automatic, reason, cascade_of)
+                    VALUES (%s, 'supersedes', %s, %s, true, %s, %s)
+                    ON CONFLICT (src, relation, dst) DO UPDATE SET undone_at = NULL
+                    """,
+                    (
+                        successor["src"],
+                        edge["dst"],
+                        fact.session_id,
+                        f"{fact.short_id}, between them, was deleted",
+                        edge["cascade_of"],
+                    ),
+                )
+            current_id = fact.head_id
+        if current_id is not None:
+            # the claim stays pinned when the version that carried its pin goes
+            conn.execute(
+                "INSERT INTO beads.pins (fact_id, session_id, pinned_by, pinned_at)"
+                " SELECT %s, session_id, pinned_by, pinned_at FROM beads.pins WHERE fact_id = %s"
+                " ON CONFLICT (fact_id) DO NOTHING",
+                (current_id, fid),
+            )
+        # an echo this fact's replacement retired stays retired; only its link to this fact goes
+        # (the foreign key would otherwise delete the edge that retired it)
+        conn.execute("UPDATE beads.edges SET cascade_of = NULL WHERE cascade_of = %s", (fid,))
+        # edges, vectors, pins and retrievals go with the row (ON DELETE CASCADE)
+        conn.execute("DELETE FROM beads.facts WHERE id = %s AND session_id = %s", (fid, fact.session_id))
+        if fact.passage_id is not None:
+            conn.execute(
+                "DELETE FROM beads.passages p WHERE p.id = %s"
+                " AND NOT EXISTS (SELECT 1 FROM beads.facts f WHERE f.passage_id = p.id)",
+                (fact.passage_id,),
+            )
+        current = None if current_id is None else get_fact(conn, current_id)
+        back = tuple(get_fact(conn, i) for i in restored)
+    return Deleted(fact, current, back)
+
+
 __all__ = [
     "SUPERSEDE_MIN_SIMILARITY",
     "Superseded",
     "claim_similarity",
+    "delete_fact",
     "propose",
     "retire_echo",
     "settle_proposal",

@@ -91,6 +91,15 @@ _IMPERATIVES = _lexicon(
     "email"
 )
 _COPULAS = _lexicon("is are was were will would should must has have had can could")
+# Pronouns that point back at what the clause before named: after a comma or "and" they continue that
+# claim ("We moved the API to GCP, it runs in europe-west4 now"), unless what follows is a requirement
+# of its own ("Our budget is $100k, it must be self-hostable"), which a correction of the first must
+# not retire with it.
+_BACK_REFERENCES = _lexicon("it they it's they're it'll they'll they've it'd they'd")
+_REQUIRES = _lexicon("must should cannot can't mustn't shouldn't ought")
+_REQUIRES_TO = _lexicon("has have needs need got")
+# "... and our budget is ...": a noun phrase opening a second clause (whose verb _opens_clause finds)
+_DETERMINERS = _lexicon("our my their his her your the this that these those")
 # A sentence opening with one of these leans on what follows its comma: not two statements.
 _SUBORDINATORS = _lexicon(
     "if when whenever while since because as although though unless until after before once whereas so"
@@ -129,7 +138,9 @@ _FEELING = (
     r"crazy|wild|huge|good|fair|true|brave|kind|special|cool stuff|awesome stuff|stoked|pumped|excited|proud|"
     r"happy|glad|relaxing|peaceful|fascinating|interesting|heartwarming|touching|rad|epic|neat)"
 )
-_INTENSIFIER = r"(?:so |really |super |very |pretty |totally |absolutely |such an? |an? |that's |that is |it's )*"
+_INTENSIFIER = (
+    r"(?:so |really |super |very |pretty |totally |absolutely |such an? |an? |that's |that is |it's )*"
+)
 _REACTION = re.compile(
     r"(?:yes|yeah|yep|yup|yea|wow|woah|whoa|omg|aw+|oh+|ah+|ha(?:ha)+|lol|lmao|congrats|congratulations|woo+hoo+|"
     r"hooray|agreed|totally|exactly|absolutely|definitely|indeed|true|same|same here|me too|i agree|"
@@ -437,6 +448,17 @@ def _opens_clause(tokens: list[tuple[int, int, str]], lo: int, hi: int) -> bool:
     return any(w in _FINITE for w in words[1:6])
 
 
+def _continues(tokens: list[tuple[int, int, str]], first: int) -> bool:
+    """Whether the clause opening at ``tokens[first]`` only continues the claim before it: a pronoun
+    that points back at it, with no requirement of its own ("it runs there now", not "it must")."""
+    words = [w.translate(_QUOTES).strip(_PUNCT).lower() for _, _, w in tokens[first : first + 3]]
+    if not words or words[0] not in _BACK_REFERENCES:
+        return False
+    verb = words[1] if len(words) > 1 else ""
+    requires = verb in _REQUIRES or (verb in _REQUIRES_TO and len(words) > 2 and words[2] == "to")
+    return not requires
+
+
 def _clauses(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Cut a sentence at ``;``, at ``, and`` / ``and also``, and at a comma before a subject
     (``..., it has to ...``) where both sides stand alone."""
@@ -459,7 +481,27 @@ def _clauses(text: str, start: int, end: int) -> list[tuple[int, int]]:
             cands.append((b - 1, tokens[n + 1][0], True, n, n + 1))
         elif tok.endswith(",") and nxt == "and" and n + 2 < len(tokens):
             skip = 3 if tokens[n + 2][2].lower() == "also" and n + 3 < len(tokens) else 2
-            cands.append((b - 1, tokens[n + skip][0], False, n, n + skip))
+            if not _continues(tokens, n + skip):
+                cands.append((b - 1, tokens[n + skip][0], False, n, n + skip))
+        elif (
+            tok.endswith(",")
+            and nxt == "but"
+            and n + 3 < len(tokens)
+            and tokens[n + 2][2].lower().translate(_QUOTES) in _SUBJECT_CONTRACTIONS | _SUBJECTS
+            and not _continues(tokens, n + 2)
+        ):
+            # "the budget is $100k, but we must self-host": a second statement with its own subject
+            cands.append((b - 1, tokens[n + 2][0], False, n, n + 2))
+        elif (
+            tok.lower() == "and"
+            and 0 < n < len(tokens) - 2
+            and tokens[n - 1][2][-1] not in ",;"
+            and nxt.translate(_QUOTES) in _SUBJECT_CONTRACTIONS | _SUBJECTS | _DETERMINERS
+            and not _continues(tokens, n + 1)
+        ):
+            # "our budget is $100k per year and it must be self-hostable": two statements joined by a
+            # bare "and", the second with a subject of its own (kept apart only where both stand alone)
+            cands.append((tokens[n - 1][1], tokens[n + 1][0], False, n - 1, n + 1))
         elif (
             tok.lower() == "and" and nxt == "also" and 0 < n < len(tokens) - 2 and tokens[n - 1][2][-1] != ","
         ):
@@ -468,6 +510,7 @@ def _clauses(text: str, start: int, end: int) -> list[tuple[int, int]]:
             tok.endswith(",")
             and nxt.translate(_QUOTES) in _SUBJECT_CONTRACTIONS | _SUBJECTS
             and tokens[0][2].lower().strip(_PUNCT) not in _SUBORDINATORS
+            and not _continues(tokens, n + 1)
         ):
             # "the budget is $500 a month, it has to be self-hostable": two statements spliced by a
             # comma, each with its subject and verb; a correction of one must not retire the other

@@ -7,43 +7,178 @@ connection pool. One implementation, two faces: the logic and SQL exist once.
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import contextvars
 import functools
+import json
+import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, Unpack
 
 import psycopg
 from psycopg.rows import DictRow
 from psycopg_pool import ConnectionPool
 
+from memory import (
+    clean_text,
+    earlier_claims,
+    reads,
+    restatements,
+    retrieval,
+    revisions,
+    supersession,
+    vectors,
+)
 from memory import consolidate as consolidation
-from memory import earlier_claims, reads, restatements, retrieval, revisions, supersession, vectors
 from memory import facts as fact_sql
 from memory import namespaces as ns_sql
 from memory import pins as pin_sql
 from memory.embedders.base import Embedder, embed_query
-from memory.errors import FactNotFoundError
+from memory.errors import FactNotFoundError, InvalidCursorError, SchemaMissingError
 from memory.facts import NewFact, Provenance, ProvenanceArgs
+from memory.ids import fact_id
+from memory.importing import ImportMessage, ImportReport, batched
 from memory.indexer import BackgroundIndexer
 from memory.migrate import setup as migrate
 from memory.model import (
+    AutoSupersession,
     CaptureResult,
+    Deleted,
     Fact,
+    FactPage,
     Kind,
+    ListedFact,
     Namespace,
     Relation,
     SearchResult,
     Source,
+    Status,
 )
 from memory.prepared import worth_preparing
 from memory.retrieval import SearchOptions
+from memory.splitting import Claim, passage_for, split_message
 from memory.thresholds import Thresholds, thresholds_for
 
 FactRef = uuid.UUID | str | Fact
+# a session, by its id or by any of its namespaces
+SessionRef = str | Namespace
+
+
+def session_of(session: SessionRef) -> str:
+    """The session id `session` names."""
+    return session.session_id if isinstance(session, Namespace) else session
+
+
+# a message of more claims than this is written in several transactions of this many claims each:
+# what one capture holds at once (vectors, rows, the rules' candidates) stays bounded
+CAPTURE_CHUNK_CLAIMS = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _Message:
+    """A message made ready to write: cleaned, clipped, split into claims, keyed; no vectors yet."""
+
+    claims: list[Claim]
+    passage: str | None
+    source_key: str
+    clipped_from: int | None
+    notes: tuple[str, ...]
+
+    def chunks(self) -> list[list[Claim]]:
+        return [
+            self.claims[i : i + CAPTURE_CHUNK_CLAIMS]
+            for i in range(0, len(self.claims), CAPTURE_CHUNK_CLAIMS)
+        ]
+
+    def items(
+        self,
+        chunk: Sequence[Claim],
+        vecs: Sequence[Sequence[float]],
+        source: Source,
+        passage_vector: Sequence[float] | None,
+        speaker: str | None,
+    ) -> list[NewFact]:
+        items = fact_sql.claim_facts(chunk, vecs, source, self.source_key, self.passage, passage_vector)
+        if speaker is None:
+            return items
+        return [replace(item, metadata={**(item.metadata or {}), "speaker": speaker}) for item in items]
+
+
+@dataclass(frozen=True, slots=True)
+class _PlannedImport:
+    """One message of an import: a message to split (user, tool) or one conclusion (assistant)."""
+
+    ns: Namespace
+    provenance: Provenance
+    message: _Message | None
+    source: Source | None
+    speaker: str | None
+    conclusion: tuple[str, Kind, Source, str] | None  # body, kind, source, source key
+
+    @property
+    def own_key(self) -> str | None:
+        return None if self.message is None else self.message.source_key
+
+    @property
+    def ids(self) -> list[uuid.UUID]:
+        """The ids its facts get: known before anything is embedded (what a rerun skips by)."""
+        sid, nsid = self.ns.session_id, self.ns.id
+        if self.conclusion is not None:
+            body, _, source, key = self.conclusion
+            return [fact_id(sid, nsid, source.value, key, body)] if body else []
+        assert self.message is not None and self.source is not None
+        key = self.message.source_key
+        return [
+            fact_id(sid, nsid, self.source.value, f"{key}:{c.start}", c.text) for c in self.message.claims
+        ]
+
+    def texts(self) -> list[str]:
+        if self.conclusion is not None:
+            return [self.conclusion[0]]
+        assert self.message is not None
+        return [c.text for c in self.message.claims] + (
+            [self.message.passage] if self.message.passage else []
+        )
+
+    def item_chunks(self, vectors_of: Mapping[str, Sequence[float]]) -> list[list[NewFact]]:
+        if self.conclusion is not None:
+            body, kind, source, key = self.conclusion
+            return [
+                [NewFact(body=body, kind=kind, source=source, source_key=key, claim_vector=vectors_of[body])]
+            ]
+        assert self.message is not None and self.source is not None
+        m = self.message
+        passage_vector = vectors_of[m.passage] if m.passage else None
+        return [
+            m.items(chunk, [vectors_of[c.text] for c in chunk], self.source, passage_vector, self.speaker)
+            for chunk in m.chunks()
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class _Written:
+    """What one write sent: every item's fact id, the facts it inserted, the supersessions it made."""
+
+    ids: list[uuid.UUID]
+    new: dict[uuid.UUID, Fact]
+    auto: list[AutoSupersession]
+
+    def result(self, conn: psycopg.Connection[DictRow]) -> CaptureResult:
+        """The write as a CaptureResult, once its transaction is done (a replay's facts read back)."""
+        known = dict(self.new)
+        if missing := [i for i in dict.fromkeys(self.ids) if i not in known]:  # a replay: already stored
+            known.update((f.id, f) for f in fact_sql.get_facts(conn, missing))
+        return CaptureResult(
+            facts=tuple(known[i] for i in dict.fromkeys(self.ids) if i in known),
+            written=len(self.new),
+            superseded=tuple(a for a in self.auto if not a.proposed),
+            proposed=tuple(a for a in self.auto if a.proposed),
+        )
 
 
 class FactStore:
@@ -64,6 +199,7 @@ class FactStore:
         supersede_min_similarity: float | None = None,
         index_in_background: bool = True,
         auto_supersede: bool = True,
+        max_message_chars: int | None = None,
     ) -> None:
         self.pool = pool
         self.embedder = embedder
@@ -80,10 +216,56 @@ class FactStore:
         # a user's claim that gives an earlier claim's slot another value supersedes it as it is
         # captured (memory.supersession); False leaves every correction to remember_fact
         self.auto_supersede = auto_supersede
+        # capture keeps at most this much of one message (None: all of it, in bounded chunks); the
+        # middleware, the HTTP API and MCP have their own limit (memory.clean_text)
+        self.max_message_chars = max_message_chars
         self._indexer = BackgroundIndexer(pool)
         self._embedder_id: int | None = None
+        self._owns_pool = False
 
     # -- lifecycle ---------------------------------------------------------------------------------
+
+    @classmethod
+    def connect(cls, url: str | None = None, embedder: Embedder | None = None, **settings: Any) -> FactStore:
+        """A store on its own pool to `url` (else DATABASE_URL), set up and ready; `close()` (or the
+        end of a `with` block) closes the pool too. `embedder`: default the bundled MiniLM."""
+        from memory.connection import open_pool
+        from memory.embedders.minilm import MiniLMEmbedder
+
+        store = cls(open_pool(url), embedder or MiniLMEmbedder(), **settings)
+        store._owns_pool = True
+        try:
+            store.setup()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    def close(self) -> None:
+        """Stop what this store started (the background indexer, the async face's threads), and the
+        pool if `connect` opened it; a pool you passed in stays yours to close."""
+        self._indexer.stop()
+        if "aio" in self.__dict__:
+            self.aio.close()
+        if self._owns_pool:
+            self.pool.close()
+
+    def __enter__(self) -> FactStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[DictRow]]:
+        """A pooled connection; a read of a table the migrations have not made yet says what to do."""
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except psycopg.errors.UndefinedTable as exc:
+            if "beads." not in str(exc):
+                raise
+            raise SchemaMissingError(SchemaMissingError.__doc__) from exc
 
     @functools.cached_property
     def aio(self) -> AsyncFactStore:
@@ -99,31 +281,31 @@ class FactStore:
     @property
     def embedder_id(self) -> int:
         if self._embedder_id is None:
-            with self.pool.connection() as conn:
+            with self._connection() as conn:
                 self._embedder_id = vectors.register_embedder(conn, self.embedder.name, self.embedder.dims)
         return self._embedder_id
 
     # -- namespaces --------------------------------------------------------------------------------
 
     def root(self, session_id: str, agent_id: str = "root") -> Namespace:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return ns_sql.root_namespace(conn, session_id, agent_id)
 
     def fork(self, parent: Namespace, label: str, agent_id: str | None = None) -> Namespace:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return ns_sql.fork_namespace(conn, parent, label, agent_id or label)
 
     def namespace(self, ns_id: uuid.UUID) -> Namespace:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return ns_sql.get_namespace(conn, ns_id)
 
     def children(self, ns_id: uuid.UUID) -> list[Namespace]:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return ns_sql.children(conn, ns_id)
 
-    def session_namespaces(self, session_id: str) -> list[Namespace]:
-        with self.pool.connection() as conn:
-            return ns_sql.session_namespaces(conn, session_id)
+    def session_namespaces(self, session: SessionRef) -> list[Namespace]:
+        with self._connection() as conn:
+            return ns_sql.session_namespaces(conn, session_of(session))
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -135,6 +317,7 @@ class FactStore:
         source: Source = Source.PASSIVE_CAPTURE,
         speaker: str | None = None,
         source_key: str | None = None,
+        max_chars: int | Literal["store"] | None = "store",
         **provenance: Unpack[ProvenanceArgs],
     ) -> CaptureResult:
         """Split `text` verbatim into claims and store one fact per claim (questions as directives).
@@ -146,15 +329,133 @@ class FactStore:
         `source_key` (default: `message_id`, else the text), so capturing under the same key again
         writes nothing. `provenance`: who said it, on whose behalf, where and from when
         (memory.facts.ProvenanceArgs).
+
+        Any text is taken: what Postgres cannot store (NUL, lone surrogates) and control characters
+        are cleaned out (memory.clean_text), and a message longer than `max_chars` (default: the
+        store's `max_message_chars`; None: no limit) is clipped at a sentence edge; the result's
+        `cleaned` and `clipped_from` say so. A long message is written in chunks of
+        CAPTURE_CHUNK_CLAIMS claims, each its own transaction, so that memory and time stay linear in
+        its length; a replay under the same key completes one that stopped between chunks.
         """
-        source_key = source_key or provenance.get("message_id") or fact_sql.body_sha256(text).hex()
-        # embedded before any transaction opens
-        items = fact_sql.message_facts(text, source, source_key, self.embedder.embed)
-        if speaker is not None:
-            items = [replace(item, metadata={**(item.metadata or {}), "speaker": speaker}) for item in items]
-        if not items:
-            return CaptureResult(facts=(), written=0)
-        return self._write(ns, items, Provenance.of(ns, provenance))
+        message = self._plan_message(text, max_chars, source_key or provenance.get("message_id"))
+        said = Provenance.of(ns, provenance)
+        parts: list[CaptureResult] = []
+        # embedded before any transaction opens; the passage once, with the first chunk's claims
+        passage, passage_vector = message.passage, None
+        chunks = message.chunks()
+        for n, chunk in enumerate(chunks):
+            wanted = [c.text for c in chunk]
+            if passage is not None and passage_vector is None:
+                *vecs, passage_vector = self.embedder.embed([*wanted, passage])
+            else:
+                vecs = self.embedder.embed(wanted)
+            items = message.items(chunk, vecs, source, passage_vector, speaker)
+            last = n == len(chunks) - 1
+            parts.append(
+                self._write(ns, items, said, own_key=message.source_key, passage_stored=n > 0, index=last)
+            )
+        return CaptureResult(
+            facts=tuple(f for part in parts for f in part.facts),
+            written=sum(part.written for part in parts),
+            superseded=tuple(a for part in parts for a in part.superseded),
+            proposed=tuple(a for part in parts for a in part.proposed),
+            clipped_from=message.clipped_from,
+            cleaned=message.notes,
+        )
+
+    def _plan_message(self, text: str, max_chars: int | Literal["store"] | None, key: str | None) -> _Message:
+        """`text` made ready to write: cleaned, clipped to the limit, split, keyed."""
+        tidy = clean_text.cleaned(text)
+        text = tidy.text
+        limit = self.max_message_chars if max_chars == "store" else max_chars
+        clipped_from = None
+        if limit is not None and len(text) > limit:
+            clipped_from, text = len(text), clean_text.clip(text, limit)
+        claims = split_message(text)
+        return _Message(
+            claims=claims,
+            passage=passage_for(text, claims),
+            source_key=key or fact_sql.body_sha256(text).hex(),
+            clipped_from=clipped_from,
+            notes=tidy.notes,
+        )
+
+    def import_messages(
+        self,
+        ns: Namespace | str,
+        messages: Iterable[ImportMessage],
+        *,
+        batch_messages: int = 64,
+        max_chars: int | Literal["store"] | None = "store",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Write a whole conversation, in order, as capturing each message in turn would (the same
+        rows: memory.importing), with embedding batched across `batch_messages` messages and one
+        transaction per batch; a rerun skips what is stored. A user's message is split into claims,
+        a tool's result is untrusted content, an assistant's turn is one conclusion. `progress` is
+        called after each batch with (messages done, facts written)."""
+        if isinstance(ns, str):
+            ns = self.root(ns)
+        started = time.perf_counter()
+        done = skipped = written = superseded = 0
+        for batch in batched(messages, batch_messages):
+            planned = [self._plan_import(ns, m, max_chars) for m in batch]
+            with self._connection() as conn:
+                ids = [i for p in planned for i in p.ids]
+                stored = {
+                    r["id"] for r in conn.execute("SELECT id FROM beads.facts WHERE id = ANY(%s)", (ids,))
+                }
+            todo = [p for p in planned if p.ids and not set(p.ids) <= stored]
+            skipped += len(batch) - len(todo)
+            texts = list(dict.fromkeys(t for p in todo for t in p.texts()))
+            vectors_of = dict(zip(texts, self.embedder.embed(texts), strict=True)) if texts else {}
+            with self._connection() as conn:
+                prepare = worth_preparing(conn)
+                with conn.transaction():
+                    # a crash loses at most this batch, which a rerun writes again (its facts are not
+                    # all stored): no message needs its own durable flush
+                    conn.execute("SET LOCAL synchronous_commit = off")
+                    for plan in todo:
+                        for n, items in enumerate(plan.item_chunks(vectors_of)):
+                            with conn.pipeline():
+                                w = self._write_in(
+                                    conn, ns, items, plan.provenance, plan.own_key, n > 0, prepare
+                                )
+                            written += len(w.new)
+                            superseded += sum(1 for a in w.auto if not a.proposed)
+            if written:
+                self._vectors_written()
+            done += len(batch)
+            if progress is not None:
+                progress(done, written)
+        return ImportReport(
+            messages=done,
+            skipped=skipped,
+            written=written,
+            superseded=superseded,
+            seconds=round(time.perf_counter() - started, 3),
+        )
+
+    def _plan_import(
+        self, ns: Namespace, m: ImportMessage, max_chars: int | Literal["store"] | None
+    ) -> _PlannedImport:
+        provenance = Provenance.of(
+            ns,
+            {
+                "message_id": m.message_id,
+                "thread_id": m.thread_id,
+                "valid_from": m.time,
+                "acting_on_behalf_of": m.acting_on_behalf_of,
+            },
+        )
+        if m.role == "assistant":  # what remember(kind=CONCLUSION, source=PASSIVE_CAPTURE) writes
+            body = clean_text.cleaned(m.text).text.strip()
+            item = (body, Kind.CONCLUSION, Source.PASSIVE_CAPTURE, m.message_id or "")
+            return _PlannedImport(ns, provenance, None, None, None, item)
+        source = Source.PASSIVE_CAPTURE if m.role == "user" else Source.TOOL_RESULT
+        message = self._plan_message(m.text, max_chars, m.message_id)
+        speaker = m.speaker if m.role == "user" else None
+        return _PlannedImport(ns, provenance, message, source, speaker, None)
 
     def remember(
         self,
@@ -185,7 +486,7 @@ class FactStore:
     ) -> CaptureResult:
         """`remember`, answered as a capture is: the fact, and whether this call wrote it (a replay
         writes nothing) or superseded anything."""
-        body = text.strip()
+        body = clean_text.cleaned(text).text.strip()  # as capture does: no NUL reaches the server
         if not body:
             raise ValueError("a fact needs some text")
         [vec] = self.embedder.embed([body])
@@ -199,80 +500,94 @@ class FactStore:
         )
         return self._write(ns, [item], Provenance.of(ns, provenance))
 
-    def _write(self, ns: Namespace, items: Sequence[NewFact], provenance: Provenance) -> CaptureResult:
-        embedder_id = self.embedder_id
-        with self.pool.connection() as conn:
+    def _write(
+        self,
+        ns: Namespace,
+        items: Sequence[NewFact],
+        provenance: Provenance,
+        *,
+        own_key: str | None = None,
+        passage_stored: bool = False,
+        index: bool = True,
+    ) -> CaptureResult:
+        """Write `items` and apply what they supersede and restate, in one transaction. `own_key`: the
+        message's source key, whose claims (this chunk's and any other's) the new facts are never
+        compared with; `passage_stored`: an earlier chunk wrote the passage already; `index=False`:
+        leave the new vectors out of the HNSW index for now (a long message's chunks but its last:
+        indexed, its own claims would fill each later claim's nearest few, and the index scan walk
+        on past them, all of them filtered out, for every claim)."""
+        with self._connection() as conn:
             prepare = worth_preparing(conn)
-            # the facts and what they supersede land together, or not at all; pipelined: the
-            # INSERTs and the nearest earlier claims of each new fact (what supersession and
-            # restatements compare it with) travel in one round trip, and the edges written after
-            # the rules decide travel with the COMMIT
+            # the facts and what they supersede land together, or not at all
             with conn.pipeline(), conn.transaction():
-                queued = fact_sql.queue_facts(conn, ns, items, provenance, embedder_id)
-                checked = [
-                    earlier_claims.Query(
-                        fid,
-                        item.claim_vector,
-                        (item.metadata or {}).get("speaker"),
-                        correct=self.auto_supersede and supersession.may_correct(item),
-                        restate=restatements.may_restate(item),
-                    )
-                    for fid, item in zip(queued.ids, items, strict=True)
-                ]
-                sent = earlier_claims.send(
-                    conn,
-                    ns,
-                    checked,
-                    valid_from=provenance.valid_from,
-                    min_similarity=min(
-                        self.thresholds.relevance_floor,
-                        self.supersede_min_similarity,
-                        self.thresholds.short_claim_similarity,
-                    ),
-                    embedder_id=embedder_id,
-                    dims=self.embedder.dims,
-                    prepare=prepare,
-                )
-                new = queued.written()
-                nearest = {
-                    fid: earlier_claims.read(ns, cursor, new) for fid, cursor in sent.items() if fid in new
-                }
-                applied = (
-                    supersession.apply(
-                        conn,
-                        ns,
-                        list(new.values()),
-                        nearest,
-                        embedder_id,
-                        self.supersede_min_similarity,
-                        self.thresholds.short_claim_similarity,
-                        {fid: item.passage or item.body for fid, item in zip(queued.ids, items, strict=True)},
-                    )
-                    if self.auto_supersede and new
-                    else supersession.Applied([], {})
-                )
-                if new:
-                    restatements.link(
-                        conn,
-                        ns,
-                        list(new.values()),
-                        nearest,
-                        self.thresholds.relevance_floor,
-                        applied.new_heads,
-                    )
-            ids, auto = queued.ids, applied.done
-            known = dict(new)
-            if missing := [i for i in dict.fromkeys(ids) if i not in known]:  # a replay: already stored
-                known.update((f.id, f) for f in fact_sql.get_facts(conn, missing))
-            result = CaptureResult(
-                facts=tuple(known[i] for i in dict.fromkeys(ids) if i in known),
-                written=len(new),
-                superseded=tuple(a for a in auto if not a.proposed),
-                proposed=tuple(a for a in auto if a.proposed),
-            )
-        if new:
+                written = self._write_in(conn, ns, items, provenance, own_key, passage_stored, prepare)
+            result = written.result(conn)
+        if index and (result.written or passage_stored):
             self._vectors_written()
         return result
+
+    def _write_in(
+        self,
+        conn: psycopg.Connection[DictRow],
+        ns: Namespace,
+        items: Sequence[NewFact],
+        provenance: Provenance,
+        own_key: str | None,
+        passage_stored: bool,
+        prepare: bool,
+    ) -> _Written:
+        """`_write`'s statements, in the caller's transaction and pipeline: the INSERTs and the nearest
+        earlier claims of each new fact (what supersession and restatements compare it with) travel
+        in one round trip, and the edges written after the rules decide travel with what the caller
+        sends next (its COMMIT, or the next message of an import)."""
+        embedder_id = self.embedder_id
+        queued = fact_sql.queue_facts(conn, ns, items, provenance, embedder_id, passages=not passage_stored)
+        checked = [
+            earlier_claims.Query(
+                fid,
+                item.claim_vector,
+                (item.metadata or {}).get("speaker"),
+                correct=self.auto_supersede and supersession.may_correct(item),
+                restate=restatements.may_restate(item),
+            )
+            for fid, item in zip(queued.ids, items, strict=True)
+        ]
+        sent = earlier_claims.send(
+            conn,
+            ns,
+            checked,
+            valid_from=provenance.valid_from,
+            min_similarity=min(
+                self.thresholds.relevance_floor,
+                self.supersede_min_similarity,
+                self.thresholds.short_claim_similarity,
+            ),
+            embedder_id=embedder_id,
+            dims=self.embedder.dims,
+            own_key=own_key,
+            prepare=prepare,
+        )
+        new = queued.written()
+        nearest = {fid: earlier_claims.read(ns, cursor, new) for fid, cursor in sent.items() if fid in new}
+        applied = (
+            supersession.apply(
+                conn,
+                ns,
+                list(new.values()),
+                nearest,
+                embedder_id,
+                self.supersede_min_similarity,
+                self.thresholds.short_claim_similarity,
+                {fid: item.passage or item.body for fid, item in zip(queued.ids, items, strict=True)},
+            )
+            if self.auto_supersede and new
+            else supersession.Applied([], {})
+        )
+        if new:
+            restatements.link(
+                conn, ns, list(new.values()), nearest, self.thresholds.relevance_floor, applied.new_heads
+            )
+        return _Written(queued.ids, new, applied.done)
 
     def _vectors_written(self) -> None:
         if self.index_in_background:
@@ -292,25 +607,25 @@ class FactStore:
         floor = self.supersede_min_similarity
         if by_person:
             floor = min(floor, self.thresholds.short_claim_similarity)
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             new_id, old_id = self._id(conn, new), self._id(conn, old)
             return revisions.supersede(conn, new_id, old_id, self.embedder_id, floor)
 
     def undo_supersede(self, new: FactRef, old: FactRef) -> Fact:
         """Take back `new` superseding `old` (an automatic edge that was wrong, say): `old` is current
         again and the edge stays, marked undone, as history."""
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return revisions.undo_supersede(conn, self._id(conn, new), self._id(conn, old))
 
-    def proposals(self, session_id: str) -> list[dict[str, Any]]:
+    def proposals(self, session: SessionRef) -> list[dict[str, Any]]:
         """The replacements capture proposed (a rule below the precision it may act on alone) and no
         one has accepted or dismissed yet, newest first."""
-        with self.pool.connection() as conn:
-            return supersession.proposals(conn, session_id)
+        with self._connection() as conn:
+            return supersession.proposals(conn, session_of(session))
 
     def settle_proposal(self, new: FactRef, old: FactRef, *, accept: bool) -> Fact | None:
         """Accept a proposal (`new` replaces `old`; returns the retired fact) or dismiss it."""
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return revisions.settle_proposal(
                 conn,
                 self._id(conn, new),
@@ -321,17 +636,17 @@ class FactStore:
                 min_similarity=min(self.supersede_min_similarity, self.thresholds.short_claim_similarity),
             )
 
-    def automatic_edges(self, session_id: str) -> list[dict[str, Any]]:
+    def automatic_edges(self, session: SessionRef) -> list[dict[str, Any]]:
         """The supersedes edges capture wrote by itself, with their reasons (undone ones too)."""
-        with self.pool.connection() as conn:
-            return supersession.automatic_edges(conn, session_id)
+        with self._connection() as conn:
+            return supersession.automatic_edges(conn, session_of(session))
 
     def relate(self, src: FactRef, relation: Relation | str, dst: FactRef) -> None:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             fact_sql.relate(conn, self._id(conn, src), Relation(relation), self._id(conn, dst))
 
     def relate_many(self, src: FactRef, relation: Relation | str, dsts: Sequence[FactRef]) -> None:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             targets = [self._id(conn, d) for d in dsts]
             fact_sql.relate_many(conn, self._id(conn, src), Relation(relation), targets)
 
@@ -347,19 +662,19 @@ class FactStore:
             agent_id=agent_id,
             source_key="compaction:" + ",".join(sorted(str(self._plain_id(m)) for m in members)),
         )
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             fact_sql.archive(conn, [self._id(conn, m) for m in members], fact.id)
             return fact_sql.get_fact(conn, fact.id)
 
     def note_retrieved(self, ids: Sequence[uuid.UUID], now: datetime | None = None) -> int:
         """Record that these facts reached a model (what expiry reads); separate from `search` so a
         search stays a pure read and callers record only what they actually injected."""
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return consolidation.note_retrieved(conn, ids, now)
 
     def consolidate(
         self,
-        session_id: str,
+        session: SessionRef,
         *,
         merge: bool = True,
         merge_threshold: float | None = None,
@@ -371,7 +686,7 @@ class FactStore:
         `merge_threshold` defaults to the embedder's (memory.thresholds)."""
         return consolidation.consolidate(
             self,
-            session_id,
+            session_of(session),
             merge=merge,
             merge_threshold=self.thresholds.merge_threshold if merge_threshold is None else merge_threshold,
             horizon=horizon,
@@ -382,36 +697,49 @@ class FactStore:
     def pin(self, ref: FactRef, pinned_by: str = "user") -> Fact:
         """Pin `ref`'s claim into every prompt; a later correction (supersede) stays pinned.
         Refused for untrusted content (tool results, web pages). Returns the pinned current version."""
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return pin_sql.pin(conn, self._id(conn, ref), pinned_by)
 
     def unpin(self, ref: FactRef) -> int:
         """Unpin `ref`'s claim, whichever of its versions was pinned; returns the pins removed."""
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return pin_sql.unpin(conn, self._id(conn, ref))
 
-    def pinned(self, session_id: str, ns: Namespace | None = None) -> list[pin_sql.PinnedFact]:
-        """The session's pinned claims (current versions), oldest pin first; with `ns`, only those
-        that namespace may read (its own and its ancestors')."""
-        with self.pool.connection() as conn:
-            return pin_sql.pinned_facts(conn, session_id, None if ns is None else ns.lineage)
+    def pinned(self, session: SessionRef, ns: Namespace | None = None) -> list[pin_sql.PinnedFact]:
+        """The session's pinned claims (current versions), oldest pin first; with `ns` (or a namespace
+        given as `session`), only those that namespace may read (its own and its ancestors')."""
+        if ns is None and isinstance(session, Namespace):
+            ns = session
+        with self._connection() as conn:
+            return pin_sql.pinned_facts(conn, session_of(session), None if ns is None else ns.lineage)
 
-    def forget(self, session_id: str) -> int:
+    def forget(self, session: SessionRef) -> int:
         """Delete everything this session stored (a real delete, unlike retirement)."""
-        with self.pool.connection() as conn:
-            return fact_sql.forget_session(conn, session_id)
+        with self._connection() as conn:
+            return fact_sql.forget_session(conn, session_of(session))
+
+    def delete(self, ref: FactRef) -> Deleted:
+        """Delete one fact for good (its edges, vectors and pin with it; its message's text when no
+        other fact was cut from it). The rest of its claim stays: when it had replaced another version,
+        that version is current again, and `Deleted.current` says which version is current now."""
+        with self._connection() as conn:
+            return revisions.delete_fact(conn, self._id(conn, ref))
 
     # -- reads -------------------------------------------------------------------------------------
 
     def search(
         self,
         /,  # `overrides` takes any keyword: self positional-only lets the async face copy this signature
-        ns: Namespace,
+        ns: Namespace | str,
         query: str,
         options: SearchOptions | None = None,
         **overrides: Any,
     ) -> SearchResult:
-        """Ranked facts for `query` as `ns` may see them (see memory.retrieval for the pipeline)."""
+        """Ranked facts for `query` as `ns` may see them (see memory.retrieval for the pipeline); a
+        session id searches that session's root namespace."""
+        if isinstance(ns, str):
+            ns = self.root(ns)
+        query = clean_text.cleaned(query).text  # a query is matched as text too: no NUL reaches the server
         options = (
             replace(options or self.search_options, **overrides)
             if overrides
@@ -420,7 +748,7 @@ class FactStore:
         if not query.strip():
             return SearchResult(hits=(), query=query, not_in_memory=True, best_score=None)
         qvec = embed_query(self.embedder, query)  # a model may embed a query apart (e5's prefixes)
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             # a session last written with another embedder gets its vectors here, once
             backfilled = vectors.ensure_coverage(conn, ns.session_id, self.embedder, self.embedder_id)
             result = retrieval.search(conn, ns, query, qvec, self.embedder_id, self.embedder.dims, options)
@@ -429,25 +757,25 @@ class FactStore:
         return result
 
     def get(self, ref: FactRef, session_id: str | None = None) -> Fact:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             if isinstance(ref, str) and session_id is not None:
                 return fact_sql.resolve_short_id(conn, session_id, ref)
             return fact_sql.get_fact(conn, self._id(conn, ref))
 
     def facts_in_namespace(self, ns_id: uuid.UUID) -> list[Fact]:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return reads.facts_in_namespace(conn, ns_id)
 
     def passages(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
         """The messages claims were cut from (`Fact.passage_id`), by id: what a thin claim is shown with."""
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return reads.passage_texts(conn, ids)
 
     def rollup_from(self, child: Namespace) -> Fact | None:
         """The summary `child` (a fork) wrote into its parent, if it has concluded."""
         if child.parent_id is None:
             return None
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return reads.rollup_from(conn, child.id, child.parent_id)
 
     def link_rollup(self, summary: Fact, child_id: uuid.UUID) -> int:
@@ -458,37 +786,66 @@ class FactStore:
         return len(raw)
 
     def subtree_facts(self, ns_id: uuid.UUID, agent_id: str | None = None) -> list[Fact]:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return reads.subtree_facts(conn, ns_id, agent_id)
 
-    def session_facts(self, session_id: str) -> list[Fact]:
-        with self.pool.connection() as conn:
-            return reads.session_facts(conn, session_id)
+    def session_facts(self, session: SessionRef) -> list[Fact]:
+        with self._connection() as conn:
+            return reads.session_facts(conn, session_of(session))
 
-    def facts_as_of(self, session_id: str, at: datetime, include_directives: bool = False) -> list[Fact]:
-        with self.pool.connection() as conn:
-            return reads.facts_as_of(conn, session_id, at, include_directives)
+    def facts_as_of(self, session: SessionRef, at: datetime, include_directives: bool = False) -> list[Fact]:
+        with self._connection() as conn:
+            return reads.facts_as_of(conn, session_of(session), at, include_directives)
 
     def history(self, ref: FactRef) -> list[Fact]:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return reads.supersede_history(conn, self._id(conn, ref))
 
     def edges(self, ref: FactRef) -> list[tuple[uuid.UUID, str, uuid.UUID]]:
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return fact_sql.edges_of(conn, self._id(conn, ref))
 
-    def stats(self, session_id: str) -> list[dict[str, object]]:
-        with self.pool.connection() as conn:
-            return reads.session_stats(conn, session_id)
+    def stats(self, session: SessionRef) -> list[dict[str, object]]:
+        with self._connection() as conn:
+            return reads.session_stats(conn, session_of(session))
 
-    def edge_counts(self, session_id: str) -> dict[str, int]:
+    def edge_counts(self, session: SessionRef) -> dict[str, int]:
         """The session's edges by relation (undone supersedes edges apart)."""
-        with self.pool.connection() as conn:
-            return reads.edge_counts(conn, session_id)
+        with self._connection() as conn:
+            return reads.edge_counts(conn, session_of(session))
+
+    def list_facts(
+        self,
+        session: SessionRef,
+        *,
+        kind: Kind | str | None = None,
+        source: Source | str | None = None,
+        status: Status | str | None = None,
+        pinned: bool | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> FactPage:
+        """A page of the session's facts, newest first (retired ones too unless `status` says), each
+        with whether its claim is pinned; `FactPage.next_cursor` is the `cursor` of the next page.
+        Every filter left None matches everything."""
+        if not 1 <= limit <= MAX_PAGE:
+            raise ValueError(f"limit must be between 1 and {MAX_PAGE}")
+        filters = {
+            "kind": None if kind is None else Kind(kind).value,
+            "source": None if source is None else Source(source).value,
+            "status": None if status is None else Status(status).value,
+        }
+        with self._connection() as conn:
+            rows = reads.fact_page(
+                conn, session_of(session), **filters, pinned=pinned, after=read_cursor(cursor), limit=limit + 1
+            )
+        page = tuple(ListedFact(fact, is_pinned) for fact, is_pinned in rows[:limit])
+        more = len(rows) > limit
+        return FactPage(page, page_cursor(page[-1].fact) if more else None)
 
     def sessions(self) -> list[str]:
         """Every session id the store holds, in order."""
-        with self.pool.connection() as conn:
+        with self._connection() as conn:
             return reads.session_ids(conn)
 
     # -- helpers -----------------------------------------------------------------------------------
@@ -509,6 +866,28 @@ class FactStore:
             raise FactNotFoundError(
                 f"{ref!r} is not a fact id; use store.get(short_id, session_id)"
             ) from None
+
+
+MAX_PAGE = 200
+
+
+def page_cursor(last: Fact) -> str:
+    """The cursor of the page after `last`: opaque to callers, (recorded_at, id) inside."""
+    raw = json.dumps([last.recorded_at.isoformat(), str(last.id)]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def read_cursor(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
+    if cursor is None:
+        return None
+    try:
+        at, fid = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        moment = datetime.fromisoformat(at)
+        if moment.tzinfo is None:
+            raise ValueError("no offset")
+        return moment, uuid.UUID(fid)
+    except (ValueError, TypeError, UnicodeDecodeError):
+        raise InvalidCursorError() from None
 
 
 P = ParamSpec("P")
@@ -567,6 +946,8 @@ class AsyncFactStore:
     relate_many = _threaded(FactStore.relate_many)
     compact = _threaded(FactStore.compact)
     forget = _threaded(FactStore.forget)
+    delete = _threaded(FactStore.delete)
+    list_facts = _threaded(FactStore.list_facts)
     pin = _threaded(FactStore.pin)
     unpin = _threaded(FactStore.unpin)
     pinned = _threaded(FactStore.pinned)

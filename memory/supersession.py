@@ -55,6 +55,9 @@ MIN_RULE_PRECISION = 0.9
 # closest pair, the longer one had 32 words); at 20, a correction typed with a sentence of news
 # around it only proposed, and the stale value stayed a plain line of the block.
 SHORT_MESSAGE_WORDS = 30
+# ... and at most this many characters: a pasted blob of few "words" is no chat turn (capture reads
+# no more of an earlier message than tells this, memory.earlier_claims.MESSAGE_CHARS)
+SHORT_MESSAGE_CHARS = earlier_claims.MESSAGE_CHARS - 1
 PROPOSING_RULES: frozenset[str] = frozenset(
     f"{rule}, long messages"
     for rule in (
@@ -187,7 +190,10 @@ def rule_of(reason: str, old: str | None = None, new: str | None = None) -> str:
     rule = _rule(reason)
     if old is None or new is None or rule == "echo of a replaced claim":
         return rule
-    short = max(corrections.word_count(old), corrections.word_count(new)) <= SHORT_MESSAGE_WORDS
+    short = (
+        max(len(old), len(new)) <= SHORT_MESSAGE_CHARS
+        and max(corrections.word_count(old), corrections.word_count(new)) <= SHORT_MESSAGE_WORDS
+    )
     return f"{rule}, {'short' if short else 'long'} messages"
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from memory import clean_text
 from memory.embedders.minilm import TOKENIZER_PATH
 
 if TYPE_CHECKING:
@@ -27,14 +28,22 @@ def _tokenizer() -> Tokenizer:
     return tokenizer
 
 
+def encodable(text: str) -> str:
+    """`text` as the tokenizer takes it: a lone surrogate (not valid UTF-8) counted as U+FFFD, where
+    the tokenizer would raise a TypeError and fail the model call that counts it."""
+    return clean_text.without_surrogates(text)
+
+
 def count_tokens(text: str) -> int:
     """How many tokens `text` costs."""
-    return len(_tokenizer().encode(text, add_special_tokens=False).ids)
+    return len(_tokenizer().encode(encodable(text), add_special_tokens=False).ids)
 
 
 def count_many(texts: Sequence[str]) -> list[int]:
     """`count_tokens` of each text, in one batch."""
-    return [len(e.ids) for e in _tokenizer().encode_batch(list(texts), add_special_tokens=False)]
+    return [
+        len(e.ids) for e in _tokenizer().encode_batch([encodable(t) for t in texts], add_special_tokens=False)
+    ]
 
 
 # Counts remembered per text: a thread's history is counted again on every model call, and the

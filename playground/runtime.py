@@ -26,6 +26,7 @@ from playground.db import AppPool
 from playground.events import Hub
 from playground.leader import Leadership
 from playground.models.select import ActiveModel
+from playground.models.smoke import ToolGate
 from playground.settings import PlaygroundSettings
 from playground.turn_worker import TurnWorker
 
@@ -44,6 +45,8 @@ class Runtime:
     embedder_note: str
     tools: list[BaseTool]
     hub: Hub
+    #: what the smoke gate's tool-call checks decided at startup; None: not run (see startup.gate_tools)
+    gate: ToolGate | None = None
     worker: TurnWorker = field(init=False)
     stock_agent: Any = field(init=False)
     beads_agent: Any = field(init=False)
@@ -55,20 +58,34 @@ class Runtime:
         self.stock_agent = build_stock_agent(
             chat_model,
             self.stock_store,
-            tools=self.tools,
+            tools=self.lane_tools,
             checkpointer=self.saver,
-            research=self.settings.research,
+            research=self.research,
         )
         self.beads_agent, _ = build_beads_agent(
             chat_model,
             self.facts,
-            tools=self.tools,
+            tools=self.lane_tools,
             checkpointer=self.saver,
-            research=self.settings.research,
+            research=self.research,
             injection=self.settings.injection,
             capture=self.settings.capture,
             memory_tools=self.memory_tools,
         )
+
+    @property
+    def tools_allowed(self) -> bool:
+        """Whether the model may have web search and the research sub-agent (the gate passed, or
+        did not run)."""
+        return self.gate is None or self.gate.passed
+
+    @property
+    def lane_tools(self) -> list[BaseTool]:
+        return self.tools if self.tools_allowed else []
+
+    @property
+    def research(self) -> bool:
+        return self.settings.research and self.tools_allowed
 
     @property
     def memory_tools(self) -> bool:
@@ -78,16 +95,32 @@ class Runtime:
     @property
     def status_lines(self) -> list[tuple[str, str]]:
         """What the page says about the setup: which model and embedder, and what is missing."""
-        search = "on (answers say so when the web is unreachable)" if self.settings.web_search else "off"
-        model = self.model.model_name
-        if self.model.backend != model:
-            model += f" ({self.model.backend})"
         return [
-            ("Model", f"{model}: {self.model.note}"),
+            ("Model", f"{self.model.label}, in both lanes: {self.model.note}"),
             ("Embedder", f"{self.embedder.name}: {self.embedder_note}"),
-            ("Web search", search),
+            ("Tools", self._tools_line),
             ("Memory tools", self._memory_tools_line),
         ]
+
+    @property
+    def _tools_line(self) -> str:
+        wanted = [
+            name
+            for name, on in (("web search", self.settings.web_search), ("delegation", self.settings.research))
+            if on
+        ]
+        if not wanted:
+            return "web search and delegation off (settings)"
+        if self.gate is None:
+            return f"{' and '.join(wanted)} on" + (
+                " (web search answers in one sentence when the web is unreachable)" if self.settings.web_search else ""
+            )
+        if self.gate.passed:
+            return f"{' and '.join(wanted)} on: {self.gate.reason}"
+        return (
+            f"{' and '.join(wanted)} off, because {self.gate.reason}; our lane still captures and "
+            "injects, the stock lane keeps LangMem's tools"
+        )
 
     @property
     def _memory_tools_line(self) -> str:

@@ -1,27 +1,27 @@
 """The playground's settings: one class, read from ``PLAYGROUND_*`` variables, refusing unsafe values.
 
 The database and the chat model follow the library's own settings unless overridden here:
-``DATABASE_URL`` (else the embedded Postgres), ``BEADS_MODEL_BACKEND`` (auto, ollama, local, scripted)
-and ``BEADS_LOCAL_MODEL`` (which offline model).
+``DATABASE_URL`` (else the embedded Postgres), ``BEADS_MODEL`` (any model spec: offline,
+ollama:<model>, openai:<model>, anthropic:<model>, provider:model), ``BEADS_MODEL_BACKEND`` (auto,
+ollama, local, scripted) and ``BEADS_LOCAL_MODEL`` (which offline model).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memory.keys import MIN_KEY_BITS, MIN_KEY_CHARS, key_problem
+from memory.model_spec import parse_model_spec
 from playground.models.settings import LocalModelName
 
 #: A message longer than this is refused whatever the settings say: one message is not a document.
 MAX_MESSAGE_CHARS_CEILING = 100_000
-#: The shortest API key accepted: a guessable key is no key.
-MIN_API_KEY_CHARS = 16
-#: A key's strength as estimated here: its length times log2 of how many different characters it
-#: has. "a" * 16 has none; secrets.token_urlsafe(32) about 200.
-MIN_API_KEY_BITS = 64
+#: The shortest API key accepted, and its least estimated strength (memory.keys)
+MIN_API_KEY_CHARS = MIN_KEY_CHARS
+MIN_API_KEY_BITS = MIN_KEY_BITS
 #: connections a process holds outside its pools: the LISTEN connection, the turn worker's liveness
 #: lock and the periodic jobs' leader lock
 DEDICATED_CONNECTIONS = 3
@@ -34,6 +34,9 @@ class PlaygroundSettings(BaseSettings):
     database_url: str | None = None
     #: The embedder both lanes use: minilm (offline default), ollama[:MODEL], fake[-DIMS].
     embedder: str = "minilm"
+    #: Overrides BEADS_MODEL for the playground only: a model spec (memory.model_spec), e.g.
+    #: openai:gpt-4o-mini, anthropic:claude-sonnet-4-5, ollama:qwen3:8b, offline.
+    model: str | None = None
     #: Overrides BEADS_MODEL_BACKEND for the playground only.
     model_backend: Literal["auto", "ollama", "local", "scripted"] | None = None
     #: Overrides BEADS_LOCAL_MODEL for the playground only: the offline model, when the backend is
@@ -116,6 +119,17 @@ class PlaygroundSettings(BaseSettings):
     #: Give both lanes the web-search tool and the research sub-agent.
     web_search: bool = True
     research: bool = True
+    #: At startup, run the smoke gate's tool-call checks on the model (playground.models.smoke): one
+    #: that fails them runs both lanes without web search and the research sub-agent. Off, the
+    #: lanes get what web_search and research say, whatever the model.
+    tool_gate: bool = True
+
+    @field_validator("model")
+    @classmethod
+    def _a_model_spec(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return str(parse_model_spec(value))
 
     @field_validator("max_message_chars")
     @classmethod
@@ -185,23 +199,7 @@ class PlaygroundSettings(BaseSettings):
         return self.max_message_chars * 4 * 3 + 4_096  # form encoding triples a byte at worst (%XX)
 
 
-def key_bits(key: str) -> float:
-    """The strength estimate MIN_API_KEY_BITS is compared with (an upper bound, never a guarantee)."""
-    distinct = len(set(key))
-    return len(key) * math.log2(distinct) if distinct > 1 else 0.0
-
-
 def api_key_problem(key: str) -> str | None:
-    """Why `key` is refused as PLAYGROUND_API_KEY, or None."""
-    make_one = "make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
-    if len(key) < MIN_API_KEY_CHARS or key != key.strip() or not key.isascii() or not key.isprintable():
-        return (
-            f"api_key must be at least {MIN_API_KEY_CHARS} printable ASCII characters, without "
-            f"surrounding spaces; {make_one}"
-        )
-    if key_bits(key) < MIN_API_KEY_BITS:
-        return (
-            f"api_key is too weak: {len(key)} characters of only {len(set(key))} different ones "
-            f"(about {key_bits(key):.0f} bits, at least {MIN_API_KEY_BITS} needed); {make_one}"
-        )
-    return None
+    """Why `key` is refused as PLAYGROUND_API_KEY, or None (memory.keys: the MCP server's key follows
+    the same rules)."""
+    return key_problem(key, "api_key")

@@ -33,6 +33,7 @@ from playground.events import Hub
 from playground.leader import Leadership
 from playground.models.select import ActiveModel, select_chat_model
 from playground.models.settings import ModelSettings
+from playground.models.smoke import ToolGate, tool_gate
 from playground.runtime import Runtime, consolidation_loop
 from playground.scripted import scripted_lane_model
 from playground.settings import PlaygroundSettings
@@ -48,6 +49,8 @@ APPLICATION_NAME = "playground"
 
 def select_model(settings: PlaygroundSettings) -> ActiveModel:
     overrides: dict[str, Any] = {}
+    if settings.model is not None:
+        overrides["model"] = settings.model
     if settings.model_backend is not None:
         overrides["model_backend"] = settings.model_backend
     if settings.local_model is not None:
@@ -58,6 +61,17 @@ def select_model(settings: PlaygroundSettings) -> ActiveModel:
         model = scripted_lane_model(settings.scripted_token_delay_ms)
         active = dataclasses.replace(active, chat_model=model, note="replies by rule; no model is running")
     return active
+
+
+def gate_tools(settings: PlaygroundSettings, model: ActiveModel) -> ToolGate | None:
+    """The smoke gate's tool-call checks on the chosen model (a few calls, once per start), or None
+    where nothing depends on them: the gate is off, no lane would get web search or the research
+    sub-agent, or the model is the scripted double."""
+    if not settings.tool_gate or model.backend == "scripted" or not (settings.web_search or settings.research):
+        return None
+    gate = tool_gate(model.chat_model)
+    _log.info("tool gate for %s: %s", model.label, gate.reason)
+    return gate
 
 
 def select_embedder(name: str) -> tuple[Embedder, str]:
@@ -88,6 +102,7 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
         await db.check_connection_room(url, settings.connections_per_process, settings.processes)
         embedder, embedder_note = await asyncio.to_thread(select_embedder, settings.embedder)
         model = await asyncio.to_thread(select_model, settings)
+        gate = await asyncio.to_thread(gate_tools, settings, model)
 
         # check=: a connection that died idle (the database restarted) is replaced, not handed out
         pool = await open_async_pool(
@@ -125,7 +140,7 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
         hub = Hub(db.conninfo_of(pool), poll_seconds=settings.poll_seconds)
         await hub.start()
         stack.push_async_callback(hub.stop)
-        rt = Runtime(settings, pool, facts, stock_store, saver, model, embedder, embedder_note, tools, hub)
+        rt = Runtime(settings, pool, facts, stock_store, saver, model, embedder, embedder_note, tools, hub, gate)
         rt.compile_lanes()
 
         async def run(turn: Any, owner: Any) -> None:

@@ -7,8 +7,9 @@ same thread: only the step that was cut off runs again), or finished (just recor
 writes are safe to repeat: the fact graph's ids are content-addressed, and a finished stock tool call
 is in the checkpoint, so it is not called twice.
 
-A lane's failure (model down, a tool error, LangMem's ConfigurationError, which is a BaseException)
-becomes that lane's `error` event; the other lane and the page carry on. Losing the database is not a
+A tool's error goes back to the lane's model as the tool's result (playground.comparison.lanes), so
+it fails nothing. A lane's failure (model down, LangMem's ConfigurationError, which is a
+BaseException) becomes that lane's `error` event; the other lane and the page carry on. Losing the database is not a
 lane's failure: the attempt stops, and once the database answers again the turn is handed back to the
 queue with an `interrupted` event saying why, and the next attempt resumes both lanes from their
 checkpoints.
@@ -29,9 +30,11 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langmem.errors import ConfigurationError as LangMemConfigurationError
 
 from memory.block import clip
+from memory.conclusions import why_no_answer
 from memory.errors import BeadsMemoryError
 from memory.middleware import INJECTION_EVENT, message_text
 from playground import jobs
+from playground.comparison.lanes import LANE_TOOL_NAMES
 from playground.events import LANES, EventWriter, LeaseLostError
 from playground.jobs import ClaimedTurn
 from playground.runtime import Runtime
@@ -162,6 +165,23 @@ def final_text(messages: list[BaseMessage]) -> str:
     return ""
 
 
+def reply_payload(messages: list[BaseMessage], asked: str) -> dict[str, Any]:
+    """The lane's reply for its `done` event: the final text when it answers `asked`; otherwise an
+    empty text, why it is no answer (memory.conclusions.why_no_answer), and the raw text, which the
+    page shows only behind a disclosure."""
+    text = final_text(messages)
+    this_turn = turn_messages(messages)
+    why = why_no_answer(
+        text,
+        asked=asked,
+        tool_results=[message_text(m) for m in this_turn if isinstance(m, ToolMessage)],
+        tool_names=LANE_TOOL_NAMES,
+    )
+    if why is None:
+        return {"text": text}
+    return {"text": "", "no_answer": why, "raw": clip(text, MAX_TOOL_RESULT_CHARS)}
+
+
 def describe_failure(exc: BaseException) -> str:
     if isinstance(exc, LangMemConfigurationError):
         return f"LangMem is misconfigured: {clip(str(exc), 300)}"
@@ -172,7 +192,7 @@ def describe_failure(exc: BaseException) -> str:
 
 async def run_lane(rt: Runtime, writer: EventWriter, turn: ClaimedTurn, lane: LaneName, text: str) -> None:
     started = time.monotonic()
-    writer.emit(lane, "start", {"attempt": turn.attempts})
+    writer.emit(lane, "start", {"attempt": turn.attempts, "model": rt.model.label})
     try:
         counters = await logged_usage(rt, writer, turn.id, lane)
         agent, config = await lane_agent(rt, turn, lane)
@@ -194,7 +214,7 @@ async def run_lane(rt: Runtime, writer: EventWriter, turn: ClaimedTurn, lane: La
             "latency_ms": round((time.monotonic() - started) * 1000),
             "resumed": resumed,
         }
-        await writer.finish_lane(lane, "done", "done", {"text": final_text(messages), "metrics": metrics})
+        await writer.finish_lane(lane, "done", "done", {**reply_payload(messages, text), "metrics": metrics})
     except (asyncio.CancelledError, LeaseLostError, psycopg.OperationalError):
         raise  # (a lost database is the turn's interruption, not this lane's failure: see run_turn)
     except (Exception, LangMemConfigurationError) as exc:

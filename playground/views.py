@@ -37,6 +37,11 @@ class LaneView:
     lane: str
     status: str = "pending"  # pending, running, done, error
     text: str = ""
+    #: the model the lane ran on (its spec's label), from its start event
+    model: str = ""
+    #: why the lane's final text is no answer, and that text, shown only behind a disclosure
+    no_answer: str | None = None
+    raw: str = ""
     resumed: bool = False
     error: str | None = None
     tool_calls: dict[str, ToolCallView] = field(default_factory=dict)
@@ -85,6 +90,7 @@ def apply(turn: TurnView, event: EventRow) -> None:
     kind = event.kind
     if kind == "start":
         lane.status, turn.status = "running", "running"
+        lane.model = payload.get("model", lane.model)
     elif kind == "token":
         lane.text += payload.get("text", "")
     elif kind == "resume":
@@ -101,6 +107,7 @@ def apply(turn: TurnView, event: EventRow) -> None:
         lane.usage = payload
     elif kind == "done":
         lane.status, lane.text, lane.metrics = "done", payload.get("text", ""), payload.get("metrics")
+        lane.no_answer, lane.raw = payload.get("no_answer"), payload.get("raw", "")
     elif kind == "error":
         lane.status, lane.error = "error", payload.get("message", "failed")
 

@@ -324,6 +324,51 @@ async def test_remember_supersede_relate_pin_unpin_and_forget(api: httpx.AsyncCl
     assert (await api.delete("/api/sessions/s3")).status_code == 404
 
 
+async def test_list_get_and_delete_one_fact_as_the_mcp_tools_do(api: httpx.AsyncClient) -> None:
+    await ingest_demo(api)
+    base = f"/api/sessions/{DEMO}/facts"
+    page = await api.get(base, params={"limit": 2})
+    assert page.status_code == 200, page.text
+    body = page.json()
+    newest = body["facts"]
+    assert len(newest) == 2 and body["next_cursor"]
+    assert newest[0]["recorded_at"] >= newest[1]["recorded_at"] and all(f["current"] for f in newest)
+    rest = (await api.get(base, params={"cursor": body["next_cursor"], "limit": 200})).json()
+    assert rest["next_cursor"] is None
+    assert not {f["id"] for f in newest} & {f["id"] for f in rest["facts"]}
+    [old] = (await api.get(base, params={"status": "superseded", "kind": "user_input"})).json()["facts"]
+    assert old["text"] == FIRST and not old["current"]
+    tools = (await api.get(base, params={"source": "tool_result", "status": "any"})).json()["facts"]
+    assert [f["source"] for f in tools] == ["tool_result"]
+
+    correction = old["head_id"]
+    assert (await api.post(f"{base}/{correction}/pin")).status_code == 200
+    [pinned] = (await api.get(base, params={"pinned": "true"})).json()["facts"]
+    assert pinned["id"] == correction and pinned["pinned"]
+    one = await api.get(f"{base}/{old['short_id']}")
+    assert one.status_code == 200 and one.json()["fact"]["pinned"] and one.json()["fact"]["text"] == FIRST
+
+    deleted = await api.delete(f"{base}/{correction}")
+    assert deleted.status_code == 200, deleted.text
+    done = deleted.json()
+    assert "$120k" in done["deleted"]["text"] and done["current"]["text"] == FIRST
+    assert done["current"]["current"] and "current again" in done["note"]
+    assert (await api.get(f"{base}/{correction}")).status_code == 404
+    assert (await api.delete(f"{base}/{correction}")).status_code == 404
+    found = await search(api, DEMO, "What is our budget?")
+    assert found["hits"][0]["text"] == FIRST and not found["hits"][0]["outdated"]
+    [still] = (await api.get(base, params={"pinned": "true"})).json()["facts"]
+    assert still["text"] == FIRST  # the claim stays pinned
+
+    for bad in ({"cursor": "nonsense"}, {"limit": 0}, {"status": "gone"}, {"kind": "opinion"}):
+        refused = await api.get(base, params=bad)
+        assert refused.status_code in (404, 422), (bad, refused.text)
+    assert (
+        (await api.get(base, params={"cursor": "nonsense"})).json()["detail"].startswith("That page cursor")
+    )
+    assert (await api.get("/api/sessions/nobody/facts")).status_code == 404
+
+
 async def test_stats_lists_every_session(api: httpx.AsyncClient) -> None:
     await capture(api, "alpha", {"role": "user", "text": "Alpha uses Postgres 18."})
     await capture(api, "beta", {"role": "tool", "text": "Beta's page says 42."})
@@ -539,6 +584,7 @@ async def test_openapi_shows_the_api_routes_and_their_models(api: httpx.AsyncCli
         "/api/sessions/{session_id}/search",
         "/api/sessions/{session_id}/facts/{fact_id}/history",
         "/api/sessions/{session_id}/facts",
+        "/api/sessions/{session_id}/facts/{fact_id}",
         "/api/sessions/{session_id}/facts/{fact_id}/pin",
         "/api/sessions/{session_id}",
     }

@@ -5,17 +5,22 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import uuid
 
 import pytest
+from playground_helpers import play_db, playground_template
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 from rich.console import Console
 
 from memory.cli import main, mask_url
+from memory.connection import open_pool
 from memory.embedders import CachedEmbedder, FakeEmbedder, MiniLMEmbedder, OllamaEmbedder, embedder_from_name
 from memory.errors import ConfigurationError
 from memory.model import Source
 from memory.store import FactStore
+
+__all__ = ["play_db", "playground_template"]  # fixtures
 
 SESSION = "trip-planning"
 OLD_BUDGET = "The budget is 5000 dollars."
@@ -146,6 +151,23 @@ def test_forget_needs_yes_then_deletes(session: FactStore, db_url: str) -> None:
     assert session.session_facts(SESSION) == []
     code, text = run("show", SESSION, "--database-url", db_url, "--embedder", "fake-64")
     assert code == 1 and "no facts stored" in text
+
+
+def test_forget_refuses_a_playground_chats_session(play_db: str) -> None:
+    """The API's rule (409 there): a playground chat's memory is forgotten by deleting the chat."""
+    chat = uuid.uuid4()
+    with open_pool(play_db, min_size=1, max_size=2) as pool:
+        store = FactStore(pool, FakeEmbedder(64))
+        store.setup()
+        store.capture_message(store.root(chat.hex), "Chat memory.")
+        with pool.connection() as conn:
+            conn.execute(
+                "INSERT INTO playground.chats (id, session_id, title, walkthrough) VALUES (%s, %s, 'A chat', false)",
+                (chat, chat.hex),
+            )
+        code, text = run("forget", chat.hex, "--yes", "--database-url", play_db, "--embedder", "fake-64")
+        assert code == 1 and f"playground chat {chat}" in text and "delete the chat" in text
+        assert len(store.session_facts(chat.hex)) == 1
 
 
 @pytest.mark.parametrize("command", ["show", "forget"])

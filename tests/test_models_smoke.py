@@ -18,15 +18,19 @@ def scripted(*replies: object) -> ActiveModel:
 def test_a_capable_model_passes_every_check() -> None:
     active = scripted(
         calls(tool_call("get_weather", city="Paris")),
+        "So that they remember something later.",
+        "It is 14°C with light rain in Paris.",
         '```json\n{"name": "Maria Lopez", "city": "Lisbon", "job": "nurse"}\n```',
     )
     results = smoke.run_checks(active, ModelSettings())
     assert [(r.name, r.passed) for r in results] == [
         ("tool call", True),
+        ("no needless call", True),
+        ("answer from a tool", True),
         ("extraction", True),
         ("embedding", True),
     ]
-    assert results[2].reason == "minilm-l6-int8: 384 dimensions"
+    assert results[4].reason == "minilm-l6-int8: 384 dimensions"
 
 
 @pytest.mark.parametrize(
@@ -68,12 +72,19 @@ def test_extraction(reply: str, passed: bool, reason: str) -> None:
 def test_main_reports_and_fails_when_a_check_fails(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(smoke, "select_chat_model", lambda settings: scripted("no tools here", "{}"))
+    monkeypatch.setattr(
+        smoke, "select_chat_model", lambda settings: scripted("no tools here", "To remember something.", "It is what it is.", "{}")
+    )
     assert smoke.main(["--backend", "local"]) == 1
     out = capsys.readouterr().out
     assert "FAIL  tool call" in out
+    assert "PASS  no needless call" in out
+    assert "FAIL  answer from a tool" in out  # the reply does not use the result
     assert "FAIL  extraction" in out
     assert "PASS  embedding" in out
+    assert out.splitlines()[-1] == (
+        "the playground's lanes run without delegation and web search (a tool-call check failed)"
+    )
 
 
 def test_the_tool_call_bench_counts_valid_calls_stored_memories_and_free_text() -> None:

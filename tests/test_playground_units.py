@@ -62,7 +62,7 @@ def test_the_playground_chooses_the_15b_and_its_status_line_names_it(monkeypatch
     unused: Any = None  # status_lines reads only the settings, the model and the embedder
     rt = Runtime(settings, unused, unused, unused, unused, active, FakeEmbedder(), "ready", [], unused)
     label, line = rt.status_lines[0]
-    assert label == "Model" and line.startswith("qwen2.5-coder-1.5b-instruct-q4_k_m (local): ")
+    assert label == "Model" and line.startswith("offline:qwen2.5-coder-1.5b-instruct-q4_k_m, in both lanes: ")
     # unset, the library's setting (and its default) decides
     monkeypatch.delenv("PLAYGROUND_LOCAL_MODEL")
     assert select_model(PlaygroundSettings()).model_name == "qwen2.5-coder-0.5b-instruct-q4_k_m"

@@ -49,3 +49,20 @@ def test_the_testing_example_passes_under_pytest(scratch: Path) -> None:
     ran = run([sys.executable, "-m", "pytest", str(module), "-q", "-p", "no:cacheprovider"], scratch)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "1 passed" in ran.stdout
+
+
+def test_the_production_example_runs_as_pasted(scratch: Path) -> None:
+    import re
+
+    page = (ROOT / "docs" / "production.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", page, re.S)[-1]
+    assert "FactStore.connect(start_embedded()" in code and "PostgresSaver(store.pool)" in code
+    script = scratch / "production.py"
+    script.write_text(code)
+    ran = run([sys.executable, str(script)], scratch)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    printed = ran.stdout.strip().splitlines()
+    assert "summary Qdrant can be self-hosted with Docker." in printed
+    assert "user_input it must be self-hostable." in printed
+    # the delegate tool's return (the summary again, with its id) is not a second line
+    assert not any(line.startswith("conclusion [") for line in printed)

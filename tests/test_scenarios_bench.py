@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage
 from bench.scenarios.__main__ import main as scenarios_main
 from bench.scenarios.arms import ARMS
 from bench.scenarios.checks import answered, final_checks, first_named, names_value
-from bench.scenarios.harness import Options, complete_cells, model_backend, read_rows, run_all
+from bench.scenarios.harness import Options, complete_cells, model_spec, read_rows, run_all
 from bench.scenarios.judge import CONTROLS, DIMENSIONS, blind, judge_model, parse_grades, shuffled, transcript
 from bench.scenarios.report import Prediction, build_table, judge_prediction, read_predictions, summary
 from bench.scenarios.runner import summarise_events
@@ -51,15 +51,16 @@ def test_a_lane_that_fails_part_way_keeps_the_calls_it_made() -> None:
     assert lane["tool_calls"] == ["manage_memory"] and lane["other_lane_events"] == 0
 
 
-def test_models_are_named_as_the_playground_names_its_backends() -> None:
-    assert [model_backend(m) for m in ("local", "scripted", "ollama:qwen3:8b")] == [
-        "local",
+def test_models_are_named_as_the_playground_names_them() -> None:
+    assert [model_spec(m) for m in ("local", "scripted", "ollama:qwen3:8b", "openai:gpt-4o")] == [
+        "offline",
         "scripted",
-        "ollama",
+        "ollama:qwen3:8b",
+        "openai:gpt-4o",
     ]
-    for wrong in ("ollama:", "gpt-4", "offline"):
+    for wrong in ("ollama:", "gpt-4", "auto"):
         with pytest.raises(ValueError):
-            model_backend(wrong)
+            model_spec(wrong)
     with pytest.raises(ValueError):
         judge_model("gpt-4")
 

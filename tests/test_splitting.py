@@ -553,3 +553,33 @@ def test_a_statement_is_cut_from_the_request_it_opens() -> None:
 )
 def test_two_statements_spliced_by_a_comma_are_two_claims(message: str, claims: list[str]) -> None:
     assert [c.text for c in split_message(message)] == claims
+
+
+@pytest.mark.parametrize(
+    ("message", "claims"),
+    [
+        # conjoined claims a correction of one must not retire together
+        (
+            "Our budget is $100k per year and it must be self-hostable.",
+            ["Our budget is $100k per year", "it must be self-hostable."],
+        ),
+        ("Our budget is $100k, but we must self-host it.", ["Our budget is $100k", "we must self-host it."]),
+        (
+            "Our budget is $100k; also it has to run on-prem.",
+            ["Our budget is $100k", "also it has to run on-prem."],
+        ),
+        ("I like tea and I like coffee.", ["I like tea", "I like coffee."]),
+        ("I'm vegetarian and our budget is $100k a year.", ["I'm vegetarian", "our budget is $100k a year."]),
+        ("We need SSO and the audit logs.", ["We need SSO and the audit logs."]),
+        ("Our team and the vendor are in Berlin.", ["Our team and the vendor are in Berlin."]),
+        # a clause that only goes on about what the one before named stays with it
+        (
+            "We finished migrating the API to GCP last week, it runs in europe-west4 now.",
+            ["We finished migrating the API to GCP last week, it runs in europe-west4 now."],
+        ),
+        ("We use Postgres and it works well.", ["We use Postgres and it works well."]),
+        ("Tom and I went to Paris.", ["Tom and I went to Paris."]),
+    ],
+)
+def test_conjoined_statements_are_cut_and_continuations_kept(message: str, claims: list[str]) -> None:
+    assert [c.text for c in split_message(message)] == claims

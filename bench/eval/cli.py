@@ -3,7 +3,7 @@
     python -m bench.eval run --locomo PATH --beam DIR [DIR ...] [--longmemeval PATH] [--out results]
         [--budgets 1200 3000 6000] [--arms tail docstore bm25 facts full] [--embedder minilm]
         [--database-url URL] [--sample N [--sample-seed S]] [--limit N]
-        [--answer-model offline|ollama:<model> [--judge-model SPEC]]
+        [--answer-model SPEC [--judge-model SPEC]]
         [--consolidate] [--expire-days DAYS] [--tool-calls EVERY]
     python -m bench.eval report [--out results]
     python -m bench.eval supersession [--beam DIR] [--locomo PATH] [--out results/supersession]
@@ -19,7 +19,7 @@ import argparse
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.text import Text
@@ -40,6 +40,9 @@ from bench.eval.runner import (
 )
 from bench.eval.window import ASK_AT_MODES
 from memory.errors import BeadsMemoryError
+
+if TYPE_CHECKING:
+    from playground.models.settings import LocalModelName
 
 
 def parser() -> argparse.ArgumentParser:
@@ -175,12 +178,16 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--answer-model",
-        help="the reader that answers from each window: offline (the bundled 0.5B model, in process), "
-        "ollama:<model> or <module>:<factory>; its answers are scored without a judge (token F1, "
-        "exact match, which value a knowledge update names)",
+        help="the reader that answers from each window, a model spec: offline (the bundled 0.5B model, "
+        "in process; offline:qwen2.5-coder-1.5b the larger), ollama:<model>, openai:<model> "
+        "(OPENAI_BASE_URL for any OpenAI-compatible server), anthropic:<model>, any provider:model of "
+        "LangChain's init_chat_model, or <module>:<factory>; its answers are scored without a judge "
+        "(token F1, exact match, which value a knowledge update names)",
     )
     run.add_argument(
-        "--judge-model", help="also grade each answer with this model (should differ from the reader)"
+        "--judge-model",
+        help="also grade each answer with this model, a spec as --answer-model takes (it must differ "
+        "from the reader)",
     )
     run.add_argument("--num-ctx", type=int, default=16384, help="context length for ollama: models")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -298,8 +305,11 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
         from bench.eval.judging import chat_model_from_spec
         from bench.eval.reader import OFFLINE, offline_name, offline_reader
 
-        if args.answer_model == OFFLINE:
-            config.answer_model, config.answer_model_name = offline_reader(config.budgets), offline_name()
+        reader = args.answer_model.strip()
+        if reader == OFFLINE or reader.startswith(f"{OFFLINE}:"):
+            offline = _offline_model(reader)
+            config.answer_model = offline_reader(config.budgets, model=offline)
+            config.answer_model_name = offline_name(offline)
         else:
             config.answer_model = chat_model_from_spec(args.answer_model, num_ctx=args.num_ctx)
             config.answer_model_name = args.answer_model
@@ -309,6 +319,20 @@ def _config(args: argparse.Namespace, console: Console) -> RunConfig:
     else:
         console.print("No answer model configured: skipping answers and grades (model-free figures only).")
     return config
+
+
+def _offline_model(spec: str) -> LocalModelName | None:
+    """The offline model an `offline[:<name>]` spec names (None: the one BEADS_LOCAL_MODEL chooses)."""
+    from memory.model_spec import parse_model_spec
+    from playground.models.settings import ModelSettings
+
+    parsed = parse_model_spec(spec)
+    if not parsed.model:
+        return None
+    try:
+        return ModelSettings(local_model=parsed.model).local_model  # type: ignore[arg-type]
+    except ValueError as exc:
+        raise UsageError(f"{spec}: not an offline model ({exc})") from exc
 
 
 def _split(args: argparse.Namespace) -> dict[str, list[str]] | None:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from memory.store import FactStore
 
 # Bump when what ingestion writes changes: every conversation's fingerprint changes with it.
-INGEST_VERSION = "18"  # 18: the user's claim that adds a value restates nothing; 17: a claim that changes a value of a kind the old one states restates nothing; 16: a chat turn of up to 30 words is a short message; 12: reactions are framing, echoes linked; 13: only short echoes retire; 14: comma splices, every accepted replacement; 15: more reactions; 2: capture supersedes corrections, statements cut from requests; 3: speakers; 4: rules; 5, 6: a sign of a correction; 7: goals with a value are claims; 8: goals never supersede; 9: short claims, frames, clause subjects; 10: spoken times and counts; 11: "grew up in", units of worded counts
+INGEST_VERSION = "19"  # 19: conjoined statements cut ("X and it must be Y"), a clause that only continues kept whole, a message never compared with its own claims; 18: the user's claim that adds a value restates nothing; 17: a claim that changes a value of a kind the old one states restates nothing; 16: a chat turn of up to 30 words is a short message; 12: reactions are framing, echoes linked; 13: only short echoes retire; 14: comma splices, every accepted replacement; 15: more reactions; 2: capture supersedes corrections, statements cut from requests; 3: speakers; 4: rules; 5, 6: a sign of a correction; 7: goals with a value are claims; 8: goals never supersede; 9: short claims, frames, clause subjects; 10: spoken times and counts; 11: "grew up in", units of worded counts
 DOCSTORE_BATCH = 200
 
 # two statements, run one by one: the store's connection prepares every statement it sends

@@ -10,6 +10,7 @@ never grading its own answers.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from itertools import combinations
@@ -104,19 +105,49 @@ def pairwise(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def chat_model_from_spec(spec: str, *, num_ctx: int = 16384) -> BaseChatModel:
-    """A chat model from a command-line spec (the factory hook).
+    """A chat model from a command-line spec, at temperature 0.
 
-    - `ollama:<model>`: ChatOllama at temperature 0 with `num_ctx` (Ollama otherwise truncates at 2,048)
-    - `<module>:<attribute>`: a BaseChatModel, or a callable returning one, importable from the project
-      (e.g. an in-process llama.cpp model someone wrapped as a LangChain chat model)
+    - a model spec as the playground reads it (memory.model_spec): `ollama:<model>` (with `num_ctx`:
+      Ollama otherwise truncates at 2,048), `openai:<model>` (OPENAI_BASE_URL for any
+      OpenAI-compatible server), `anthropic:<model>`, any `provider:model` of init_chat_model, or
+      `offline` (the bundled model, as the playground runs it);
+    - `<module>:<attribute>` (the factory hook): a BaseChatModel, or a callable returning one,
+      importable from the project, for a module that is no model provider.
     """
-    if spec.startswith("ollama:"):
-        from langchain_ollama import ChatOllama
+    from memory.model_spec import parse_model_spec
+    from playground.models.select import select_chat_model
+    from playground.models.settings import ModelSettings
 
-        return ChatOllama(model=spec.removeprefix("ollama:"), temperature=0, num_ctx=num_ctx, reasoning=False)
     module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise ConfigurationError(f"a chat model is 'ollama:<model>' or '<module>:<attribute>', not {spec!r}")
+    if _is_factory(module_name):
+        return _from_factory(spec, module_name, attribute)
+    settings = ModelSettings(model=str(parse_model_spec(spec)), temperature=0, num_ctx=num_ctx)
+    return select_chat_model(settings).chat_model
+
+
+def _providers() -> frozenset[str]:
+    """The providers a model spec may name: ours and those LangChain's init_chat_model builds."""
+    from langchain.chat_models import base
+
+    known: Any = getattr(base, "_SUPPORTED_PROVIDERS", ())
+    return frozenset({"offline", "local", "scripted", "auto", "ollama", "openai", "anthropic", *known})
+
+
+def _is_factory(module_name: str) -> bool:
+    """Whether the part of a spec before its colon names a module of ours rather than a provider."""
+    if not module_name or module_name.strip().lower() in _providers():
+        return False
+    if "." in module_name:
+        return True
+    try:
+        return importlib.util.find_spec(module_name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _from_factory(spec: str, module_name: str, attribute: str) -> BaseChatModel:
+    if not attribute:
+        raise ConfigurationError(f"a chat model factory is '<module>:<attribute>', not {spec!r}")
     try:
         target = getattr(importlib.import_module(module_name), attribute)
     except (ImportError, AttributeError) as exc:

@@ -27,15 +27,12 @@ from bench.eval.conversation import (
     Session,
     Turn,
 )
+from memory.transcripts import BEAM_INDEX_MARKER, parse_beam_anchor, parse_lme_date, parse_locomo_date
 
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
-_LOCOMO_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.I)
 # "D8:6", and the repairable variants "D:11:26", "D30:05", "d8:6"
 _LOCOMO_ID = re.compile(r"D:?(\d+):(\d+)", re.I)
-_LME_DATE = re.compile(r"(\d{4})/(\d{1,2})/(\d{1,2})(?:\s*\(\w+\))?\s*(\d{1,2}):(\d{2})")
-# BEAM appends its generation index to user messages ("... ->-> 1,1"); it duplicates the `index` field
-_BEAM_INDEX_MARKER = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")
 _TRAILING_NUMBER = re.compile(r"(?:chat[_ ]?id\s*[:=]?\s*)?(\d+)\s*$", re.I)
 
 
@@ -44,19 +41,6 @@ def _read_json(path: Path) -> Any:
 
 
 # -- LoCoMo --------------------------------------------------------------------------------------------
-
-
-def parse_locomo_date(raw: object) -> datetime | None:
-    """ "1:56 pm on 8 May, 2023" -> an aware datetime (UTC: the data names no zone)."""
-    match = _LOCOMO_DATE.search(str(raw or ""))
-    if not match:
-        return None
-    hour, minute, half, day, month, year = match.groups()
-    try:
-        parsed = datetime.strptime(f"{day} {month[:3]} {year} {hour}:{minute} {half}", "%d %b %Y %I:%M %p")
-    except ValueError:
-        return None
-    return parsed.replace(tzinfo=UTC)
 
 
 def parse_locomo_evidence(raw: object, known: set[str], issues: LoadIssues, where: str) -> tuple[str, ...]:
@@ -236,16 +220,6 @@ def _beam_current_values(item: dict[str, Any]) -> tuple[str, ...]:
     return values or ((answer,) if answer else ())
 
 
-def parse_beam_anchor(raw: object) -> datetime | None:
-    """ "March-15-2024" -> an aware datetime."""
-    for fmt in ("%B-%d-%Y", "%b-%d-%Y", "%Y-%m-%d"):
-        try:
-            return datetime.strptime(str(raw), fmt).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    return None
-
-
 def _load_beam_chat(folder: Path, conv_id: str, issues: LoadIssues, dataset: str = "beam") -> Conversation:
     sessions: list[Session] = []
     anchor: datetime | None = None
@@ -263,7 +237,7 @@ def _load_beam_chat(folder: Path, conv_id: str, issues: LoadIssues, dataset: str
                 issues.note("duplicate message ids (suffixed)", f"{conv_id}: {turn_id}")
                 turn_id = f"{turn_id}#{ordinal}"
             seen.add(turn_id)
-            text = _BEAM_INDEX_MARKER.sub("", str(message.get("content") or "")).strip()
+            text = BEAM_INDEX_MARKER.sub("", str(message.get("content") or "")).strip()
             role: Role = "assistant" if message.get("role") == "assistant" else "user"
             ordinal += 1
             if not text:
@@ -377,18 +351,6 @@ _LME_PROMPTS: dict[str, JudgePrompt] = {
     "knowledge-update": "knowledge-update",
     "single-session-preference": "preference",
 }
-
-
-def parse_lme_date(raw: object) -> datetime | None:
-    """ "2023/05/20 (Sat) 02:21" -> an aware datetime."""
-    match = _LME_DATE.search(str(raw or ""))
-    if not match:
-        return None
-    year, month, day, hour, minute = (int(g) for g in match.groups())
-    try:
-        return datetime(year, month, day, hour, minute, tzinfo=UTC)
-    except ValueError:
-        return None
 
 
 def load_longmemeval(path: str | Path) -> Dataset:

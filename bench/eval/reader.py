@@ -1,8 +1,9 @@
 """The reader: a chat model that answers each question from an arm's window, the same prompt for every arm.
 
 `--answer-model offline` is the bundled offline model (playground.models.local, Qwen2.5-Coder-0.5B in
-process, greedy; the 1.5B with BEADS_LOCAL_MODEL=qwen2.5-coder-1.5b); `ollama:<model>` and
-`<module>:<factory>` are any LangChain chat model (bench.eval.judging.chat_model_from_spec). The prompt asks for a short phrase in the memory's own
+process, greedy; the 1.5B with `offline:qwen2.5-coder-1.5b` or BEADS_LOCAL_MODEL); any other model
+spec (`ollama:<model>`, `openai:<model>`, `anthropic:<model>`, any `provider:model`) or a
+`<module>:<factory>` is any LangChain chat model (bench.eval.judging.chat_model_from_spec). The prompt asks for a short phrase in the memory's own
 words, as LoCoMo's question answering does, and for "not mentioned" when the memory does not say,
 the phrase LoCoMo's scorer looks for on unanswerable questions (bench.eval.answer_scores).
 """
@@ -99,12 +100,13 @@ def offline_reader(
     return LocalChatModel(settings=settings, temperature=0.0, seed=0, max_tokens=max_tokens)
 
 
-def offline_name() -> str:
-    """The offline reader's name: the model ``BEADS_LOCAL_MODEL`` chooses, as offline_reader loads it."""
+def offline_name(model: LocalModelName | None = None) -> str:
+    """The offline reader's name: `model`, else the one ``BEADS_LOCAL_MODEL`` chooses, as
+    offline_reader loads it."""
     from playground.models.settings import ModelSettings
     from playground.models.weights import LOCAL_MODELS
 
-    return f"{OFFLINE}:{LOCAL_MODELS[ModelSettings().local_model].model_name}"
+    return f"{OFFLINE}:{LOCAL_MODELS[model or ModelSettings().local_model].model_name}"
 
 
 def reader_label(name: str | None) -> str:

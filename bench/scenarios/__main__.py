@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import shlex
 import signal
 import sys
 from pathlib import Path
 
 from bench.scenarios.arms import ARMS
-from bench.scenarios.harness import Options, model_backend, read_rows, run_all, write_snapshot
+from bench.scenarios.harness import Options, model_spec, read_rows, run_all, write_snapshot
 from bench.scenarios.report import summary
 from bench.scenarios.script import SCENARIOS
 
@@ -41,10 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scenarios", nargs="+", choices=tuple(SCENARIOS), default=list(SCENARIOS))
     parser.add_argument("--arms", nargs="+", choices=tuple(ARMS), default=list(ARMS))
     parser.add_argument(
-        "--model", default="local", help="local (the offline model), scripted, or ollama:<name>"
+        "--model",
+        default="local",
+        help="a model spec: local (the offline model), scripted, ollama:<name>, openai:<name>, "
+        "anthropic:<name>, any provider:model of LangChain's init_chat_model",
     )
     parser.add_argument(
-        "--judge-model", default=None, help="local, scripted, ollama:<name>, or none (default: --model)"
+        "--judge-model", default=None, help="a model spec as --model takes, or none (default: --model)"
     )
     parser.add_argument("--embedder", default="minilm", help="as PLAYGROUND_EMBEDDER")
     parser.add_argument("--seed", type=int, default=7, help="the judge's shuffle")
@@ -60,12 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         print(write_summary(args.out, args.predictions, ""))
         return 0
     try:
-        model_backend(args.model)
+        model_spec(args.model)
     except ValueError as exc:
         parser.error(str(exc))
     judge = args.judge_model or args.model
-    if args.model.startswith("ollama:"):  # the playground reads the Ollama model from the library's settings
-        os.environ["BEADS_OLLAMA_MODEL"] = args.model.removeprefix("ollama:")
     options = Options(
         out=args.out,
         runs=args.runs,

@@ -40,7 +40,7 @@ class Options:
     runs: int = 3
     scenarios: Sequence[str] = tuple(SCENARIOS)
     arms: Sequence[str] = tuple(ARMS)
-    #: local (the offline model), scripted, or ollama:<name>
+    #: a model spec (memory.model_spec): local / offline, scripted, ollama:<name>, openai:<name>, ...
     model: str = "local"
     #: as `model`; None: no judge
     judge_model: str | None = "local"
@@ -50,13 +50,19 @@ class Options:
     server_url: str | None = field(default=None, repr=False)
 
 
-def model_backend(spec: str) -> str:
-    """The playground's model backend for a `--model` value."""
-    if spec in ("local", "scripted"):
-        return spec
-    if spec.startswith("ollama:") and spec.removeprefix("ollama:"):
-        return "ollama"
-    raise ValueError(f"a model is local, scripted or ollama:<name>, not {spec!r}")
+def model_spec(spec: str) -> str:
+    """The playground's model setting (PLAYGROUND_MODEL) for a `--model` value: a model spec, with
+    `local` read as `offline`; a ValueError for anything else (`auto` too: a run names its model)."""
+    from memory.errors import ConfigurationError
+    from memory.model_spec import parse_model_spec
+
+    try:
+        parsed = parse_model_spec(spec)
+    except ConfigurationError as exc:
+        raise ValueError(str(exc)) from exc
+    if parsed.provider == "auto":
+        raise ValueError("a run names its model: auto depends on what answers on this machine")
+    return str(parsed)
 
 
 def read_rows(out: Path) -> list[dict[str, Any]]:
@@ -171,7 +177,7 @@ def judge_run(
 async def run_all(options: Options, say: Printer = print) -> list[dict[str, Any]]:
     """Run every cell not yet complete in `options.out`, judge what is ready; returns every row."""
     options.out.mkdir(parents=True, exist_ok=True)
-    backend = model_backend(options.model)
+    backend = model_spec(options.model)
     rows = read_rows(options.out)
 
     def sink(row: dict[str, Any]) -> None:
@@ -243,7 +249,7 @@ async def run_all(options: Options, say: Printer = print) -> list[dict[str, Any]
                     arm,
                     run,
                     model=options.model,
-                    model_backend=backend,
+                    model_setting=backend,
                     embedder=options.embedder,
                     sink=step_done,
                 )

@@ -182,19 +182,20 @@ def scripted_judge() -> BaseChatModel:
 
 
 def judge_model(spec: str) -> BaseChatModel:
-    """The judge as `--judge-model` names it, chosen the way the playground chooses its model:
-    `local` (the offline model), `ollama:<name>`, or `scripted` (a rule, for tests). Temperature 0."""
+    """The judge as `--judge-model` names it, chosen the way the playground chooses its model: a
+    model spec (`local` / `offline`, `ollama:<name>`, `openai:<name>`, ...), or `scripted` (a rule,
+    for tests). Temperature 0."""
+    from memory.errors import ConfigurationError
+    from memory.model_spec import parse_model_spec
     from playground.models.select import select_chat_model
     from playground.models.settings import ModelSettings
 
     if spec == "scripted":
         return scripted_judge()
-    if spec.startswith("ollama:"):
-        settings = ModelSettings(
-            model_backend="ollama", ollama_model=spec.removeprefix("ollama:"), temperature=0
-        )
-    elif spec == "local":
-        settings = ModelSettings(model_backend="local", temperature=0)
-    else:
-        raise ValueError(f"a judge model is local, scripted or ollama:<name>, not {spec!r}")
-    return select_chat_model(settings).chat_model
+    try:
+        parsed = parse_model_spec(spec)
+    except ConfigurationError as exc:
+        raise ValueError(str(exc)) from exc
+    if parsed.provider in ("auto", "scripted"):
+        raise ValueError(f"a judge model names its model, not {spec!r}")
+    return select_chat_model(ModelSettings(model=str(parsed), temperature=0)).chat_model

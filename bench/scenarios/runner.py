@@ -56,11 +56,11 @@ ROOT_AGENT = "root"
 StepSink = Callable[[dict[str, Any]], None]
 
 
-def settings_for(db_url: str, arm: Arm, model_backend: str, embedder: str) -> PlaygroundSettings:
+def settings_for(db_url: str, arm: Arm, model_setting: str, embedder: str) -> PlaygroundSettings:
     values = {
         **BASE_SETTINGS,
         "database_url": db_url,
-        "model_backend": model_backend,
+        "model": model_setting,
         "embedder": embedder,
         **arm.settings,
     }
@@ -72,7 +72,7 @@ def _admin(server_url: str, statement: sql.Composed) -> None:
         admin.execute(statement)
 
 
-async def make_template(server_url: str, model_backend: str, embedder: str) -> str:
+async def make_template(server_url: str, model_setting: str, embedder: str) -> str:
     """A database with the library's, the playground's, LangGraph's and the stock store's tables,
     to clone per cell; returns its name."""
     name = f"scenarios_tpl_{uuid.uuid4().hex[:10]}"
@@ -80,7 +80,7 @@ async def make_template(server_url: str, model_backend: str, embedder: str) -> s
     url = make_conninfo(server_url, dbname=name)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    async with open_runtime(settings_for(url, ARMS["ours"], model_backend, embedder)) as rt:
+    async with open_runtime(settings_for(url, ARMS["ours"], model_setting, embedder)) as rt:
         await rt.worker.stop()
     return name
 
@@ -203,7 +203,7 @@ async def run_cell(
     run: int,
     *,
     model: str,
-    model_backend: str,
+    model_setting: str,
     embedder: str,
     sink: StepSink,
 ) -> list[dict[str, Any]]:
@@ -211,7 +211,7 @@ async def run_cell(
     cell = uuid.uuid4().hex[:12]
     rows: list[dict[str, Any]] = []
     async with cell_database(server_url, template) as db_url:
-        settings = settings_for(db_url, arm, model_backend, embedder)
+        settings = settings_for(db_url, arm, model_setting, embedder)
         async with open_runtime(settings) as rt:
             await rt.worker.stop()  # this bench claims each turn itself, for one lane
             log = ToolLog()

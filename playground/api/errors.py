@@ -16,6 +16,7 @@ from memory.errors import (
     BeadsMemoryError,
     CycleError,
     FactNotFoundError,
+    InvalidCursorError,
     NamespaceNotFoundError,
     SupersedeRefusedError,
     UntrustedWriteError,
@@ -84,6 +85,9 @@ def api_error_response(exc: ApiError) -> JSONResponse:
 def library_error(exc: BeadsMemoryError) -> ApiError:
     """What a library exception means to a client."""
     if isinstance(exc, FactNotFoundError | NamespaceNotFoundError):
+        return ApiError(404, str(exc), error="not_found")
+    if isinstance(exc, InvalidCursorError):
+        # a well-formed value naming no page: as a fact id naming no fact (the schema cannot say more)
         return ApiError(404, str(exc), error="not_found")
     if isinstance(exc, CycleError):
         return ApiError(409, str(exc), error="cycle")

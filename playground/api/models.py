@@ -209,6 +209,31 @@ class ForgetResponse(BaseModel):
     deleted_facts: int
 
 
+class ListedFact(FactOut):
+    pinned: bool = Field(description="its claim is pinned into every prompt (on any of its versions)")
+
+
+class FactPageResponse(BaseModel):
+    session_id: str
+    facts: list[ListedFact] = Field(description="newest first")
+    next_cursor: str | None = Field(description="the cursor of the next page; null on the last")
+
+
+class FactResponse(BaseModel):
+    session_id: str
+    fact: ListedFact
+
+
+class DeleteFactResponse(BaseModel):
+    session_id: str
+    deleted: FactOut = Field(description="the fact as it was")
+    current: FactOut | None = Field(
+        description="the version of its claim that is current now (null: the claim had no other version)"
+    )
+    restored: list[FactOut] = Field(description="versions the delete made current again")
+    note: str
+
+
 # -- search --------------------------------------------------------------------------------------
 
 

@@ -15,7 +15,7 @@ import asyncio
 import uuid
 from dataclasses import replace
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
@@ -24,8 +24,19 @@ from memory.block import hit_line, render_block, shown_as_outdated
 from memory.errors import BeadsMemoryError
 from memory.intake import FACT_ID_PATTERN, SESSION_ID_PATTERN, SESSION_ID_RULE
 from memory.migrate import LIBRARY_MIGRATIONS
-from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Namespace, SearchResult
-from memory.store import AsyncFactStore, FactStore
+from memory.model import (
+    UNTRUSTED_SOURCES,
+    Deleted,
+    Fact,
+    FactPage,
+    Hit,
+    Kind,
+    Namespace,
+    SearchResult,
+    Source,
+    Status,
+)
+from memory.store import MAX_PAGE, AsyncFactStore, FactStore
 from playground.api.auth import require_api_access
 from playground.api.errors import ApiError, library_error
 from playground.api.models import (
@@ -33,14 +44,18 @@ from playground.api.models import (
     CaptureResponse,
     Check,
     CountRow,
+    DeleteFactResponse,
     Dropped,
     ErrorBody,
     FactBrief,
     FactOut,
+    FactPageResponse,
+    FactResponse,
     ForgetResponse,
     HealthResponse,
     HistoryResponse,
     Link,
+    ListedFact,
     MessageOutcome,
     NamespaceOut,
     PinResponse,
@@ -56,7 +71,7 @@ from playground.api.models import (
     Supersession,
     UnpinResponse,
 )
-from playground.db import PLAYGROUND_MIGRATIONS, fetch_one
+from playground.db import PLAYGROUND_MIGRATIONS
 from playground.deps import RuntimeDep
 from playground.runtime import Runtime
 
@@ -79,6 +94,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (503, "the database is unreachable"),
     )
 }
+
+
+def listed(fact: Fact, pinned: bool) -> ListedFact:
+    return ListedFact(**FactOut.of(fact).model_dump(), pinned=pinned)
 
 
 def _not_found(what: str) -> dict[int | str, dict[str, Any]]:
@@ -336,6 +355,83 @@ def api_router() -> APIRouter:
         return await _call(facts.run(search_session, rt.facts, ns, body))  # type: ignore[no-any-return]
 
     @router.get(
+        "/sessions/{session_id}/facts",
+        response_model=FactPageResponse,
+        responses={
+            404: {"model": ErrorBody, "description": "no such session, or a cursor no listing handed out"}
+        },
+    )
+    async def list_facts(
+        session_id: SessionId,
+        rt: RuntimeDep,
+        kind: Annotated[Kind | None, Query(description="only facts of this kind")] = None,
+        source: Annotated[Source | None, Query(description="only facts stored this way")] = None,
+        status: Annotated[
+            Status | Literal["any"],
+            Query(description="active: current facts (the default); superseded or archived: retired; any"),
+        ] = Status.ACTIVE,
+        pinned: Annotated[
+            bool | None, Query(description="true: pinned claims only; false: unpinned only")
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="facts per page")] = 20,
+        cursor: Annotated[
+            str | None, Query(max_length=200, description="next_cursor of the page before")
+        ] = None,
+    ) -> FactPageResponse:
+        """The session's facts, newest first, a page at a time, filtered by kind, source, status or
+        pinned (the MCP server's list tool)."""
+        facts = rt.facts.aio
+        await existing_root(facts, session_id)
+        page: FactPage = await _call(
+            facts.list_facts(
+                session_id,
+                kind=kind,
+                source=source,
+                status=None if status == "any" else status,
+                pinned=pinned,
+                limit=limit,
+                cursor=cursor,
+            )
+        )
+        return FactPageResponse(
+            session_id=session_id,
+            facts=[listed(item.fact, item.pinned) for item in page.facts],
+            next_cursor=page.next_cursor,
+        )
+
+    @router.get(
+        "/sessions/{session_id}/facts/{fact_id}", response_model=FactResponse, responses=_not_found("fact")
+    )
+    async def get_fact(session_id: SessionId, fact_id: FactId, rt: RuntimeDep) -> FactResponse:
+        """One fact, whichever version it is (head_id names its claim's current version)."""
+        facts = rt.facts.aio
+        fact = await fact_in_session(facts, session_id, fact_id)
+        pins = await _call(facts.pinned(session_id))
+        return FactResponse(
+            session_id=session_id, fact=listed(fact, any(p.fact.id == fact.head_id for p in pins))
+        )
+
+    @router.delete(
+        "/sessions/{session_id}/facts/{fact_id}",
+        response_model=DeleteFactResponse,
+        responses=_not_found("fact"),
+    )
+    async def delete_fact(session_id: SessionId, fact_id: FactId, rt: RuntimeDep) -> DeleteFactResponse:
+        """Delete one fact for good (its edges, vectors and pin with it). The rest of its claim stays:
+        when it had replaced an earlier version, that version is current again; `current` says which
+        version is current now."""
+        facts = rt.facts.aio
+        fact = await fact_in_session(facts, session_id, fact_id)
+        done: Deleted = await _call(facts.delete(fact))
+        return DeleteFactResponse(
+            session_id=session_id,
+            deleted=FactOut.of(done.fact),
+            current=None if done.current is None else FactOut.of(done.current),
+            restored=[FactOut.of(f) for f in done.restored],
+            note=intake.deleted_note(done),
+        )
+
+    @router.get(
         "/sessions/{session_id}/facts/{fact_id}/history",
         response_model=HistoryResponse,
         responses=_not_found("fact"),
@@ -423,15 +519,9 @@ def api_router() -> APIRouter:
         """Forget the session: a real delete of every fact, edge, passage and namespace it holds."""
         facts = rt.facts.aio
         await existing_root(facts, session_id)
-        chat = await fetch_one(
-            rt.pool, "SELECT id FROM playground.chats WHERE session_id = %s", (session_id,)
-        )
-        if chat is not None:
-            raise ApiError(
-                409,
-                f"Session {session_id!r} is the memory of playground chat {chat['id']}: delete the chat "
-                "(it forgets both lanes and its threads too).",
-            )
+        # the rule every door applies (the MCP server's and the command line's too)
+        if refusal := await facts.run(intake.forget_refusal, rt.facts, session_id):
+            raise ApiError(409, refusal)
         deleted: int = await _call(facts.forget(session_id))
         return ForgetResponse(session_id=session_id, deleted_facts=deleted)
 

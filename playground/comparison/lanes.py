@@ -17,6 +17,7 @@ from langchain.agents.middleware import (
     InputAgentState,
     ModelCallLimitMiddleware,
     OutputAgentState,
+    ToolRetryMiddleware,
 )
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -29,6 +30,7 @@ from memory.assembler import InjectionMode
 from memory.middleware import BeadsMemoryMiddleware, CaptureMode
 from memory.store import FactStore
 from memory.subagents import make_subagent_tool
+from memory.tools import MEMORY_TOOL_NAMES
 from playground.comparison.replay_safe import ReplaySafeMemoryCreates
 from playground.comparison.stock import STOCK_NAMESPACE_ROOT
 
@@ -53,6 +55,15 @@ BEADS_TOOLS_PROMPT = (
     "remember_fact, passing the old fact's id as `supersedes`."
 )
 RESEARCH_NAME = "delegate_research"
+#: every tool either lane may hold: a final reply that names one talks of the lane's machinery, not
+#: of the user's matter (memory.conclusions.why_no_answer)
+LANE_TOOL_NAMES = (
+    "manage_memory",
+    "search_memory",
+    "web_search",
+    RESEARCH_NAME,
+    *sorted(MEMORY_TOOL_NAMES),
+)
 
 
 def beads_prompt(memory_tools: bool = True) -> str:
@@ -66,6 +77,20 @@ MAX_MODEL_CALLS = 12
 
 # what create_agent compiles with no structured output; a run's context is the caller's to choose
 Agent = CompiledStateGraph[AgentState[Any], Any, InputAgentState, OutputAgentState[Any]]
+
+
+def tool_error_text(exc: Exception) -> str:
+    """A failed tool call's result as LangGraph's ToolNode words it when it hands errors back."""
+    return f"Error: {exc!r}\n Please fix your mistakes."
+
+
+def tool_errors_to_model() -> AgentMiddleware[Any, Any]:
+    """Every tool's error goes back to the model as that tool's result (status "error"), in both
+    lanes alike: create_agent's tool node hands back only invalid arguments and re-raises the rest,
+    so a model that called LangMem's manage_memory badly ("You must provide a MEMORY ID ...")
+    failed the whole turn where it could have tried again. A BaseException that is no Exception
+    (LangMem's ConfigurationError: the lane itself is misconfigured) still fails the lane."""
+    return ToolRetryMiddleware(max_retries=0, retry_on=(Exception,), on_failure=tool_error_text)
 
 
 def _call_limit(max_model_calls: int | None) -> list[AgentMiddleware[Any, Any]]:
@@ -129,7 +154,7 @@ def build_stock_agent(
         tools=stock_tools(model, tools, research=research),
         system_prompt=f"{CORE_SYSTEM_PROMPT}\n\n{STOCK_MEMORY_PROMPT}",
         # a resumed turn may run a tool call twice: LangMem would store its memory twice
-        middleware=[ReplaySafeMemoryCreates(), *_call_limit(max_model_calls)],
+        middleware=[ReplaySafeMemoryCreates(), tool_errors_to_model(), *_call_limit(max_model_calls)],
         store=store,
         checkpointer=checkpointer,
         name="stock",
@@ -179,7 +204,7 @@ def build_beads_agent(
         model,
         tools=all_tools,
         system_prompt=beads_prompt(memory_tools),
-        middleware=[middleware, *_call_limit(max_model_calls)],
+        middleware=[middleware, tool_errors_to_model(), *_call_limit(max_model_calls)],
         checkpointer=checkpointer,
         name="beads",
     )

@@ -1,13 +1,19 @@
-"""Web search for both lanes (ddgs). With no network it answers the agent with a clear message instead
-of raising: a tool exception would abort the whole turn."""
+"""Web search for both lanes (ddgs). With no network it answers the agent with one plain sentence
+instead of raising, and logs why: the error's text (DNS failures, the engines' URLs, a browser's
+User-Agent) is no use to a model, which took it for facts about the world."""
 
 from __future__ import annotations
+
+import logging
 
 from langchain_core.tools import BaseTool, StructuredTool
 
 from memory.block import clip
 
+_log = logging.getLogger(__name__)
+
 MAX_RESULTS = 5
+UNAVAILABLE = "Web search is unavailable right now, so answer from what you know and say so."
 
 
 def search_web(query: str, max_results: int = MAX_RESULTS, timeout: int = 8) -> str:
@@ -21,7 +27,8 @@ def search_web(query: str, max_results: int = MAX_RESULTS, timeout: int = 8) -> 
     try:
         results = DDGS(timeout=timeout).text(query, max_results=max(1, min(max_results, 10)))
     except DDGSException as exc:
-        return f"Web search is unavailable right now ({clip(str(exc), 160)}). Answer from what you know and say so."
+        _log.info("web search failed: %s", clip(str(exc), 400))
+        return UNAVAILABLE
     if not results:
         return f"No web results for {query!r}."
     return "\n".join(

@@ -1,7 +1,9 @@
 """Which chat model the agents use, and how it is configured, read from ``BEADS_*`` variables.
 
-``BEADS_MODEL_BACKEND=auto`` (the default) uses Ollama when a server answers and the offline model
-otherwise. ``BEADS_OLLAMA_MODEL`` picks the Ollama model (any tool-calling model that has been pulled),
+``BEADS_MODEL`` names any chat model as a spec (memory.model_spec: ``offline``, ``ollama:<model>``,
+``openai:<model>``, ``anthropic:<model>``, any ``provider:model`` LangChain's ``init_chat_model``
+builds); unset, ``BEADS_MODEL_BACKEND=auto`` (the default) uses Ollama when a server answers and the
+offline model otherwise. ``BEADS_OLLAMA_MODEL`` picks the Ollama model (any tool-calling model that has been pulled),
 ``BEADS_LOCAL_MODEL`` the offline one (the 0.5B default, or the 1.5B from the ``local15`` extra).
 """
 
@@ -16,6 +18,7 @@ import platformdirs
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from memory.model_spec import ModelSpec, parse_model_spec
 from memory.settings import APP_NAME
 
 Backend = Literal["auto", "ollama", "local", "scripted"]
@@ -62,6 +65,12 @@ def normalise_ollama_url(raw: str) -> str:
     return f"{parts.scheme}://{netloc}{parts.path}"
 
 
+def _default_openai_url() -> str | None:
+    # the openai client's own variable, and the older name langchain-openai still reads
+    url = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE") or ""
+    return url.strip() or None
+
+
 def _default_ollama_url() -> str:
     # OLLAMA_HOST is what the ollama CLI and client honour; respect it when our own variable is unset.
     return normalise_ollama_url(os.environ.get("OLLAMA_HOST", ""))
@@ -70,11 +79,19 @@ def _default_ollama_url() -> str:
 class ModelSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BEADS_", env_file=".env", extra="ignore")
 
+    #: A model spec (memory.model_spec); set, it wins over model_backend, ollama_model and local_model.
+    model: str | None = None
     model_backend: Backend = "auto"
     #: A 12B-class model that calls tools reliably; any pulled tool-calling model works.
     ollama_model: str = "gemma3:12b"
     ollama_base_url: str = Field(default_factory=_default_ollama_url)
     num_ctx: int = 16384
+    #: Where openai:<model> is served: unset, OpenAI itself (or OPENAI_BASE_URL); any
+    #: OpenAI-compatible server (vLLM, LM Studio, llama.cpp's server) otherwise.
+    openai_base_url: str | None = Field(default_factory=_default_openai_url)
+    #: The longest reply a served model (openai:, anthropic:, any provider:model) may write, in
+    #: tokens; None: the provider's default.
+    max_tokens: int | None = Field(default=None, ge=1)
     reasoning: bool = False
     temperature: float = Field(default=0.2, ge=0.0)
     #: The offline model: the 0.5B default (the `local` extra), or the 1.5B (the `local15` extra),
@@ -95,6 +112,24 @@ class ModelSettings(BaseSettings):
                 "outgrow smaller windows, and Ollama drops the overflow without an error"
             )
         return value
+
+    @field_validator("model")
+    @classmethod
+    def _a_spec(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return str(parse_model_spec(value))  # a wrong spec is refused when the settings are read
+
+    @property
+    def spec(self) -> ModelSpec:
+        """The model these settings choose, as a spec: `model`, else what `model_backend` means."""
+        if self.model is not None:
+            return parse_model_spec(self.model)
+        if self.model_backend == "ollama":
+            return ModelSpec("ollama", self.ollama_model)
+        if self.model_backend == "local":
+            return ModelSpec("offline", self.local_model)
+        return ModelSpec(self.model_backend)
 
     @field_validator("ollama_base_url")
     @classmethod

@@ -1,9 +1,16 @@
-"""A quick gate for the configured models: ``python -m playground.models.smoke [--backend ...]``.
+"""A quick gate for the configured models: ``python -m playground.models.smoke [--model SPEC]``.
 
-Three checks, each PASS or FAIL with the reason: (a) the chat model returns a structured tool call,
-(b) it can answer with a JSON object of given keys (the shape fact extraction needs), (c) the
-embedder that goes with the backend returns vectors of its declared length. Exits 1 if any fails.
-A small offline model may well fail (a) or (b); that is reported, not papered over.
+Each check PASS or FAIL with the reason. The tool-call checks, which decide what the playground's
+lanes may use (:func:`tool_gate`): (a) asked to use a tool, the model returns a structured call to
+it; (b) asked something no tool helps with, it answers without calling one; (c) given a tool's
+result, it answers from it in words, not with another call. Then (d) it can answer with a JSON
+object of given keys (the shape fact extraction needs), and (e) the embedder that goes with the
+backend returns vectors of its declared length. Exits 1 if any fails. A small offline model may well
+fail some; that is reported, not papered over.
+
+A model that fails a tool-call check runs the playground's lanes without the research sub-agent and
+web search, tools it would call when it should answer; our lane keeps capture and injection (no tool
+call needed), the stock lane LangMem's tools (its memory is those calls).
 
 How well a model calls the playground lanes' real tools is measured by the comparison, not here:
 ``python -m playground.comparison.toolcall_bench``.
@@ -20,12 +27,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
+from memory.conclusions import why_no_answer
 from playground.models.chatml import text_of
 from playground.models.select import ActiveModel, select_chat_model
 from playground.models.settings import ModelSettings
+
+#: the checks the tool gate runs, in order
+TOOL_CHECKS = ("tool call", "no needless call", "answer from a tool")
+PLAIN_QUESTION = "In one short sentence: why do people tie a knot in a handkerchief?"
+TOOL_RESULT = "Paris: 14°C, light rain, wind 20 km/h."
 
 EXTRACTION_KEYS = ("name", "city", "job")
 EXTRACTION_PROMPT = (
@@ -60,6 +73,64 @@ def check_tool_call(model: BaseChatModel) -> tuple[bool, str]:
     if reply.tool_calls:
         return False, f"wrong tool call: {[(c['name'], c['args']) for c in reply.tool_calls]}"
     return False, f"no tool call; the reply was {_short(text_of(reply))!r}"
+
+
+def check_no_needless_call(model: BaseChatModel) -> tuple[bool, str]:
+    reply = model.bind_tools([get_weather]).invoke([HumanMessage(PLAIN_QUESTION)])
+    if reply.tool_calls:
+        return False, f"called {[c['name'] for c in reply.tool_calls]} for a question no tool helps with"
+    text = text_of(reply)
+    if (why := why_no_answer(text, asked=PLAIN_QUESTION, tool_names=["get_weather"])) is not None:
+        return False, f"no answer ({why}): {_short(text)!r}"
+    return True, _short(text)
+
+
+def check_answer_from_tool(model: BaseChatModel) -> tuple[bool, str]:
+    asked = "What's the weather in Paris? Use the tool."
+    call = {"name": "get_weather", "args": {"city": "Paris"}, "id": "call_weather_1", "type": "tool_call"}
+    reply = model.bind_tools([get_weather]).invoke(
+        [
+            HumanMessage(asked),
+            AIMessage("", tool_calls=[call]),
+            ToolMessage(TOOL_RESULT, tool_call_id="call_weather_1", name="get_weather"),
+        ]
+    )
+    if reply.tool_calls:
+        return False, f"called {[c['name'] for c in reply.tool_calls]} again instead of answering"
+    text = text_of(reply)
+    # said back whole, the result is still no answer; a reply that uses it names its figures
+    why = why_no_answer(text, asked=asked, tool_results=[TOOL_RESULT], tool_names=["get_weather"])
+    if why is not None:
+        return False, f"no answer ({why}): {_short(text)!r}"
+    if not any(word in text.lower() for word in ("14", "rain")):
+        return False, f"the answer does not use the result: {_short(text)!r}"
+    return True, _short(text)
+
+
+@dataclass(frozen=True)
+class ToolGate:
+    """What the tool-call checks decided: whether the lanes may offer the model the research
+    sub-agent and web search, and the check that failed (or the checks passed), in one line."""
+
+    passed: bool
+    reason: str
+
+
+def tool_gate(model: BaseChatModel) -> ToolGate:
+    """Run the tool-call checks (:data:`TOOL_CHECKS`) on `model`, stopping at the first that fails."""
+    checks: list[tuple[str, Callable[[BaseChatModel], tuple[bool, str]]]] = [
+        ("tool call", check_tool_call),
+        ("no needless call", check_no_needless_call),
+        ("answer from a tool", check_answer_from_tool),
+    ]
+    for name, check in checks:
+        try:
+            passed, reason = check(model)
+        except Exception as e:  # a gate reports every failure, whatever raised it
+            passed, reason = False, f"{type(e).__name__}: {_short(str(e))}"
+        if not passed:
+            return ToolGate(False, f"the {name} check failed: {reason}")
+    return ToolGate(True, f"the {len(checks)} tool-call checks passed")
 
 
 def check_extraction(model: BaseChatModel) -> tuple[bool, str]:
@@ -102,6 +173,8 @@ def check_embedding(backend: str, settings: ModelSettings) -> tuple[bool, str]:
 def run_checks(active: ActiveModel, settings: ModelSettings) -> list[CheckResult]:
     checks: list[tuple[str, Callable[[], tuple[bool, str]]]] = [
         ("tool call", lambda: check_tool_call(active.chat_model)),
+        ("no needless call", lambda: check_no_needless_call(active.chat_model)),
+        ("answer from a tool", lambda: check_answer_from_tool(active.chat_model)),
         ("extraction", lambda: check_extraction(active.chat_model)),
         ("embedding", lambda: check_embedding(active.backend, settings)),
     ]
@@ -122,15 +195,32 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="a model spec: offline, ollama:<model>, openai:<model>, anthropic:<model>, provider:model "
+        "(default: BEADS_MODEL, else BEADS_MODEL_BACKEND)",
+    )
     parser.add_argument("--backend", choices=["auto", "ollama", "local"], default=None)
     args = parser.parse_args(argv)
-    settings = ModelSettings() if args.backend is None else ModelSettings(model_backend=args.backend)
+    overrides: dict[str, Any] = {}
+    if args.model is not None:
+        overrides["model"] = args.model
+    if args.backend is not None:
+        overrides["model_backend"] = args.backend
+    settings = ModelSettings(**overrides)
     active = select_chat_model(settings)
-    print(f"backend: {active.backend}  model: {active.model_name}  ({active.note})")
+    print(f"model: {active.label}  ({active.note})")
     results = run_checks(active, settings)
     for result in results:
         status = "PASS" if result.passed else "FAIL"
-        print(f"{status}  {result.name:<10} {result.seconds:6.1f}s  {result.reason}")
+        print(f"{status}  {result.name:<18} {result.seconds:6.1f}s  {result.reason}")
+    tools_ok = all(r.passed for r in results if r.name in TOOL_CHECKS)
+    print(
+        "the playground's lanes may use delegation and web search"
+        if tools_ok
+        else "the playground's lanes run without delegation and web search (a tool-call check failed)"
+    )
     return 0 if all(r.passed for r in results) else 1
 
 

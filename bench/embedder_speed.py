@@ -25,7 +25,7 @@ from typing import Any
 from psycopg.conninfo import make_conninfo
 
 from bench.eval.ingest import database_name
-from bench.eval.loaders import load_beam, load_locomo
+from bench.eval.loaders import load_beam_tiered, load_locomo
 from bench.eval.runner import open_stores
 from memory.embedded_postgres import resolve_database_url
 from memory.embedders.base import embed_query
@@ -61,7 +61,7 @@ def main() -> None:
     questions = [q for conv in conversations for q in conv.questions if q.evidence_ids][: args.questions]
     long_texts: list[str] = []
     if args.beam:
-        beam = [c for c in load_beam(args.beam).conversations if c.id in tune]
+        beam = [c for c in load_beam_tiered(args.beam).conversations if c.id in tune]
         turns = [t.text for c in beam for t in c.turns]
         long_texts = turns[:: max(1, len(turns) // args.beam_turns)][: args.beam_turns]
     server = resolve_database_url()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,8 +11,11 @@ from eval_samples import write_beam, write_locomo, write_longmemeval
 
 from bench.eval.conversation import LoadIssues
 from bench.eval.loaders import (
+    beam_dataset_name,
+    beam_tier,
     flatten_beam_ids,
     load_beam,
+    load_beam_tiered,
     load_locomo,
     load_longmemeval,
     load_sequences,
@@ -101,6 +105,29 @@ def test_beam_loads_batches_anchors_and_every_id_shape(tmp_path: Path) -> None:
     assert counts["evidence ids repaired (format)"] == 1
     assert counts["evidence unresolved: no such turn"] == 1
     assert counts["questions left without evidence"] == 1
+
+
+def test_beam_ids_say_the_tier_the_folder_names(tmp_path: Path) -> None:
+    assert [beam_tier(p) for p in ("data/beam/100K", "beam/500K/", "beam/1M", "beam/500K/11")] == [
+        "100k",
+        "500k",
+        "1m",
+        "500k",  # one chat's folder: its parent names the tier
+    ]
+    assert beam_tier("data/chats") is None and beam_dataset_name(None) == "beam"
+    tiers = {}
+    for tier in ("100K", "500K", "1M"):
+        folder = tmp_path / tier
+        shutil.copytree(write_beam(tmp_path / "source"), folder, dirs_exist_ok=True)
+        tiers[tier] = load_beam_tiered(folder)
+    # chat 1 of each tier is its own conversation, and every question id says which
+    assert [d.name for d in tiers.values()] == ["beam-100k", "beam-500k", "beam-1m"]
+    assert [d.conversations[0].id for d in tiers.values()] == ["beam-100k-1", "beam-500k-1", "beam-1m-1"]
+    assert all(q.id.startswith("beam-500k-1:") for q in tiers["500K"].questions)
+    assert tiers["1M"].conversations[0].dataset == "beam-1m"
+    # one chat's folder alone, and the library call without a tier, keep the plain ids
+    assert load_beam_tiered(tmp_path / "500K" / "1").conversations[0].id == "beam-500k-1"
+    assert load_beam(tmp_path / "500K").conversations[0].id == "beam-1"
 
 
 def test_beam_id_flattening_accepts_each_shape() -> None:

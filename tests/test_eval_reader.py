@@ -216,7 +216,7 @@ def test_a_run_with_a_reader_scores_every_answer_and_the_report_leads_with_it(
     tmp_path: Path, db_url: str
 ) -> None:
     reader = RuleReader()
-    split = {"tune": ["conv-test"], "holdout": ["beam-1"]}
+    split = {"tune": ["conv-test"], "holdout": ["beam-100k-1"]}
     cfg = RunConfig(
         datasets=[("locomo", write_locomo(tmp_path)), ("beam", write_beam(tmp_path))],
         out_dir=tmp_path / "out",
@@ -247,7 +247,7 @@ def test_a_run_with_a_reader_scores_every_answer_and_the_report_leads_with_it(
     assert adversarial and all(r["reader_f1"] is None for r in adversarial)
     assert all(r["reader_not_mentioned"] for r in adversarial if r["answer"] == "not mentioned")
     # the knowledge update: its values are on the row, and the answer is read against them
-    ku = [r for r in rows if r["question_id"] == "beam-1:knowledge_update:0"]
+    ku = [r for r in rows if r["question_id"] == "beam-100k-1:knowledge_update:0"]
     assert ku and all(
         r["current_values"] == ["7 engineers"] and r["stale_values"] == ["5 engineers"] for r in ku
     )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from eval_samples import write_beam, write_locomo
 from rich.console import Console
@@ -23,6 +25,7 @@ from bench.eval.runner import (
     write_run_info,
     write_snapshot,
 )
+from bench.eval.tiers import MARGIN_PLOT, margins, tier_size
 from memory.block import TierSettings
 from memory.retrieval import SearchOptions
 
@@ -147,11 +150,11 @@ def test_cli_run_and_report(tmp_path: Path, db_url: str) -> None:
 
 
 def test_a_split_tags_the_rows_and_the_headline_reports_each_split(tmp_path: Path, db_url: str) -> None:
-    split = {"tune": ["conv-test"], "holdout": ["beam-1"]}
+    split = {"tune": ["conv-test"], "holdout": ["beam-100k-1"]}
     cfg = config(tmp_path, db_url, sample=1, arms=("beads", "tail"), split=split)
     Evaluation(cfg).run()
     rows = read_rows(cfg.out_dir / ROWS_FILE)
-    assert {(r["dataset"], r["split"]) for r in rows} == {("locomo", "tune"), ("beam", "holdout")}
+    assert {(r["dataset"], r["split"]) for r in rows} == {("locomo", "tune"), ("beam-100k", "holdout")}
     _, _, markdown = write_report(cfg.out_dir, rows)
     headline = markdown.split("## Headline", 1)[1].split("\n## ", 1)[0]
     assert "recall, tune (n)" in headline and "recall, holdout (n)" in headline
@@ -170,7 +173,7 @@ def test_a_split_tags_the_rows_and_the_headline_reports_each_split(tmp_path: Pat
 
     # the report can retag rows by another split file
     path = tmp_path / "split.json"
-    path.write_text(json.dumps({"description": "all tuning", "tune": ["conv-test", "beam-1"]}))
+    path.write_text(json.dumps({"description": "all tuning", "tune": ["conv-test", "beam-100k-1"]}))
     assert (
         main(["report", "--out", str(cfg.out_dir), "--split", str(path)], console=Console(record=True)) == 0
     )
@@ -217,3 +220,107 @@ def test_compare_pairs_two_runs_question_by_question(tmp_path: Path) -> None:
     assert (
         main(["compare", str(tmp_path / "a"), str(tmp_path / "missing")], console=Console(record=True)) == 2
     )
+
+
+def test_tiers_are_read_side_by_side_under_ids_that_say_the_tier(tmp_path: Path, db_url: str) -> None:
+    """Chat 1 of 100K and chat 1 of 500K in one database: two memory sessions, rows that never mix,
+    and the summary's margin of beads over the better whole-turn arm per tier."""
+    source = write_beam(tmp_path / "source")
+    folders = []
+    for tier in ("100K", "500K"):
+        shutil.copytree(source, tmp_path / "beam" / tier)
+        folders.append(tmp_path / "beam" / tier)
+    split = {"tune": ["beam-100k-1"], "holdout": ["beam-500k-1"]}
+    cfg = config(
+        tmp_path,
+        db_url,
+        datasets=[("beam", folder) for folder in folders],
+        arms=("beads", "docstore", "bm25"),
+        budgets=(200,),
+        split=split,
+    )
+    records = Evaluation(cfg).run()
+    assert [r.name for r in records] == ["beam-100k", "beam-500k"]
+    rows = read_rows(cfg.out_dir / ROWS_FILE)
+    assert {(r["dataset"], r["conversation_id"], r["split"]) for r in rows} == {
+        ("beam-100k", "beam-100k-1", "tune"),
+        ("beam-500k", "beam-500k-1", "holdout"),
+    }
+    assert len(rows) == 2 * BEAM_QUESTIONS * 3
+    with psycopg.connect(db_url) as conn:
+        sessions = {
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT session_id FROM beads.facts WHERE session_id LIKE 'beam-%'"
+            )
+        }
+    assert sessions == {"beam-100k-1", "beam-500k-1"}
+
+    # the same chat under two tiers: windows of the same turns, question for question (each session's
+    # facts have ids of their own)
+    def turns(row: dict[str, Any]) -> tuple[tuple[str, str], list[str]]:
+        return (row["question_id"].split(":", 1)[1], row["arm"]), [i.split("@")[0] for i in row["window"]]
+
+    windows = dict(turns(r) for r in rows if r["dataset"] == "beam-100k")
+    longer = [turns(r) for r in rows if r["dataset"] == "beam-500k"]
+    assert longer and all(windows[key] == window for key, window in longer)
+    _, _, markdown = write_report(cfg.out_dir, rows)
+    assert "## BEAM's tiers: the margin over the better whole-turn baseline" in markdown
+    table = markdown.split("## BEAM's tiers", 1)[1].split("\n## ", 1)[0]
+    assert "| tune | beam-100k (7) | 200 |" in table and "| holdout | beam-500k (7) | 200 |" in table
+    assert (cfg.out_dir / MARGIN_PLOT).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_rows_of_the_first_harness_are_read_as_the_100k_tier(tmp_path: Path) -> None:
+    old = {"dataset": "beam", "conversation_id": "beam-12", "question_id": "beam-12:knowledge_update:1"}
+    rows = [
+        {**old, "arm": "beads", "budget": 1200, "harness": "1"},
+        {**old, "dataset": "locomo", "conversation_id": "conv-26", "arm": "tail", "budget": 1200},
+        {**old, "arm": "tail", "budget": 1200, "harness": "2"},  # this harness, no tier named: as it is
+    ]
+    path = tmp_path / ROWS_FILE
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    legacy, locomo, current = read_rows(path)
+    assert (legacy["dataset"], legacy["conversation_id"], legacy["question_id"]) == (
+        "beam-100k",
+        "beam-100k-12",
+        "beam-100k-12:knowledge_update:1",
+    )
+    assert locomo["dataset"] == "locomo" and current["conversation_id"] == "beam-12"
+
+
+def test_margins_pick_the_better_baseline_per_tier_budget_and_figure() -> None:
+    def row(dataset: str, arm: str, q: str, words: float, hit: bool) -> dict[str, Any]:
+        return {
+            "dataset": dataset,
+            "arm": arm,
+            "budget": 1200,
+            "question_id": q,
+            "answer_words": words,
+            "hit_any": hit,
+            "split": "holdout",
+        }
+
+    rows = []
+    for q, (ours, store, bm25) in enumerate(
+        [(1.0, 0.5, 0.0), (1.0, 0.5, 1.0), (0.5, 0.5, 0.0), (1.0, 0.0, 0.0)]
+    ):
+        for dataset in ("beam-1m", "beam-500k"):
+            rows += [
+                row(dataset, "beads", f"q{q}", ours, True),
+                row(dataset, "docstore", f"q{q}", store, q < 2),
+                row(dataset, "bm25", f"q{q}", bm25, q < 3),
+                row(dataset, "tail", f"q{q}", 1.0, True),
+            ]
+    found = margins(rows, "holdout")
+    assert [(m.dataset, m.figure) for m in found] == [
+        ("beam-500k", "answer_words"),
+        ("beam-500k", "hit_any"),
+        ("beam-1m", "answer_words"),
+        ("beam-1m", "hit_any"),
+    ]  # tiers in order of length; tail is no baseline
+    words, recall = found[0], found[1]
+    assert (words.baseline, round(words.points, 1)) == ("docstore", 50.0)  # 0.875 against 0.375
+    assert (recall.baseline, round(recall.points, 1)) == ("bm25", 25.0)  # 1.0 against 0.75
+    assert words.interval.n == 4 and words.interval.excludes_zero
+    assert tier_size("beam-1m") == 1_000_000 and tier_size("locomo") is None and tier_size("beam") is None

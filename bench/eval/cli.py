@@ -1,6 +1,6 @@
 """`python -m bench.eval`: run the budget-matched evaluation, or rebuild its report from the rows.
 
-    python -m bench.eval run --locomo PATH --beam DIR [--longmemeval PATH] [--out results]
+    python -m bench.eval run --locomo PATH --beam DIR [DIR ...] [--longmemeval PATH] [--out results]
         [--budgets 1200 3000 6000] [--arms tail docstore bm25 facts full] [--embedder minilm]
         [--database-url URL] [--sample N [--sample-seed S]] [--limit N]
         [--answer-model SPEC [--judge-model SPEC]]
@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.text import Text
 
 from bench.eval.arms import ARM_NAMES, DEFAULT_ARMS
-from bench.eval.loaders import SEQUENCE_KINDS
+from bench.eval.loaders import SEQUENCE_KINDS, beam_dataset_name, beam_tier
 from bench.eval.report import paired_table, write_report
 from bench.eval.runner import (
     ROWS_FILE,
@@ -53,7 +53,13 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="ingest (cached), evaluate every arm at every budget, write the report")
     run.add_argument("--locomo", type=Path, help="a LoCoMo JSON file (locomo10.json layout)")
-    run.add_argument("--beam", type=Path, help="a BEAM chat folder, or a folder of them (e.g. chats/100K)")
+    run.add_argument(
+        "--beam",
+        type=Path,
+        nargs="+",
+        help="BEAM chat folders, or folders of them (e.g. chats/100K chats/500K chats/1M): a folder named "
+        "by its tier is read as that tier, its chats as beam-<tier>-<n> (beam-500k-1)",
+    )
     run.add_argument("--longmemeval", type=Path, help="a LongMemEval JSON file (oracle, S or M, cleaned)")
     run.add_argument(
         "--sequences",
@@ -245,7 +251,14 @@ class UsageError(BeadsMemoryError):
 
 
 def _config(args: argparse.Namespace, console: Console) -> RunConfig:
-    datasets = [(name, path) for name in ("locomo", "beam", "longmemeval") if (path := getattr(args, name))]
+    datasets: list[tuple[str, Path]] = [("locomo", args.locomo)] if args.locomo else []
+    datasets += [("beam", path) for path in args.beam or ()]
+    datasets += [("longmemeval", args.longmemeval)] if args.longmemeval else []
+    tiers = [beam_dataset_name(beam_tier(path)) for path in args.beam or ()]
+    if len(set(tiers)) < len(tiers):
+        raise UsageError(
+            "two --beam folders would be read as one dataset: name each by its tier (100K, 500K, 1M)"
+        )
     if args.sequences:
         datasets += [(f"sequences-{kind}", args.sequences) for kind in SEQUENCE_KINDS]
     if not datasets:

@@ -220,7 +220,7 @@ def _beam_current_values(item: dict[str, Any]) -> tuple[str, ...]:
     return values or ((answer,) if answer else ())
 
 
-def _load_beam_chat(folder: Path, conv_id: str, issues: LoadIssues) -> Conversation:
+def _load_beam_chat(folder: Path, conv_id: str, issues: LoadIssues, dataset: str = "beam") -> Conversation:
     sessions: list[Session] = []
     anchor: datetime | None = None
     ordinal = 0
@@ -294,13 +294,43 @@ def _load_beam_chat(folder: Path, conv_id: str, issues: LoadIssues) -> Conversat
                     judge_prompt=_BEAM_PROMPTS.get(ability, "default"),
                 )
             )
-    return Conversation(conv_id, "beam", tuple(sessions), tuple(questions))
+    return Conversation(conv_id, dataset, tuple(sessions), tuple(questions))
 
 
-def load_beam(path: str | Path) -> Dataset:
-    """BEAM chats: `path` is one chat folder (chat.json + probing_questions.json) or a tree of them."""
+# BEAM's tiers are folders named by their length: 100K, 500K, 1M (10M upstream)
+_BEAM_TIER = re.compile(r"(\d+)\s*([KM])", re.I)
+
+
+def beam_tier(path: str | Path) -> str | None:
+    """The tier a BEAM folder holds, from its name or its parent's ("500K" -> "500k"); None when
+    neither names one (a folder of chats laid out some other way)."""
+    folder = Path(path)
+    for name in (folder.name, folder.parent.name):
+        if match := _BEAM_TIER.fullmatch(name.strip()):
+            return f"{int(match.group(1))}{match.group(2).lower()}"
+    return None
+
+
+def beam_dataset_name(tier: str | None) -> str:
+    """`beam-<tier>` ("beam-500k"), or plain `beam` for chats of no known tier."""
+    return "beam" if tier is None else f"beam-{tier}"
+
+
+def load_beam_tiered(path: str | Path) -> Dataset:
+    """`load_beam` with the tier read from the folder's name, so that chat 1 of 500K is `beam-500k-1`
+    and never `beam-1`: the harness's BEAM loader, where tiers are read side by side."""
+    return load_beam(path, tier=beam_tier(path))
+
+
+def load_beam(path: str | Path, tier: str | None = None) -> Dataset:
+    """BEAM chats: `path` is one chat folder (chat.json + probing_questions.json) or a tree of them.
+
+    Conversation ids are `beam-<chat>`, or `beam-<tier>-<chat>` with a `tier` ("500k"); the dataset is
+    named `beam` or `beam-<tier>` alike.
+    """
     root = Path(path)
     issues = LoadIssues()
+    prefix = beam_dataset_name(tier)
     folders = [root] if (root / "chat.json").exists() else sorted({p.parent for p in root.rglob("chat.json")})
     folders = [f for f in folders if (f / "probing_questions.json").exists()]
 
@@ -310,8 +340,8 @@ def load_beam(path: str | Path) -> Dataset:
     conversations = []
     for folder in sorted(folders, key=order):
         relative = folder.name if folder == root else str(folder.relative_to(root)).replace("/", "-")
-        conversations.append(_load_beam_chat(folder, f"beam-{relative}", issues))
-    return Dataset("beam", str(root), conversations, issues)
+        conversations.append(_load_beam_chat(folder, f"{prefix}-{relative}", issues, prefix))
+    return Dataset(prefix, str(root), conversations, issues)
 
 
 # -- LongMemEval ---------------------------------------------------------------------------------------
@@ -438,7 +468,7 @@ def load_sequences(path: str | Path, kind: str) -> Dataset:
 
 LOADERS: dict[str, Callable[[str | Path], Dataset]] = {
     "locomo": load_locomo,
-    "beam": load_beam,
+    "beam": load_beam_tiered,
     "longmemeval": load_longmemeval,
     **{f"sequences-{kind}": functools.partial(load_sequences, kind=kind) for kind in SEQUENCE_KINDS},
 }

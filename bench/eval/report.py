@@ -17,6 +17,7 @@ from bench.eval.judging import accuracy_by_type, pairwise
 from bench.eval.metrics import aggregate
 from bench.eval.reader_tables import answered, reader_line, reader_table
 from bench.eval.reader_tables import paired_table as reader_paired_table
+from bench.eval.tiers import MARGIN_PLOT, has_tiers, margin_table, plot_margins
 
 SUMMARY_FILE = "summary.md"
 PLOT_FILE = "metrics-by-budget.png"
@@ -181,6 +182,15 @@ def render_markdown(rows: Sequence[dict[str, Any]], run_info: dict[str, Any] | N
         ]
     out += ["", "## Headline", ""]
     out += _headline(rows, summary)
+    if has_tiers(rows):
+        out += ["", "## BEAM's tiers: the margin over the better whole-turn baseline", ""]
+        out += [
+            f"`{HEADLINE_ARM}` minus the better of `docstore` and `bm25` (chosen per tier, budget and "
+            "figure, and named), in points, with a 95% paired bootstrap interval against that baseline "
+            f"over the questions both have a figure for (* excludes zero). The plot: `{MARGIN_PLOT}`.",
+            "",
+        ]
+        out += margin_table(rows)
     for dataset in datasets:
         out += ["", f"## {dataset}", ""]
         out += _dataset_notes(dataset, run_info)
@@ -569,4 +579,6 @@ def write_report(out_dir: Path, rows: Sequence[dict[str, Any]]) -> tuple[Path, P
     summary_path = out_dir / SUMMARY_FILE
     summary_path.write_text(markdown, encoding="utf-8")
     plot_path = plot(rows, out_dir / PLOT_FILE)
+    if has_tiers(rows):
+        plot_margins(rows, out_dir / MARGIN_PLOT)
     return summary_path, plot_path, markdown

@@ -10,6 +10,7 @@ import dataclasses
 import gzip
 import json
 import random
+import re
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -49,7 +50,8 @@ if TYPE_CHECKING:
 # a frozen dataclass of settings a tuning run may change (SearchOptions, TierSettings)
 Options = TypeVar("Options", bound="DataclassInstance")
 
-HARNESS_VERSION = "1"
+# 2: BEAM ids say the tier (beam-500k-1); rows of harness 1 are read through legacy_row
+HARNESS_VERSION = "2"
 ROWS_FILE = "rows.jsonl"  # appended to while running; report() also writes a compressed snapshot
 ROWS_SNAPSHOT = "rows.jsonl.gz"
 RUN_INFO_FILE = "run-info.json"
@@ -154,10 +156,27 @@ def row_key(row: dict[str, Any]) -> Key:
     return (row["dataset"], row["question_id"], row["arm"], row["budget"])
 
 
+_LEGACY_BEAM_ID = re.compile(r"beam-(\d+)(?=$|:)")
+
+
+def legacy_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as this harness names it. Harness 1 read one BEAM tier, 100K, as dataset `beam` with
+    chats `beam-<n>`; those rows are renamed to `beam-100k` and `beam-100k-<n>` (question ids alike),
+    so committed rows stay comparable with runs that read the tiers side by side."""
+    if row.get("harness", "1") != "1" or row.get("dataset") not in ("beam", "beam-tools"):
+        return row
+    renamed = dict(row, dataset=row["dataset"].replace("beam", "beam-100k", 1))
+    for key in ("conversation_id", "question_id"):
+        if isinstance(row.get(key), str):
+            renamed[key] = _LEGACY_BEAM_ID.sub(r"beam-100k-\1", row[key], count=1)
+    return renamed
+
+
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """Every row of a rows file (plain or .gz), the last one written winning for a repeated key.
 
     Torn lines (a run killed mid-write) are skipped; their keys are simply redone by the next run.
+    Rows of an older harness are renamed as this one names them (legacy_row).
     """
     rows: dict[Key, dict[str, Any]] = {}
     if not path.exists():
@@ -166,7 +185,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
     with opener(path, "rt", encoding="utf-8") as f:
         for line in f:
             try:
-                row = json.loads(line)
+                row = legacy_row(json.loads(line))
             except json.JSONDecodeError:
                 continue
             rows[row_key(row)] = row

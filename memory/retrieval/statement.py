@@ -52,8 +52,7 @@ claim_words AS (
       FROM beads.facts f
      WHERE f.body_tsv @@ (SELECT q FROM words) AND f.session_id = %(session)s
        AND f.namespace_id IN (SELECT id FROM scope)
-       AND f.status <> 'archived'
-       AND (%(directives)s OR f.kind <> 'directive' OR (%(valued)s AND f.body ~ '[0-9]' AND f.source = 'passive_capture'))
+       AND {recallable}
      ORDER BY rank DESC
      LIMIT {kn}
 ),
@@ -64,6 +63,12 @@ passage_words AS (
      ORDER BY rank DESC
      LIMIT {kn}
 ),"""
+# A claim a search may return, as ranking's skip step reads it (memory.retrieval.ranking): not
+# archived, and not a directive unless directives are asked for or it carries a value.
+_RECALLABLE = """f.status <> 'archived'
+            AND (%(directives)s OR f.kind <> 'directive'
+                 OR (%(valued)s AND f.body ~ '[0-9]' AND f.source = 'passive_capture'))"""
+
 # Keyword search off, or a query without a content word: as with the passage scan, left out rather
 # than switched off by a parameter.
 _NO_WORD_HITS = """claim_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),
@@ -87,6 +92,9 @@ WITH scope AS (
 -- indexer last ran (migration 0006), compared exactly. Similarities are computed here, on rows the
 -- scans already hold (vectors are stored inline, migration 0005); below, only the side a candidate
 -- was not found by (its passage, without passage_scan) is read, by primary key.
+-- As on the keyword side, directives and archived facts, which ranking drops, take no place: the
+-- nearest claims to a question are the same question asked before, and in a long session those
+-- copies filled every place, leaving blocks of one fact or none (the 1M growth run).
 claim_hits AS (
     SELECT id, sim FROM (
         (SELECT v.fact_id AS id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
@@ -94,6 +102,7 @@ claim_hits AS (
            JOIN beads.facts f ON f.id = v.fact_id
           WHERE v.embedder_id = {eid} AND v.indexed AND f.session_id = %(session)s
             AND f.namespace_id IN (SELECT id FROM scope)
+            AND {recallable}
           ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
           LIMIT {n})
         UNION ALL
@@ -101,7 +110,8 @@ claim_hits AS (
            FROM beads.fact_vectors v
            JOIN beads.facts f ON f.id = v.fact_id
           WHERE v.embedder_id = {eid} AND NOT v.indexed AND f.session_id = %(session)s
-            AND f.namespace_id IN (SELECT id FROM scope))
+            AND f.namespace_id IN (SELECT id FROM scope)
+            AND {recallable})
     ) nearest
     ORDER BY sim DESC
     LIMIT {n}
@@ -222,6 +232,7 @@ def candidate_query(
         "common": sql.Literal(int(options.keyword_common)),
     }
     keywords = [w for w in keyword_words(query) if w not in common_words] if options.keyword else []
+    recallable = sql.SQL(_RECALLABLE)
     words = (
         sql.SQL(_WORD_HITS).format(
             words=sql.SQL(",\n            ").join(
@@ -230,6 +241,7 @@ def candidate_query(
                 )
                 for i in range(len(keywords))
             ),
+            recallable=recallable,
             **constants,
         )
         if keywords
@@ -244,6 +256,7 @@ def candidate_query(
         head_row=_HEAD_ROW,
         resolved_row=_RESOLVED_ROW,
         hit_columns=_HIT_COLUMNS,
+        recallable=recallable,
         **constants,
     )
     params: dict[str, Any] = {
@@ -251,8 +264,9 @@ def candidate_query(
         "lineage": list(ns.lineage),
         "ns": ns.id,
         "q": as_vector(query_vector),
+        "directives": options.include_directives,
+        "valued": options.directives_with_values,
     }
     if keywords:
         params.update({f"w{i}": word for i, word in enumerate(keywords)})
-        params.update(directives=options.include_directives, valued=options.directives_with_values)
     return statement, params

@@ -1,0 +1,162 @@
+"""Search at the size one long session makes: a BEAM chat's memory, ours against PostgresStore.
+
+    python -m bench.session_search --beam DATA/beam/1M --conversation beam-1m-6 \
+        [--queries 200] [--rounds 3] [--out results/long-sessions/search-latency.json]
+
+Both systems hold the same chat, in the evaluation harness's database for its tier (`python -m
+bench.eval run` ingests it there; this ingests it too when it is not there yet): our fact graph (the
+session's claims, one memory session per chat) and LangGraph's PostgresStore (one document per turn,
+searched under the chat's namespace: the session filter). Queries are the chat's own user messages,
+what the middleware searches with on each turn, drawn at random, and its probing questions. Every
+query is embedded before the clock starts, so what is timed is each store's search and nothing of
+the model: ours as `memory.retrieval.search` on a held connection (the statement and ranking, what
+`FactStore.search` runs after embedding), theirs as `PostgresStore.search` (its query embedding a
+cache hit). The calls alternate (A B, then B A) so machine noise lands on both. Each round prints
+p50 / p95 and the ratio; the figure is the median over rounds. Also: how many hits each search
+returned against k, and for ours, why candidates were left out when it returned fewer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bench import writes
+from bench.eval.arms import docstore_namespace
+from bench.eval.ingest import database_name, ensure_database
+from bench.eval.loaders import load_beam_tiered
+from bench.eval.runner import open_stores
+from memory import retrieval
+from memory.embedded_postgres import resolve_database_url
+from memory.embedders.base import embed_query
+from memory.embedders.select import embedder_from_name
+from memory.retrieval import SearchOptions
+
+
+def _args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--beam", type=Path, required=True, help="the tier's folder (DATA/beam/1M)")
+    p.add_argument("--conversation", required=True, help="the chat, as the harness names it (beam-1m-6)")
+    p.add_argument(
+        "--queries", type=int, default=200, help="user messages drawn as queries (and every question)"
+    )
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--k", type=int, default=8)
+    p.add_argument("--embedder", default="minilm")
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--out", type=Path, default=Path("results/long-sessions/search-latency.json"))
+    return p.parse_args()
+
+
+def main() -> None:
+    args = _args()
+    dataset = load_beam_tiered(args.beam)
+    conversation = next((c for c in dataset.conversations if c.id == args.conversation), None)
+    if conversation is None:
+        ids = ", ".join(c.id for c in dataset.conversations)
+        raise SystemExit(f"no conversation {args.conversation} in {args.beam} (it holds {ids})")
+    embedder = embedder_from_name(args.embedder)
+    server = resolve_database_url()
+    name = database_name(dataset.name, str(args.beam.resolve()), embedder.name)
+    url = ensure_database(server, name)
+    users = [t.text for t in conversation.turns if t.role == "user"]
+    rng = random.Random(args.seed)
+    texts = rng.sample(users, min(args.queries, len(users))) + [q.question for q in conversation.questions]
+    options = SearchOptions(k=args.k)
+    started = time.perf_counter()
+    with open_stores(url, embedder) as stores:
+        ingest = stores.ingestor.ingest(conversation)
+        root = stores.ingestor.root(conversation.id)
+        facts = stores.facts
+        namespace = docstore_namespace(conversation.id)
+        with facts.pool.connection() as conn:
+            size = conn.execute(
+                "SELECT count(*) AS n, count(*) FILTER (WHERE status = 'active') AS active "
+                "FROM beads.facts WHERE session_id = %s",
+                (conversation.id,),
+            ).fetchone()
+        documents = len(stores.docs.search(namespace, limit=100_000))
+        vectors = {q: embed_query(embedder, q) for q in texts}
+        embedder.embed(texts)  # PostgresStore embeds its query through embed(): a cache hit from here
+
+        def ours(conn: Any, q: str) -> int:
+            result = retrieval.search(conn, root, q, vectors[q], facts.embedder_id, embedder.dims, options)
+            if len(result.hits) < args.k:
+                short.append(len(result.hits))
+                reasons.update(why.split(" (")[0] for _, why in result.dropped)
+            return len(result.hits)
+
+        def theirs(conn: Any, q: str) -> int:
+            return len(stores.docs.search(namespace, query=q, limit=args.k))
+
+        rounds: list[dict[str, Any]] = []
+        short: list[int] = []
+        reasons: Counter[str] = Counter()
+        hits: dict[str, list[int]] = {"ours": [], "theirs": []}
+        with facts.pool.connection() as conn:
+            for q in texts[:40]:  # warm-up: plans, caches, the HNSW pages
+                ours(conn, q)
+                theirs(conn, q)
+            short.clear()
+            reasons.clear()
+            calls = {"ours": ours, "theirs": theirs}
+            for n_round in range(args.rounds):
+                series: dict[str, list[float]] = {"ours": [], "theirs": []}
+                order = texts[:]
+                random.Random(args.seed + n_round).shuffle(order)
+                for i, q in enumerate(order):
+                    for label in list(calls) if i % 2 == 0 else list(reversed(calls)):
+                        t0 = time.perf_counter()
+                        found = calls[label](conn, q)
+                        series[label].append((time.perf_counter() - t0) * 1000)
+                        if n_round == 0:
+                            hits[label].append(found)
+                figures: dict[str, Any] = {label: writes.summary(s) for label, s in series.items()}
+                figures["ratio_p50"] = figures["ours"]["p50"] / figures["theirs"]["p50"]
+                figures["ratio_p95"] = figures["ours"]["p95"] / figures["theirs"]["p95"]
+                rounds.append(figures)
+                print(
+                    f"round {n_round + 1}: ours {figures['ours']['p50']:.2f} / {figures['ours']['p95']:.2f} ms, "
+                    f"PostgresStore {figures['theirs']['p50']:.2f} / {figures['theirs']['p95']:.2f} ms, "
+                    f"ratio p50 {figures['ratio_p50']:.2f}, p95 {figures['ratio_p95']:.2f}"
+                )
+    median = {key: statistics.median(r[key] for r in rounds) for key in ("ratio_p50", "ratio_p95")} | {
+        f"{label}_{p}": statistics.median(r[label][p] for r in rounds)
+        for label in ("ours", "theirs")
+        for p in ("p50", "p95")
+    }
+    result = {
+        "conversation": conversation.id,
+        "database": name,
+        "facts_in_session": size["n"] if size else None,
+        "active_facts_in_session": size["active"] if size else None,
+        "documents_in_namespace": documents,
+        "turns": len(conversation.turns),
+        "queries": len(texts),
+        "k": args.k,
+        "rounds": rounds,
+        "median_of_rounds": median,
+        "hits_returned": {
+            label: {"mean": statistics.fmean(h), "min": min(h), "short_of_k": sum(x < args.k for x in h)}
+            for label, h in hits.items()
+            if h
+        },
+        "ours_short_blocks_dropped_reasons": dict(reasons.most_common()),
+        "ingested_now": not ingest.cached,
+        "seconds": round(time.perf_counter() - started, 1),
+        "machine": f"{platform.machine()}, {platform.system()}",
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps({k: v for k, v in result.items() if k != "rounds"}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import time
 import tomllib
 import urllib.request
 import xml.etree.ElementTree as ET
@@ -121,7 +122,7 @@ def test_langgraphs_own_store_tests_pass_on_beads_store(
         # this checkout's `memory` (their tests import `tests.*` from their own root, which pytest puts first)
         "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
     }
-    runs: dict[str, tuple[subprocess.Popen[str], Path]] = {}
+    runs: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
     for name, files in SUITES.items():
         root = unpack(fetch(locked_sdist(name), Path(cache)), tmp_path / name)
         report = tmp_path / f"{name}.xml"
@@ -130,15 +131,18 @@ def test_langgraphs_own_store_tests_pass_on_beads_store(
             "-p", "no:cacheprovider", "-q", "--no-header", "-rfE", "--durations=0",
             f"--junitxml={report}", "-o", "timeout=300",
         ]  # fmt: skip
-        process = subprocess.Popen(
-            command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
+        # to a file as it goes, so a run that hangs still shows how far it got
+        with (tmp_path / f"{name}.log").open("wb") as log:
+            process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
         runs[name] = (process, report)
     results: dict[str, Outcome] = {}
+    deadline = time.monotonic() + LANE_TIMEOUT_S
     try:
         for name, (process, report) in runs.items():
-            output, _ = process.communicate(timeout=LANE_TIMEOUT_S)
-            (tmp_path / f"{name}.log").write_text(output)
+            try:
+                process.wait(timeout=max(1.0, deadline - time.monotonic()))
+            finally:
+                output = (tmp_path / f"{name}.log").read_text(errors="replace")
             print(f"--- {name}\n{output[-3000:]}")
             results[name] = outcome(report, output)
             assert process.returncode in (0, 1), (
@@ -148,7 +152,7 @@ def test_langgraphs_own_store_tests_pass_on_beads_store(
         for process, _ in runs.values():  # a timeout or a failed assert leaves none running
             if process.poll() is None:
                 process.kill()
-                process.communicate()
+                process.wait()
     summary = {name: (len(r.passed), len(r.failed), len(r.skipped)) for name, r in results.items()}
     print("upstream store tests (passed, failed, skipped):", summary)
     failed = [f"{name}: {case}" for name, r in results.items() for case in r.failed]

@@ -65,8 +65,27 @@ DEFAULT_POSTGRES_URI = DEFAULT_URI
 VECTOR_TYPES = ["vector", "halfvec"]
 MIGRATIONS = [m.sql for m in migrations()]
 
+# InMemoryStore's databases: cloned once, emptied for each new store, handed back when its test
+# ends (creating and dropping a database per store costs seconds each on a busy disk)
 _databases: list[str] = []
-_pools: list[ConnectionPool[psycopg.Connection[DictRow]]] = []
+_free: list[str] = []
+_taken: list[tuple[str, ConnectionPool[psycopg.Connection[DictRow]]]] = []
+
+
+def _empty_database() -> str:
+    if _free:
+        name = _free.pop()
+        with psycopg.connect(make_conninfo(SERVER, dbname=name), autocommit=True) as conn:
+            # every table of the fact graph hangs off these three (ON DELETE CASCADE)
+            conn.execute("TRUNCATE beads.namespaces, beads.passages, beads.vector_coverage CASCADE")
+        return name
+    name = f"upstream_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(SERVER, autocommit=True) as admin:
+        admin.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(TEMPLATE))
+        )
+    _databases.append(name)
+    return name
 
 
 @pytest.fixture
@@ -87,11 +106,19 @@ def _beads_in_place_of_langgraphs_stores(
             monkeypatch.setattr(request.module, name, ours)
 
 
+@pytest.fixture(autouse=True)
+def _hand_back_the_tests_databases() -> Iterator[None]:
+    """A test's stores are done with when it ends: their connections close, their databases are free."""
+    yield
+    while _taken:
+        name, pool = _taken.pop()
+        pool.close()
+        _free.append(name)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _drop_cloned_databases() -> Iterator[None]:
     yield
-    for pool in _pools:
-        pool.close()
     with psycopg.connect(SERVER, autocommit=True) as admin:
         for name in _databases:
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
@@ -109,16 +136,9 @@ class InMemoryStore(BeadsStore):
     """langgraph-checkpoint's tests build `InMemoryStore(index=..., ttl=...)`: a fresh, empty store."""
 
     def __init__(self, *, index: Any = None, ttl: Any = None) -> None:
-        name = f"upstream_{uuid.uuid4().hex[:12]}"
-        with psycopg.connect(SERVER, autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                    sql.Identifier(name), sql.Identifier(TEMPLATE)
-                )
-            )
-        _databases.append(name)
-        pool = open_pool(make_conninfo(SERVER, dbname=name), min_size=1, max_size=4)
-        _pools.append(pool)
+        name = _empty_database()
+        pool = open_pool(make_conninfo(SERVER, dbname=name), min_size=1, max_size=2)
+        _taken.append((name, pool))
         super().__init__(FactStore(pool, _embedder(index)), index=index, ttl=ttl, **OPTIONS)
         self.setup()
 

@@ -9,7 +9,7 @@ on our embedded server. The test bodies are theirs, unchanged: only the names th
 with mean BeadsStore. Any failure of theirs fails this test, naming it. Without PyPI this fails,
 loudly: CI has PyPI, and a lane that skips itself proves nothing.
 
-The two packages run side by side in two processes (their TTL tests mostly sleep).
+The three files run side by side in three processes (their TTL tests mostly sleep).
 """
 
 from __future__ import annotations
@@ -32,13 +32,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 OUR_CONFTEST = Path(__file__).resolve().parent / "upstream_conftest.py"
-# (package, the test files of its sdist that exercise a store)
-SUITES = {
-    "langgraph-checkpoint": ["tests/test_store.py"],
-    "langgraph-checkpoint-postgres": ["tests/test_store.py", "tests/test_async_store.py"],
-}
-# the whole lane (its TTL tests sleep about 17 s each, six of them, in two processes at once)
-LANE_TIMEOUT_S = 900
+# (package, a test file of its sdist that exercises a store): one process each, all at once (the
+# postgres files' fixtures create and drop a database per test, and their TTL tests sleep)
+SUITES = [
+    ("langgraph-checkpoint", "tests/test_store.py"),
+    ("langgraph-checkpoint-postgres", "tests/test_store.py"),
+    ("langgraph-checkpoint-postgres", "tests/test_async_store.py"),
+]
+# the whole lane, on a loaded 2-core machine
+LANE_TIMEOUT_S = 1500
 
 
 @dataclass(frozen=True)
@@ -123,16 +125,18 @@ def test_langgraphs_own_store_tests_pass_on_beads_store(
         "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p),
     }
     runs: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
-    for name, files in SUITES.items():
-        root = unpack(fetch(locked_sdist(name), Path(cache)), tmp_path / name)
-        report = tmp_path / f"{name}.xml"
+    roots = {name: unpack(fetch(locked_sdist(name), Path(cache)), tmp_path / name) for name in dict(SUITES)}
+    for package, file in SUITES:
+        name = f"{package} {file}"
+        root = roots[package]
+        report = tmp_path / f"{package}-{Path(file).stem}.xml"
         command = [
-            sys.executable, "-m", "pytest", *files,
+            sys.executable, "-m", "pytest", file,
             "-p", "no:cacheprovider", "-q", "--no-header", "-rfE", "--durations=0",
             f"--junitxml={report}", "-o", "timeout=300",
         ]  # fmt: skip
         # to a file as it goes, so a run that hangs still shows how far it got
-        with (tmp_path / f"{name}.log").open("wb") as log:
+        with report.with_suffix(".log").open("wb") as log:
             process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
         runs[name] = (process, report)
     results: dict[str, Outcome] = {}
@@ -142,7 +146,7 @@ def test_langgraphs_own_store_tests_pass_on_beads_store(
             try:
                 process.wait(timeout=max(1.0, deadline - time.monotonic()))
             finally:
-                output = (tmp_path / f"{name}.log").read_text(errors="replace")
+                output = report.with_suffix(".log").read_text(errors="replace")
             print(f"--- {name}\n{output[-3000:]}")
             results[name] = outcome(report, output)
             assert process.returncode in (0, 1), (

@@ -93,6 +93,7 @@ class Outcome:
     passed: list[str]
     failed: list[str]
     skipped: list[str]
+    xfailed: list[str]
     output: str
 
 
@@ -100,16 +101,17 @@ def outcome(report: Path, output: str) -> Outcome:
     passed: list[str] = []
     failed: list[str] = []
     skipped: list[str] = []
+    xfailed: list[str] = []
     if report.exists():
         for case in ET.parse(report).getroot().iter("testcase"):
             name = f"{case.get('classname')}::{case.get('name')}"
             if case.find("failure") is not None or case.find("error") is not None:
                 failed.append(name)
-            elif case.find("skipped") is not None:
-                skipped.append(name)
+            elif (skip := case.find("skipped")) is not None:
+                (xfailed if skip.get("type") == "pytest.xfail" else skipped).append(name)
             else:
                 passed.append(name)
-    return Outcome(passed, failed, skipped, output)
+    return Outcome(passed, failed, skipped, xfailed, output)
 
 
 @pytest.mark.timeout(LANE_TIMEOUT_S + 120)
@@ -157,8 +159,10 @@ def test_langgraphs_own_store_tests_pass_on_beads_store(
             if process.poll() is None:
                 process.kill()
                 process.wait()
-    summary = {name: (len(r.passed), len(r.failed), len(r.skipped)) for name, r in results.items()}
-    print("upstream store tests (passed, failed, skipped):", summary)
+    summary = {
+        name: (len(r.passed), len(r.failed), len(r.skipped), len(r.xfailed)) for name, r in results.items()
+    }
+    print("upstream store tests (passed, failed, skipped, expected to fail):", summary)
     failed = [f"{name}: {case}" for name, r in results.items() for case in r.failed]
     assert not failed, (
         "LangGraph's store tests failed on BeadsStore:\n"
@@ -168,3 +172,6 @@ def test_langgraphs_own_store_tests_pass_on_beads_store(
     )
     assert all(r.passed for r in results.values()), summary
     assert not any(r.skipped for r in results.values()), summary
+    # the one test that reads PostgresStore's private pool helper (upstream_conftest.NOT_THE_STORE_API)
+    xfailed = [case.rsplit("::", 1)[-1].split("[")[0] for r in results.values() for case in r.xfailed]
+    assert xfailed == ["test_abatch_uses_single_pool_checkout"], xfailed

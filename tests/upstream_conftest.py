@@ -88,6 +88,23 @@ def _empty_database() -> str:
     return name
 
 
+# Their tests that read PostgresStore's internals rather than the store's behaviour, and why each
+# cannot pass on another store; strict, so one that starts passing fails the lane until removed here
+NOT_THE_STORE_API = {
+    "test_abatch_uses_single_pool_checkout": (
+        "counts calls of langgraph.checkpoint.postgres._ainternal.get_connection, PostgresStore's private "
+        "pool helper, which BeadsStore does not use (its abatch also takes one connection per batch)"
+    ),
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        reason = NOT_THE_STORE_API.get(item.originalname if isinstance(item, pytest.Function) else item.name)
+        if reason is not None:
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+
+
 @pytest.fixture
 def fake_embeddings() -> CharacterEmbeddings:
     return CharacterEmbeddings(dims=500)

@@ -261,6 +261,22 @@ def _expire(
     return done
 
 
+def expire_due(conn: psycopg.Connection[DictRow], now: datetime | None = None) -> int:
+    """Archive every current fact whose own expiry time (`expires_at`, a LangGraph store item's TTL)
+    has passed, with the same note `consolidate`'s expiry leaves; returns how many.
+
+    Archived, not deleted, like every expiry here: reads leave archived facts out, and the value
+    stays for the audit. One statement, so two sweepers running at once archive each fact once."""
+    return conn.execute(
+        "UPDATE beads.facts SET status = 'archived', valid_to = greatest(valid_from, coalesce(%(now)s, now())), "
+        "metadata = metadata || jsonb_build_object(%(note_key)s::text, jsonb_build_object("
+        "'action', 'expired', 'at', coalesce(%(now)s, now())::text, "
+        "'reason', 'time to live of ' || ttl_minutes::text || ' minutes ran out')) "
+        "WHERE expires_at IS NOT NULL AND status = 'active' AND expires_at <= coalesce(%(now)s, now())",
+        {"now": now, "note_key": NOTE_KEY},
+    ).rowcount
+
+
 class PooledSpace(Protocol):
     """What consolidation needs of a FactStore: its pool and its embedding space (the store is one;
     naming the two here keeps this module from importing the store that calls it)."""
@@ -378,6 +394,7 @@ __all__ = [
     "PooledSpace",
     "consolidate",
     "content_words",
+    "expire_due",
     "find_merges",
     "note_retrieved",
     "retrieval_stats",

@@ -1,13 +1,17 @@
 """`BeadsStore`, LangGraph's BaseStore over the fact graph: the same calls run on LangGraph's own
 InMemoryStore and PostgresStore (on the test's database) and answer alike, apart from the
-differences docs/integrations.md lists; then what ours adds (history, our ranking), and LangMem's tools on it."""
+differences docs/integrations.md lists; similarity scores, TTLs and the async face; then what the
+options add (history, our ranking), and LangMem's tools on it. LangGraph's own store tests run
+against it in tests/test_upstream_store.py."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime, tool
@@ -19,7 +23,7 @@ from langmem import create_manage_memory_tool, create_search_memory_tool
 from psycopg_pool import ConnectionPool
 
 from memory.embedders import MiniLMEmbedder
-from memory.langgraph_store import BeadsStore, escape_like, item_text, matches, session_of
+from memory.langgraph_store import AsyncBeadsStore, BeadsStore, escape_like, item_text, matches, session_of
 from memory.model import Kind, Source, Status
 from memory.scripted import ScriptedChatModel, calls, tool_call
 from memory.store import FactStore
@@ -154,7 +158,8 @@ def test_listing_orders_pages_and_timestamps_as_postgres_store_does(
     assert beads.list_namespaces(max_depth=2) == postgres.list_namespaces(max_depth=2) == [("users", "alice")]
 
 
-def test_a_put_to_an_existing_key_keeps_the_old_value_as_history(beads: BeadsStore, store: FactStore) -> None:
+def test_a_put_to_an_existing_key_keeps_the_old_value_as_history(store: FactStore) -> None:
+    beads = BeadsStore(store, history=True)
     beads.put(ALICE, "budget", {"content": "The budget is $100k."})
     beads.put(ALICE, "budget", {"content": "The budget is $100k."})  # the same value: nothing written
     beads.put(ALICE, "budget", {"content": "The budget is $120k."})
@@ -180,9 +185,10 @@ def test_a_put_to_an_existing_key_keeps_the_old_value_as_history(beads: BeadsSto
 
 @pytest.fixture
 def ranked(pool: ConnectionPool, minilm: MiniLMEmbedder) -> BeadsStore:
+    """The options that make it ours: old values kept as history, our ranking."""
     facts = FactStore(pool, minilm)
     facts.setup()
-    return BeadsStore(facts, fields=["content"])
+    return BeadsStore(facts, fields=["content"], history=True, ranking="beads")
 
 
 def test_search_ranks_with_ours(ranked: BeadsStore) -> None:
@@ -220,8 +226,6 @@ def test_unindexed_items_are_listed_after_ranked_ones(ranked: BeadsStore) -> Non
 
 
 def test_what_langgraph_refuses_is_refused(beads: BeadsStore) -> None:
-    with pytest.raises(NotImplementedError, match="TTL"):
-        beads.put(ALICE, "k", {"content": "x"}, ttl=5)
     with pytest.raises(InvalidNamespaceError):
         beads.put(("a.b",), "k", {"content": "x"})
     with pytest.raises(InvalidNamespaceError):
@@ -231,6 +235,8 @@ def test_what_langgraph_refuses_is_refused(beads: BeadsStore) -> None:
     beads.put(ALICE, "k", {"n": 1})
     with pytest.raises(ValueError, match="Unsupported operator"):
         beads.search(ALICE, filter={"n": {"$in": [1]}})
+    with pytest.raises(ValueError, match="ranking"):
+        BeadsStore(beads.facts, ranking="fused")  # type: ignore[arg-type]
 
 
 def test_the_helpers() -> None:
@@ -337,3 +343,125 @@ async def test_the_playgrounds_stock_lane_runs_on_it(db_url: str, minilm: MiniLM
         assert len(stock.facts.session_facts("memories.vecdb")) == 2
     finally:
         await handle.close()
+
+
+def test_by_default_scores_are_cosine_similarities_of_the_current_values(store: FactStore) -> None:
+    """As PostgresStore: `score` is the cosine similarity of the item's best indexed text, no
+    relevance floor drops a hit, and after an update the old value no longer matches as it did."""
+    beads = BeadsStore(store, fields=["title", "body"])
+    beads.put(ALICE, "doc", {"title": "zany zebra", "body": "Xerxes"})
+    beads.put(ALICE, "other", {"title": "something about dogs"})
+    embed = store.embedder.embed
+    [query, zebra, xerxes] = (np.array(v) for v in embed(["zany zebra", "zany zebra", "Xerxes"]))
+    hits = beads.search(ALICE, query="zany zebra", limit=10)
+    assert [h.key for h in hits] == ["doc", "other"]  # nothing dropped, however unrelated
+    cosine = float(query @ zebra / np.linalg.norm(query) / np.linalg.norm(zebra))
+    assert hits[0].score == pytest.approx(cosine, abs=1e-6)  # the best of its two texts
+    assert hits[0].score > float(query @ xerxes)
+    before = hits[0].score
+    beads.put(ALICE, "doc", {"title": "new text about dogs"})
+    after = next(h.score for h in beads.search(ALICE, query="zany zebra") if h.key == "doc")
+    assert after is not None and after < before
+    assert beads.history(ALICE, "doc") == [beads.get(ALICE, "doc")]  # no history kept by default
+
+
+def test_filters_in_sql_answer_as_the_python_test_does(store: FactStore) -> None:
+    beads = BeadsStore(store)
+    values = [
+        {"n": 1, "s": "a", "tags": ["x"], "where": {"city": "Austin", "zip": 1}},
+        {"n": 10, "s": "b", "tags": ["x", "y"], "where": {"city": "Boston"}},
+        {"n": 9.5, "s": "10", "flag": True},
+        {"n": "3", "s": None},
+        {},
+    ]
+    for i, value in enumerate(values):
+        beads.put(ALICE, f"k{i}", value)
+    for wanted in [
+        {"n": 1},
+        {"n": {"$gt": 9}},
+        {"n": {"$gte": 1, "$lt": 10}},
+        {"n": {"$ne": 1}},
+        {"n": {"$eq": "3"}},
+        {"s": {"$gt": "a"}},
+        {"tags": ["x"]},
+        {"where": {"city": "Austin"}},
+        {"where": {"city": {"$ne": "Austin"}}},
+        {"flag": True},
+        {"s": None},
+        {"missing": {"$lt": 5}},
+    ]:
+        expected = sorted(f"k{i}" for i, v in enumerate(values) if matches(v, wanted))
+        assert sorted(i.key for i in beads.search(ALICE, filter=wanted, limit=50)) == expected, wanted
+        with_query = beads.search(ALICE, query="anything", filter=wanted, limit=50)
+        assert sorted(i.key for i in with_query) == expected, wanted
+
+
+def _expires_at(store: FactStore, namespace: tuple[str, ...], key: str) -> Any:
+    with store.pool.connection() as conn:
+        row = conn.execute(
+            "SELECT expires_at FROM beads.store WHERE prefix = %s AND key = %s", (session_of(namespace), key)
+        ).fetchone()
+    return None if row is None else row["expires_at"]
+
+
+def _expire_now(store: FactStore, namespace: tuple[str, ...], key: str) -> None:
+    with store.pool.connection() as conn:
+        conn.execute(
+            "UPDATE beads.store SET expires_at = now() - interval '1 minute' WHERE prefix = %s AND key = %s",
+            (session_of(namespace), key),
+        )
+
+
+def test_ttl_refresh_on_read_and_the_sweeper_archives(store: FactStore) -> None:
+    beads = BeadsStore(store, ttl={"default_ttl": 30, "refresh_on_read": True})
+    assert beads.supports_ttl
+    beads.put(ALICE, "short", {"content": "goes"})  # the default TTL
+    beads.put(ALICE, "kept", {"content": "stays"}, ttl=None)
+    assert _expires_at(store, ALICE, "kept") is None
+    first = _expires_at(store, ALICE, "short")
+    assert beads.get(ALICE, "short", refresh_ttl=False) is not None
+    assert _expires_at(store, ALICE, "short") == first
+    beads.get(ALICE, "short")  # refresh_on_read: a read pushes the expiry on
+    assert _expires_at(store, ALICE, "short") > first
+    _expire_now(store, ALICE, "short")
+    # expired but not swept: read as LangGraph's stores read it, unless omit_expired
+    assert beads.get(ALICE, "short", refresh_ttl=False) is not None
+    assert beads.ttl_config is not None
+    beads.ttl_config["omit_expired"] = True
+    assert beads.get(ALICE, "short") is None and [i.key for i in beads.search(ALICE)] == ["kept"]
+    beads.ttl_config["omit_expired"] = False
+    assert beads.sweep_ttl() == 1 and beads.sweep_ttl() == 0
+    assert beads.get(ALICE, "short") is None and beads.list_namespaces() == [ALICE]
+    # nothing lost: the expired item is an archived fact saying why
+    [archived] = [f for f in store.session_facts(session_of(ALICE)) if f.status is Status.ARCHIVED]
+    assert archived.body == "goes" and archived.metadata["consolidation"]["action"] == "expired"
+    assert beads.start_ttl_sweeper(sweep_interval_minutes=60) is not None
+    assert beads.stop_ttl_sweeper(timeout=5)
+
+
+def test_index_config_is_reported(store: FactStore) -> None:
+    beads = BeadsStore(store, fields=["content"])
+    config = beads.index_config
+    assert config["dims"] == store.embedder.dims and config["fields"] == ["content"]
+    assert config["embed"]("a vector") is not None  # type: ignore[operator]
+
+
+async def test_the_async_store_batches_concurrent_calls(store: FactStore) -> None:
+    beads = BeadsStore(store)
+    async_store = AsyncBeadsStore(beads)
+    batches: list[int] = []
+    original = beads.batch
+
+    def counting(ops: Any) -> Any:
+        ops = list(ops)
+        batches.append(len(ops))
+        return original(ops)
+
+    beads.batch = counting  # type: ignore[method-assign]
+    await asyncio.gather(*(async_store.aput(ALICE, f"k{i}", {"n": i}) for i in range(20)))
+    got = await asyncio.gather(*(async_store.aget(ALICE, f"k{i}") for i in range(20)))
+    assert [i.value["n"] for i in got if i is not None] == list(range(20))
+    assert batches == [20, 20]  # one batch for the puts, one for the gets
+    with pytest.raises(asyncio.InvalidStateError):
+        async_store.get(ALICE, "k1")  # a sync call from the event loop's own thread
+    assert (await asyncio.to_thread(async_store.get, ALICE, "k1")) is not None

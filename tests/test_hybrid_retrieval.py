@@ -252,12 +252,14 @@ def test_a_question_that_carries_a_value_is_recalled_and_a_bare_one_is_not(store
             root, QUESTION, relevance_floor=-1.0, k=20, keyword=keyword, directives_with_values=False
         )
         assert not {valued.id, bare.id} & {h.fact.id for h in held.hits}
-        assert (valued.short_id, "directive") in held.dropped
+        # held out by the candidate statement itself, on both sides (a question's nearest claims are
+        # the same question asked before, which filled the vector side's places): never a candidate,
+        # so never reported as a dropped one either
+        assert not {valued.short_id, bare.short_id} & {short for short, _ in held.dropped}
         found = store.search(
             root, QUESTION, relevance_floor=-1.0, k=20, keyword=keyword, directives_with_values=True
         )
         ids = {h.fact.id for h in found.hits}
         assert valued.id in ids and bare.id not in ids
-        assert (bare.short_id, "directive") in found.dropped
     everything = store.search(root, QUESTION, relevance_floor=-1.0, k=20, include_directives=True)
     assert {valued.id, bare.id} <= {h.fact.id for h in everything.hits}

@@ -102,18 +102,29 @@ def first_line(exc: BaseException) -> str:
     return " ".join(lines[0].split()) if lines else type(exc).__name__
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
 @contextmanager
-def open_store(url: str | None, embedder_name: str) -> Iterator[tuple[FactStore, str]]:
+def open_store(
+    url: str | None, embedder_name: str, on_exit: ExitStack | None = None
+) -> Iterator[tuple[FactStore, str]]:
     """A set-up store on `url` (or the library default) and the masked URL it reads. An embedded
     server this started is let go on the way out (the last process out stops it), where pgserver's
-    own hook runs only at a normal interpreter exit."""
+    own hook runs only at a normal interpreter exit; with `on_exit`, that stack lets it go, so that
+    a signal that arrives while the store is still being set up stops it too (stop_on_signals)."""
     with ExitStack() as stack:
         try:
             embedder = embedder_from_name(embedder_name)
             settings = MemorySettings()
             if url is None and settings.database_url is None:
-                url = start_embedded(settings.pgdata)
-                stack.callback(release_embedded, settings.pgdata)
+                # a stop signal waits until the server is started and its release is on the stack
+                signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+                try:
+                    url = start_embedded(settings.pgdata)
+                    (on_exit or stack).callback(release_embedded, settings.pgdata)
+                finally:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
             url = url or resolve_database_url(settings)
         except (ConfigurationError, DatabaseUnavailableError, MissingExtraError, ValidationError) as exc:
             raise Failure(first_line(exc), 2) from exc
@@ -423,7 +434,7 @@ def stop_on_signals(cleanup: ExitStack) -> None:
         finally:
             os._exit(0)
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, stop)
 
 
@@ -436,7 +447,7 @@ def mcp(args: argparse.Namespace, console: Console) -> int:
         raise Failure(first_line(exc), 2) from exc
     with ExitStack() as cleanup:
         stop_on_signals(cleanup)
-        store, _ = cleanup.enter_context(open_store(args.database_url, args.embedder))
+        store, _ = cleanup.enter_context(open_store(args.database_url, args.embedder, cleanup))
         try:
             serve(store, transport=args.transport, host=args.host, port=args.port, session_id=args.session)
         except ConfigurationError as exc:

@@ -36,7 +36,8 @@ from tests.playground_helpers import await_idle, play_db, playground_template, r
 
 __all__ = ["play_db", "playground_template"]  # the fixtures
 
-pytestmark = pytest.mark.model
+# each reply is generated on the CPU, and a turn's calls wait for one another at the server
+pytestmark = [pytest.mark.model, pytest.mark.timeout(1800)]
 
 SERVED_AS = "qwen-offline"
 SPEC = f"openai:{SERVED_AS}"

@@ -36,7 +36,8 @@ from tests.playground_helpers import await_idle, play_db, playground_template, r
 
 __all__ = ["play_db", "playground_template"]  # the fixtures
 
-pytestmark = pytest.mark.model
+# each reply is generated on the CPU, and a turn's calls wait for one another at the server
+pytestmark = [pytest.mark.model, pytest.mark.timeout(1800)]
 
 SERVED_AS = "qwen-offline"
 SPEC = f"openai:{SERVED_AS}"
@@ -148,7 +149,9 @@ async def test_a_playground_turn_streams_both_lanes_through_the_server(served: s
         assert kinds[0] == "start" and lane_events[0][1]["model"] == SPEC, lane
         assert "error" not in kinds, lane_events
         assert kinds[-1] == "done", lane
-        assert "token" in kinds, lane  # streamed over the protocol
+        # streamed over the protocol, unless the model wrote nothing at all (the lane then says so)
+        assert "token" in kinds or lane_events[-1][1].get("no_answer") == "an empty reply", lane_events
+    assert any(kind == "token" for _, kind, _ in events)
     # the page's one line on why: the check that failed, and what each lane keeps
-    assert status_line.startswith("web search and delegation off, because the tool call check failed")
+    assert status_line.startswith("delegation off, because the tool call check failed: no tool call")
     assert status_line.endswith("our lane still captures and injects, the stock lane keeps LangMem's tools")

@@ -34,7 +34,7 @@ from memory.conclusions import why_no_answer
 from memory.errors import BeadsMemoryError
 from memory.middleware import INJECTION_EVENT, message_text
 from playground import jobs
-from playground.comparison.lanes import LANE_TOOL_NAMES
+from playground.comparison.lanes import LANE_TOOL_NAMES, MEMORY_TOOLS
 from playground.events import LANES, EventWriter, LeaseLostError
 from playground.jobs import ClaimedTurn
 from playground.runtime import Runtime
@@ -174,7 +174,9 @@ def reply_payload(messages: list[BaseMessage], asked: str) -> dict[str, Any]:
     why = why_no_answer(
         text,
         asked=asked,
-        tool_results=[message_text(m) for m in this_turn if isinstance(m, ToolMessage)],
+        tool_results=[
+            message_text(m) for m in this_turn if isinstance(m, ToolMessage) and m.name not in MEMORY_TOOLS
+        ],
         tool_names=LANE_TOOL_NAMES,
     )
     if why is None:

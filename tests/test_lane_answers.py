@@ -234,3 +234,19 @@ def test_the_page_says_a_lane_gave_no_answer_with_the_raw_text_behind_a_disclosu
     assert "&lt;tool_call&gt;" in done and raw not in done  # the model's text, escaped
     answered = fragment(3, "done", {"text": "It is $120k."})
     assert "It is $120k." in answered and "<details" not in answered
+
+
+def test_a_reply_from_what_memory_returned_is_an_answer() -> None:
+    # the stock lane's memory reaches its model only as search_memory's result: quoting it answers
+    asked = "What is our budget?"
+    found = '[{"key": "k1", "value": {"content": "Our budget is $120k per year."}}]'
+    messages: list[BaseMessage] = [
+        HumanMessage(asked),
+        AIMessage(
+            "",
+            tool_calls=[{"name": "search_memory", "args": {"query": "budget"}, "id": "c1", "type": "tool_call"}],
+        ),
+        ToolMessage(found, tool_call_id="c1", name="search_memory"),
+        AIMessage("From memory: Our budget is $120k per year."),
+    ]
+    assert reply_payload(messages, asked) == {"text": "From memory: Our budget is $120k per year."}

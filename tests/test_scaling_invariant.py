@@ -38,6 +38,7 @@ TABLES_WITHOUT_SESSION = {
     "embedders": "the registry of embedding spaces, a few rows shared by every session: a reference table",
     # known work (docs/scaling.md): child rows reached through their fact's or passage's id
     "fact_vectors": "known work: keyed by fact_id; needs session_id to be co-located with facts",
+    "item_vectors": "known work, as fact_vectors: BeadsStore's per-field vectors, keyed by fact_id",
     "passage_vectors": "known work: keyed by passage_id; needs session_id to be co-located with passages",
     "retrievals": "known work: keyed by fact_id; needs session_id to be co-located with facts",
 }

@@ -66,6 +66,11 @@ LANE_TOOL_NAMES = (
 )
 
 
+#: the lanes' memory tools: a reply that says back what one of them returned answers from memory (the
+#: stock lane's memory reaches its model only through search_memory), not a tool's output said back
+MEMORY_TOOLS = frozenset({"manage_memory", "search_memory", *MEMORY_TOOL_NAMES})
+
+
 def beads_prompt(memory_tools: bool = True) -> str:
     """Our lane's system prompt, with the memory tools' instruction when they are bound."""
     memory = f"{BEADS_MEMORY_PROMPT} {BEADS_TOOLS_PROMPT}" if memory_tools else BEADS_MEMORY_PROMPT

@@ -244,7 +244,9 @@ def test_a_reply_from_what_memory_returned_is_an_answer() -> None:
         HumanMessage(asked),
         AIMessage(
             "",
-            tool_calls=[{"name": "search_memory", "args": {"query": "budget"}, "id": "c1", "type": "tool_call"}],
+            tool_calls=[
+                {"name": "search_memory", "args": {"query": "budget"}, "id": "c1", "type": "tool_call"}
+            ],
         ),
         ToolMessage(found, tool_call_id="c1", name="search_memory"),
         AIMessage("From memory: Our budget is $120k per year."),

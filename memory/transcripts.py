@@ -19,6 +19,7 @@ from memory.importing import ImportError_, ImportMessage, ImportRole
 
 __all__ = [
     "BEAM_INDEX_MARKER",
+    "locomo_session_numbers",
     "parse_beam_anchor",
     "parse_lme_date",
     "parse_locomo_date",
@@ -66,17 +67,22 @@ def parse_lme_date(raw: object) -> datetime | None:
         return None
 
 
+def locomo_session_numbers(body: dict[str, Any]) -> list[int]:
+    """The numbers of a LoCoMo conversation's sessions (`session_<n>` lists), in order."""
+    return sorted(
+        int(m.group(1))
+        for key, value in body.items()
+        if (m := re.fullmatch(r"session_(\d+)", key)) and isinstance(value, list)
+    )
+
+
 def _locomo(data: Any) -> dict[str, list[ImportMessage]]:
     # both speakers are people talking about their own lives: both are users, each with their name
     out: dict[str, list[ImportMessage]] = {}
     for n_sample, sample in enumerate(data):
         conv_id = str(sample.get("sample_id") or f"locomo-{n_sample}")
         body = sample.get("conversation") or {}
-        numbers = sorted(
-            int(m.group(1))
-            for key, value in body.items()
-            if (m := re.fullmatch(r"session_(\d+)", key)) and isinstance(value, list)
-        )
+        numbers = locomo_session_numbers(body)
         messages: list[ImportMessage] = []
         for number in numbers:
             started = parse_locomo_date(body.get(f"session_{number}_date_time"))

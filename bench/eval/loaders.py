@@ -27,7 +27,13 @@ from bench.eval.conversation import (
     Session,
     Turn,
 )
-from memory.transcripts import BEAM_INDEX_MARKER, parse_beam_anchor, parse_lme_date, parse_locomo_date
+from memory.transcripts import (
+    BEAM_INDEX_MARKER,
+    locomo_session_numbers,
+    parse_beam_anchor,
+    parse_lme_date,
+    parse_locomo_date,
+)
 
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
@@ -86,11 +92,7 @@ def load_locomo(path: str | Path) -> Dataset:
     for n_sample, sample in enumerate(_read_json(path)):
         conv_id = str(sample.get("sample_id") or f"locomo-{n_sample}")
         body = sample.get("conversation") or {}
-        numbers = sorted(
-            int(m.group(1))
-            for key, value in body.items()
-            if (m := re.fullmatch(r"session_(\d+)", key)) and isinstance(value, list)
-        )
+        numbers = locomo_session_numbers(body)
         sessions: list[Session] = []
         for number in numbers:
             started = parse_locomo_date(body.get(f"session_{number}_date_time"))

@@ -178,6 +178,9 @@ class Replaced(Out):
     new: FactBrief
     old: FactBrief
     reason: str
+    kept: list[FactBrief] = Field(
+        default_factory=list, description="the parts of old the correction did not address, kept as facts"
+    )
 
 
 class CaptureOut(Out):
@@ -400,7 +403,12 @@ def build_server(
             note=done.note,
             facts=[FactBrief.of(f) for f in done.facts],
             superseded=[
-                Replaced(new=FactBrief.of(s.new), old=FactBrief.of(s.old), reason=s.reason)
+                Replaced(
+                    new=FactBrief.of(s.new),
+                    old=FactBrief.of(s.old),
+                    reason=s.reason,
+                    kept=[FactBrief.of(k) for k in s.kept],
+                )
                 for s in done.superseded
             ],
         )

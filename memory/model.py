@@ -162,12 +162,14 @@ class SearchResult:
 class AutoSupersession:
     """One edge capture wrote by itself: `new` replaced `old` (as it was retired), for `reason`; or,
     `proposed`, a replacement a rule below the precision capture may act on alone only proposes, for a
-    person to accept or dismiss (`old` stays current until then)."""
+    person to accept or dismiss (`old` stays current until then). `kept`: the parts of `old` that
+    `new` does not address, written as facts of their own (memory.corrections.parts)."""
 
     new: Fact
     old: Fact
     reason: str
     proposed: bool = False
+    kept: tuple[Fact, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

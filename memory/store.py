@@ -579,6 +579,7 @@ class FactStore:
                 self.supersede_min_similarity,
                 self.thresholds.short_claim_similarity,
                 {fid: item.passage or item.body for fid, item in zip(queued.ids, items, strict=True)},
+                self.embedder.embed,
             )
             if self.auto_supersede and new
             else supersession.Applied([], {})
@@ -625,16 +626,27 @@ class FactStore:
 
     def settle_proposal(self, new: FactRef, old: FactRef, *, accept: bool) -> Fact | None:
         """Accept a proposal (`new` replaces `old`; returns the retired fact) or dismiss it."""
-        with self._connection() as conn:
-            return revisions.settle_proposal(
+        with self._connection() as conn, conn.transaction():
+            new_id = self._id(conn, new)
+            retired = revisions.settle_proposal(
                 conn,
-                self._id(conn, new),
+                new_id,
                 self._id(conn, old),
                 accept=accept,
                 embedder_id=self.embedder_id,
                 # a person decided: the closeness capture asked of two short claims is enough
                 min_similarity=min(self.supersede_min_similarity, self.thresholds.short_claim_similarity),
             )
+            if retired is not None:  # what the accepted correction does not address stays
+                supersession.keep_standing(
+                    conn,
+                    ns_sql.get_namespace(conn, retired.namespace_id),
+                    fact_sql.get_facts(conn, [new_id])[0],
+                    retired,
+                    self.embedder.embed,
+                    self.embedder_id,
+                )
+            return retired
 
     def automatic_edges(self, session: SessionRef) -> list[dict[str, Any]]:
         """The supersedes edges capture wrote by itself, with their reasons (undone ones too)."""
@@ -837,7 +849,12 @@ class FactStore:
         }
         with self._connection() as conn:
             rows = reads.fact_page(
-                conn, session_of(session), **filters, pinned=pinned, after=read_cursor(cursor), limit=limit + 1
+                conn,
+                session_of(session),
+                **filters,
+                pinned=pinned,
+                after=read_cursor(cursor),
+                limit=limit + 1,
             )
         page = tuple(ListedFact(fact, is_pinned) for fact, is_pinned in rows[:limit])
         more = len(rows) > limit

@@ -12,6 +12,11 @@ superseded through the guarded `revisions.supersede`, and the edge records that 
 why; or, where the rule is one of PROPOSING_RULES, proposed. Where the rules cannot decide, nothing
 is written and ranking orders the two (memory.slots).
 
+A replaced claim that still held several ("Budget is $100k per year, self-hostable, and SOC 2
+compliant.") is retired only in the part the correction addresses: the parts it leaves standing
+(memory.corrections.parts) are written as facts of their own, verbatim, with the original's message as
+their passage and a derived_from edge to it (`keep_standing`).
+
 Only the user's own claims take part on either side: a tool result or a web page never supersedes
 (memory.facts refuses it anyway), and an agent's conclusions are not the user's statements.
 """
@@ -19,7 +24,7 @@ Only the user's own claims take part on either side: a tool result or a web page
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,8 +32,10 @@ import psycopg
 from psycopg.rows import DictRow
 
 from memory import corrections, earlier_claims, revisions
+from memory import facts as fact_sql
+from memory.corrections.parts import standing
 from memory.errors import BeadsMemoryError
-from memory.facts import NewFact
+from memory.facts import NewFact, Provenance
 from memory.model import AutoSupersession, Fact, Kind, Namespace, Source
 
 # earlier claims compared with each new one, nearest first, of the namespace's nearest claims
@@ -98,12 +105,15 @@ def apply(
     min_similarity: float,
     short_similarity: float | None = None,
     messages: Mapping[uuid.UUID, str] | None = None,
+    embed: Callable[[Sequence[str]], Sequence[Sequence[float]]] | None = None,
 ) -> Applied:
     """Supersede what `new_facts` (just written into `ns`, inside the caller's transaction) correct,
     or propose it where the rule that decided is one of PROPOSING_RULES. `nearest`: each new fact's
     nearest earlier claims (memory.earlier_claims, read with the facts' INSERTs). Candidates must be
     `min_similarity` close, or `short_similarity` when both claims are short. `messages`: each new
-    fact's whole message (its passage, or itself), which names the rule by its length."""
+    fact's whole message (its passage, or itself), which names the rule by its length. `embed`: the
+    store's embedder, for the parts of a replaced claim its correction leaves standing (without it,
+    the whole claim is replaced)."""
     short_similarity = min_similarity if short_similarity is None else min(short_similarity, min_similarity)
     done: list[AutoSupersession] = []
     new_heads: dict[uuid.UUID, uuid.UUID] = {}
@@ -138,7 +148,8 @@ def apply(
                 continue  # the guard said no after all (a cycle, an archived target): leave both
             # and on: the old value said twice ("I'm on 50mg" ... "I take my 50mg with breakfast") is
             # two earlier claims, each judged, each replaced
-            done.append(AutoSupersession(new=fact, old=superseded.old, reason=verdict.reason))
+            kept = () if embed is None else keep_standing(conn, ns, fact, superseded.old, embed, embedder_id)
+            done.append(AutoSupersession(fact, superseded.old, verdict.reason, kept=tuple(kept)))
             _moved(new_heads, (superseded.old.id, *superseded.echoes), fact.id)
     proposed = revisions.propose(
         conn, ns.session_id, [(new.id, old_id, why) for new, old_id, why in to_propose]
@@ -149,6 +160,64 @@ def apply(
         if (new.id, old_id) in proposed
     )
     return Applied(done, new_heads)
+
+
+def keep_standing(
+    conn: psycopg.Connection[DictRow],
+    ns: Namespace,
+    new: Fact,
+    old: Fact,
+    embed: Callable[[Sequence[str]], Sequence[Sequence[float]]],
+    embedder_id: int,
+) -> list[Fact]:
+    """Write the parts of `old` (a fact of `ns`), just replaced by `new`, that `new` does not address,
+    as facts of their own (in the caller's transaction): the same kind, source, speaker, message and time as
+    `old`, its message as their passage, a derived_from edge to it. Keyed by `old` and their offset,
+    so a replay writes nothing. Returns the facts written."""
+    spans = standing(old.body, new.body)
+    if not spans:
+        return []
+    row = conn.execute(
+        "SELECT f.source_key, p.body AS passage FROM beads.facts f"
+        " LEFT JOIN beads.passages p ON p.id = f.passage_id WHERE f.id = %s",
+        (old.id,),
+    ).fetchone()
+    assert row is not None  # locked and updated by the supersede just before
+    # the message they were said in: the passage the old claim was cut from, or the claim itself
+    whole = row["passage"] or old.body
+    texts = [old.body[a:b] for a, b in spans]
+    vecs = list(embed(texts if row["passage"] else [*texts, whole]))
+    passage_vector = None if row["passage"] else vecs[-1]
+    offset = old.span[0] if old.span else 0
+    items = [
+        NewFact(
+            body=text,
+            kind=old.kind,
+            source=old.source,
+            source_key=f"{row['source_key']}/{a}",
+            claim_vector=vec,
+            passage=whole,
+            passage_vector=passage_vector,
+            span=(offset + a, offset + b),
+            metadata={**old.metadata, "kept_from": str(old.id)},
+        )
+        for (a, b), text, vec in zip(spans, texts, vecs, strict=False)
+    ]
+    said = Provenance(
+        agent_id=old.agent_id,
+        acting_on_behalf_of=old.acting_on_behalf_of,
+        thread_id=old.thread_id,
+        message_id=old.message_id,
+        valid_from=old.valid_from,
+    )
+    written = fact_sql.queue_facts(conn, ns, items, said, embedder_id).written()
+    for fid in written:
+        conn.execute(
+            "INSERT INTO beads.edges (src, relation, dst, session_id) VALUES (%s, 'derived_from', %s, %s)"
+            " ON CONFLICT DO NOTHING",
+            (fid, old.id, old.session_id),
+        )
+    return list(written.values())
 
 
 def _moved(new_heads: dict[uuid.UUID, uuid.UUID], retired: Sequence[uuid.UUID], head: uuid.UUID) -> None:

@@ -17,7 +17,7 @@ from psycopg_pool import ConnectionPool
 
 from memory import clean_text
 from memory.connection import open_pool
-from memory.embedders import FakeEmbedder
+from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.middleware import CAPTURE_EVENT, INJECTION_EVENT, BeadsMemoryMiddleware
 from memory.model import Status
 from memory.scripted import ScriptedChatModel
@@ -232,6 +232,75 @@ def test_a_correction_retires_only_the_claim_it_addresses(store: FactStore) -> N
     assert "it must be self-hostable." in active
     hits = store.search(ns, "does it need to be self-hostable?").hits
     assert "it must be self-hostable." in [h.fact.body for h in hits]
+
+
+@pytest.mark.parametrize(
+    ("said", "correction", "retired", "standing"),
+    [
+        # capture splits these shapes, so the correction finds the budget claim alone
+        (
+            "Our budget is $100k per year, but it must be self-hostable.",
+            "Correction: the budget is now $120k.",
+            "Our budget is $100k per year",
+            ["it must be self-hostable."],
+        ),
+        (
+            "Our budget is $100k per year; also it must be self-hostable.",
+            "Correction: the budget is now $120k.",
+            "Our budget is $100k per year",
+            ["also it must be self-hostable."],
+        ),
+        # these stay one claim at capture: the correction retires it and keeps the rest standing
+        (
+            "Budget is $100k per year, self-hostable, and SOC 2 compliant.",
+            "Correction: our budget is $120k per year.",
+            "Budget is $100k per year, self-hostable, and SOC 2 compliant.",
+            ["self-hostable, and SOC 2 compliant."],
+        ),
+        (
+            "We have a $100k budget and a team of 5 engineers.",
+            "Correction: our budget is $120k per year.",
+            "We have a $100k budget and a team of 5 engineers.",
+            ["a team of 5 engineers."],
+        ),
+    ],
+)
+def test_a_correction_leaves_standing_what_it_does_not_address(
+    pool: ConnectionPool,
+    minilm: MiniLMEmbedder,
+    said: str,
+    correction: str,
+    retired: str,
+    standing: list[str],
+) -> None:
+    store = FactStore(pool, minilm)  # the offline default's similarities decide what is compared
+    store.setup()
+    ns = store.root("s")
+    store.capture_message(ns, said, source_key="m1")
+    [auto] = store.capture_message(ns, correction, source_key="m2").superseded
+    assert auto.old.body == retired and auto.old.status is Status.SUPERSEDED
+    active = {f.body for f in store.facts_in_namespace(ns.id) if f.status is Status.ACTIVE}
+    assert set(standing) <= active and retired not in active
+    if auto.old.body != said.split(",")[0].split(";")[0]:  # split at the correction, not at capture
+        assert [f.body for f in auto.kept] == standing
+        [kept] = auto.kept
+        # where it came from: the original's message, its time, an edge to the original
+        assert kept.passage_id is not None and store.passages([kept.passage_id])[kept.passage_id] == said
+        assert kept.valid_from == auto.old.valid_from
+        assert (kept.id, "derived_from", auto.old.id) in store.edges(kept)
+        assert kept.body in [h.fact.body for h in store.search(ns, standing[0]).hits]
+    # the stale value is nowhere current, and a replay writes nothing
+    assert not any("$100k" in body for body in active)
+    assert store.capture_message(ns, correction, source_key="m2").written == 0
+    assert {f.body for f in store.facts_in_namespace(ns.id) if f.status is Status.ACTIVE} == active
+
+
+def test_a_correction_of_a_value_the_remainder_also_states_retires_it_whole(store: FactStore) -> None:
+    ns = store.root("s")
+    store.capture_message(ns, "The standup is on Monday, at 10am.", source_key="m1")
+    [auto] = store.capture_message(ns, "The standup moved to Tuesday at 11am.", source_key="m2").superseded
+    assert auto.kept == ()
+    assert not any("10am" in f.body for f in store.facts_in_namespace(ns.id) if f.status is Status.ACTIVE)
 
 
 def test_a_sub_agents_return_is_not_stored_beside_its_summary(store: FactStore) -> None:

@@ -266,7 +266,7 @@ def test_a_rule_below_the_precision_bar_proposes_and_a_person_settles(
     monkeypatch.setattr(supersession, "PROPOSING_RULES", frozenset({"strong cue, short messages"}))
     root = store.root("p")
     [old] = store.capture_message(
-        root, "Our budget is $100k per year.", message_id="m1", valid_from=at(0)
+        root, "Our budget is $100k per year, self-hostable.", message_id="m1", valid_from=at(0)
     ).facts
     captured = store.capture_message(
         root, "Correction: our budget is $120k per year.", message_id="m2", valid_from=at(1)
@@ -285,6 +285,8 @@ def test_a_rule_below_the_precision_bar_proposes_and_a_person_settles(
 
     retired = store.settle_proposal(proposal.new, old, accept=True)
     assert retired is not None and retired.status is Status.SUPERSEDED
+    # what the accepted correction does not address stays current, as when capture replaces
+    assert {f.body for f in store.session_facts("p") if f.status is Status.ACTIVE} >= {"self-hostable."}
     assert store.proposals("p") == []
     with pytest.raises(FactNotFoundError):  # settled once
         store.settle_proposal(proposal.new, old, accept=False)

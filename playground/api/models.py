@@ -108,6 +108,9 @@ class Supersession(BaseModel):
     new: FactBrief
     old: FactBrief
     reason: str
+    kept: list[FactBrief] = Field(
+        default_factory=list, description="the parts of old the correction did not address, kept as facts"
+    )
 
 
 class MessageOutcome(BaseModel):

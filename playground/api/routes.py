@@ -143,7 +143,12 @@ def capture_batch(store: FactStore, session_id: str, body: CaptureRequest) -> Ca
             note=c.note,
             facts=[FactBrief.of(f) for f in c.facts],
             superseded=[
-                Supersession(new=FactBrief.of(s.new), old=FactBrief.of(s.old), reason=s.reason)
+                Supersession(
+                    new=FactBrief.of(s.new),
+                    old=FactBrief.of(s.old),
+                    reason=s.reason,
+                    kept=[FactBrief.of(k) for k in s.kept],
+                )
                 for s in c.superseded
             ],
         )

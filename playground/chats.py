@@ -129,7 +129,8 @@ async def mark_deleting(pool: AppPool, chat_id: uuid.UUID) -> str | None:
 async def thread_ids(pool: AppPool, chat_id: uuid.UUID) -> list[str]:
     async with pool.connection() as conn:
         cur = await conn.execute(
-            "SELECT stock_thread_id, beads_thread_id FROM playground.turn_worker WHERE chat_id = %s", (chat_id,)
+            "SELECT stock_thread_id, beads_thread_id FROM playground.turn_worker WHERE chat_id = %s",
+            (chat_id,),
         )
         return [
             tid for row in await cur.fetchall() for tid in (row["stock_thread_id"], row["beads_thread_id"])

@@ -113,7 +113,9 @@ class Runtime:
             return "web search and delegation off (settings)"
         if self.gate is None:
             return f"{' and '.join(wanted)} on" + (
-                " (web search answers in one sentence when the web is unreachable)" if self.settings.web_search else ""
+                " (web search answers in one sentence when the web is unreachable)"
+                if self.settings.web_search
+                else ""
             )
         if self.gate.passed:
             return f"{' and '.join(wanted)} on: {self.gate.reason}"

@@ -67,7 +67,11 @@ def gate_tools(settings: PlaygroundSettings, model: ActiveModel) -> ToolGate | N
     """The smoke gate's tool-call checks on the chosen model (a few calls, once per start), or None
     where nothing depends on them: the gate is off, no lane would get web search or the research
     sub-agent, or the model is the scripted double."""
-    if not settings.tool_gate or model.backend == "scripted" or not (settings.web_search or settings.research):
+    if (
+        not settings.tool_gate
+        or model.backend == "scripted"
+        or not (settings.web_search or settings.research)
+    ):
         return None
     gate = tool_gate(model.chat_model)
     _log.info("tool gate for %s: %s", model.label, gate.reason)
@@ -140,7 +144,9 @@ async def open_runtime(settings: PlaygroundSettings) -> AsyncIterator[Runtime]:
         hub = Hub(db.conninfo_of(pool), poll_seconds=settings.poll_seconds)
         await hub.start()
         stack.push_async_callback(hub.stop)
-        rt = Runtime(settings, pool, facts, stock_store, saver, model, embedder, embedder_note, tools, hub, gate)
+        rt = Runtime(
+            settings, pool, facts, stock_store, saver, model, embedder, embedder_note, tools, hub, gate
+        )
         rt.compile_lanes()
 
         async def run(turn: Any, owner: Any) -> None:

@@ -168,9 +168,19 @@ def test_a_restatement_of_a_folded_line_names_the_line_that_holds_it(store: Fact
         store,
         "restated-then-folded",
         [
-            ("The launch deadline for the mobile app is March 14.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
+            (
+                "The launch deadline for the mobile app is March 14.",
+                Kind.USER_INPUT,
+                Source.PASSIVE_CAPTURE,
+                0,
+            ),
             ("The mobile app launch deadline is March 14.", Kind.SUMMARY, Source.CONCLUDE_TASK, 1),
-            ("The launch deadline for the mobile app is April 2.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 2),
+            (
+                "The launch deadline for the mobile app is April 2.",
+                Kind.USER_INPUT,
+                Source.PASSIVE_CAPTURE,
+                2,
+            ),
         ],
     )
     old = replace(old, flags=(f"possibly outdated: {new.fact.short_id} is newer",))

@@ -73,7 +73,9 @@ def test_main_reports_and_fails_when_a_check_fails(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(
-        smoke, "select_chat_model", lambda settings: scripted("no tools here", "To remember something.", "It is what it is.", "{}")
+        smoke,
+        "select_chat_model",
+        lambda settings: scripted("no tools here", "To remember something.", "It is what it is.", "{}"),
     )
     assert smoke.main(["--backend", "local"]) == 1
     out = capsys.readouterr().out

@@ -67,7 +67,9 @@ async def test_a_turn_killed_mid_reply_is_resumed_once_without_duplicates(play_d
         time.sleep(0.3)
         app.kill()  # SIGKILL: no shutdown hook runs, no lease is handed back
     assert rows(
-        play_db, "SELECT status, stock_status, beads_status FROM playground.turn_worker WHERE id = %s", (turn_id,)
+        play_db,
+        "SELECT status, stock_status, beads_status FROM playground.turn_worker WHERE id = %s",
+        (turn_id,),
     ) == [("running", "pending", "pending")]
     assert (
         scalar(

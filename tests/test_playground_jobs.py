@@ -86,7 +86,9 @@ async def test_turns_of_a_chat_run_one_at_a_time_in_order(play_db: str) -> None:
             by_turn.setdefault(turn_id, []).append(seq)
         assert all(seqs == list(range(1, len(seqs) + 1)) for seqs in by_turn.values())
     # the two chats did run at the same time
-    spans = rows(play_db, "SELECT min(started_at), max(finished_at) FROM playground.turn_worker GROUP BY chat_id")
+    spans = rows(
+        play_db, "SELECT min(started_at), max(finished_at) FROM playground.turn_worker GROUP BY chat_id"
+    )
     assert spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1]
     done = rows(
         play_db,
@@ -118,7 +120,9 @@ async def test_a_model_that_is_down_fails_its_lane_only(play_db: str) -> None:
         turn = await _one_turn(rt, "Our budget is $100k per year.")
         await await_idle(play_db)
     statuses = rows(
-        play_db, "SELECT stock_status, beads_status, status FROM playground.turn_worker WHERE id = %s", (turn,)
+        play_db,
+        "SELECT stock_status, beads_status, status FROM playground.turn_worker WHERE id = %s",
+        (turn,),
     )
     assert statuses == [("error", "done", "done")]
     [(message,)] = rows(
@@ -169,7 +173,9 @@ async def test_a_turn_interrupted_too_often_is_given_up(play_db: str) -> None:
         submitted = await submit_message(rt.pool, chat.id, "Hello.", "k")
         assert submitted is not None
         async with rt.pool.connection() as conn:
-            await conn.execute("UPDATE playground.turn_worker SET attempts = 1 WHERE id = %s", (submitted.turn_id,))
+            await conn.execute(
+                "UPDATE playground.turn_worker SET attempts = 1 WHERE id = %s", (submitted.turn_id,)
+            )
         await rt.worker.start()
         await await_idle(play_db)
     errors = rows(

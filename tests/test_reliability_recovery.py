@@ -111,7 +111,9 @@ async def test_the_worker_takes_its_liveness_lock_again_after_losing_its_connect
         chat = await create_chat(rt.pool)
         await submit_message(rt.pool, chat.id, STATEMENT, "k")
         await await_idle(play_db)
-    assert rows(play_db, "SELECT attempts FROM playground.turn_worker WHERE chat_id = %s", (chat.id,)) == [(1,)]
+    assert rows(play_db, "SELECT attempts FROM playground.turn_worker WHERE chat_id = %s", (chat.id,)) == [
+        (1,)
+    ]
 
 
 async def test_a_turn_stream_resumed_past_its_end_ends(play_db: str) -> None:
@@ -120,7 +122,9 @@ async def test_a_turn_stream_resumed_past_its_end_ends(play_db: str) -> None:
         submitted = await submit_message(rt.pool, chat.id, STATEMENT, "k")
         assert submitted is not None
         await await_idle(play_db)
-        last = scalar(play_db, "SELECT last_seq FROM playground.turn_worker WHERE id = %s", (submitted.turn_id,))
+        last = scalar(
+            play_db, "SELECT last_seq FROM playground.turn_worker WHERE id = %s", (submitted.turn_id,)
+        )
 
         async def plain(event: Any) -> str:
             return event.kind

@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal, Unpack
 
-from memory.conclusions import is_failure_notice, states_nothing, why_no_answer, without_lead_in
+from memory.conclusions import (
+    acknowledges,
+    is_failure_notice,
+    states_nothing,
+    why_no_answer,
+    without_lead_in,
+)
 from memory.facts import ProvenanceArgs
 from memory.model import CaptureResult, Kind, Namespace, Source
 from memory.store import FactStore
@@ -93,12 +99,15 @@ def capture_answer(
     """Capture a final answer to `asked` as a conclusion under `key`, less a lead-in that only
     announces it; None when it is no answer (memory.conclusions.why_no_answer: among others, one
     that says back one of its turn's `tool_results`, which are memory's own notices or already
-    captured, or that talks of the tools named `tool_names`). Unless `provenance` says otherwise, the
+    captured, or that talks of the tools named `tool_names`), and None when it only acknowledges
+    `asked` by saying it back (memory.conclusions.acknowledges). Unless `provenance` says otherwise, the
     answer acts on the user's behalf."""
     text = without_lead_in(text)
     if why_no_answer(text, asked=asked, tool_results=tool_results, tool_names=tool_names) is not None:
         return None
     if states_nothing(text):  # an answer of one bare word may do for a reply, but states no fact
+        return None
+    if asked and acknowledges(text, asked):  # "Got it, your budget is $100k": the user's claim again
         return None
     return store.remember_result(
         ns,

@@ -24,6 +24,8 @@ import re
 from collections.abc import Iterable, Sequence
 
 from memory.corrections import same_words
+from memory.corrections.vocabulary import word_set
+from memory.splitting import split_message
 
 __all__ = [
     "OPEN_TAG",
@@ -147,6 +149,31 @@ def repeats(answer: str, said: str) -> bool:
         return False
     theirs = set(same_words(said).split())
     return sum(w in theirs for w in words) >= _REPEATED_SHARE * len(words)
+
+
+# who is speaking changes the pronouns, not the claim: "Your budget is $100k" says back "Our budget is
+# $100k"
+_PERSONS = word_set(
+    "i me my mine myself we us our ours ourselves you your yours yourself yourselves im ive youre youve "
+    "were weve m re ve s am are is"
+)
+
+
+def acknowledges(reply: str, said: str) -> bool:
+    """True when `reply` only says back what the user `said` ("Got it! Your budget is $100k per year
+    and it must be self-hostable."): every statement in it is nearly all the user's own words,
+    pronouns aside, and the rest is framing or an offer ("Got it!", "Let me know how I can help!"). Such a reply
+    answers well enough, but it is no conclusion: stored, it would be a second line for each of the
+    user's claims, a version of them that a correction has to retire too."""
+    theirs = set(same_words(said).split()) - _PERSONS
+    claims = [c for c in split_message(reply) if c.kind == "user_input"]
+    if not theirs or not claims:
+        return False
+    for claim in claims:
+        words = [w for w in same_words(claim.text).split() if w not in _PERSONS]
+        if not words or sum(w in theirs for w in words) < _REPEATED_SHARE * len(words):
+            return False
+    return True
 
 
 # a reply about the agent's machinery: "This tool returned ...", "I will call the function ..."

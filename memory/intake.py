@@ -152,10 +152,16 @@ def _outcome(
 
 
 def capture_incoming(
-    store: FactStore, ns: Namespace, message: IncomingMessage, thread_id: str | None, asked: str | None
+    store: FactStore,
+    ns: Namespace,
+    message: IncomingMessage,
+    thread_id: str | None,
+    asked: str | None,
+    asked_text: str = "",
 ) -> Captured:
     """One message, captured as the middleware captures it (memory.capture's policy). `asked` is the
-    id of the user message an assistant's answer replies to, which keys an answer sent without an id."""
+    id of the user message an assistant's answer replies to, which keys an answer sent without an id;
+    `asked_text` its text (an answer that only says it back is no conclusion)."""
     where: dict[str, Any] = {
         "agent_id": ns.agent_id,
         "acting_on_behalf_of": "user",
@@ -168,9 +174,12 @@ def capture_incoming(
         # keyed by its own id when it has one (a client's ids are stable); else as the middleware
         # keys a final answer, by its turn
         key = f"final:{message.message_id}" if message.message_id else answer_key(thread_id, asked)
-        result = capture_answer(store, ns, message.text, key=key, **where)
+        result = capture_answer(store, ns, message.text, key=key, asked=asked_text, **where)
         if result is None:
-            note = "not kept: a tool call written as text, or an error, is no conclusion (memory.conclusions)"
+            note = (
+                "not kept: a tool call written as text, an error, or the user's message said back is no"
+                " conclusion (memory.conclusions)"
+            )
             return _outcome(False, 0, note=note)
     elif message.role == "tool":
         if message.is_error:
@@ -192,10 +201,11 @@ def capture_messages(
     ns = store.root(session_id)
     outcomes = []
     asked: str | None = None
+    asked_text = ""
     for message in messages:
-        outcomes.append(capture_incoming(store, ns, message, thread_id, asked))
+        outcomes.append(capture_incoming(store, ns, message, thread_id, asked, asked_text))
         if message.role == "user":
-            asked = message.message_id
+            asked, asked_text = message.message_id, message.text
     return outcomes
 
 

@@ -106,3 +106,27 @@ def test_the_middleware_keeps_no_answer_that_only_says_a_tool_result_back(store:
     assert [f.body for f in facts if f.source is Source.TOOL_RESULT] == [
         "The office's lease ends in May 2027 per the landlord's letter."
     ]
+
+
+@pytest.mark.parametrize(
+    ("reply", "said", "echo"),
+    [
+        (
+            "Got it! Your budget is $100k per year and it must be self-hostable.",
+            "Our budget is $100k per year. It must be self-hostable.",
+            True,
+        ),
+        ("Noted, you are vegetarian. Anything else I can help with?", "I am vegetarian.", True),
+        (
+            "Your budget is $100k per year, so a self-hosted GitLab fits.",
+            "Our budget is $100k per year.",
+            False,
+        ),
+        ("Noted: you are vegetarian, so I will skip the steakhouse.", "I am vegetarian.", False),
+        ("Noted.", "I am vegetarian.", False),  # says nothing: no echo (and states_nothing keeps it out)
+    ],
+)
+def test_an_acknowledgement_is_the_users_words_said_back(reply: str, said: str, echo: bool) -> None:
+    from memory.conclusions import acknowledges
+
+    assert acknowledges(reply, said) is echo

@@ -141,16 +141,35 @@ INSERT_PASSAGE = (
     "INSERT INTO beads.passages (id, session_id, body) VALUES (%s, %s, %s) ON CONFLICT (id) DO NOTHING"
 )
 
-# One fact row; its own id is its chain's head until something supersedes it. A replay conflicts and
-# returns nothing, which is how insert_facts tells new facts from known ones.
+# The current fact a new one would repeat: the same claim of the same kind, source and speaker, cut
+# from the same message (the same passage, or none), in the same namespace. A message said again as it
+# was, under another key (a chat replayed on new threads), writes nothing new; the same claim inside
+# another message is written, and linked as a restatement (memory.restatements).
+_REPEATED = """
+SELECT e.id FROM beads.facts e
+ WHERE e.namespace_id = %(ns)s AND md5(e.body) = md5(%(body)s) AND e.body = %(body)s
+   AND e.status = 'active' AND e.head_id = e.id
+   AND e.kind = %(kind)s AND e.source = %(source)s
+   AND e.passage_id IS NOT DISTINCT FROM %(passage)s
+   AND e.metadata->>'speaker' IS NOT DISTINCT FROM %(metadata)s::jsonb->>'speaker'
+   AND e.id <> %(id)s"""
+
+_REPEATED_FACT = f"SELECT {FACT_COLUMNS} FROM beads.facts WHERE id = ({_REPEATED} LIMIT 1)"
+
+# One fact row; its own id is its chain's head until something supersedes it. A replay under the same
+# key conflicts, and one under another key finds its repeat (_REPEATED): either returns nothing, which
+# is how insert_facts tells new facts from known ones.
 INSERT_FACT = (
     """
 INSERT INTO beads.facts (id, session_id, namespace_id, kind, source, source_key, agent_id,
     acting_on_behalf_of, body, passage_id, thread_id, message_id, span_start, span_end,
     head_id, valid_from, metadata)
-VALUES (%(id)s, %(session)s, %(ns)s, %(kind)s, %(source)s, %(source_key)s, %(agent)s,
+SELECT %(id)s, %(session)s, %(ns)s, %(kind)s, %(source)s, %(source_key)s, %(agent)s,
     %(behalf)s, %(body)s, %(passage)s, %(thread)s, %(message)s, %(start)s, %(end)s,
-    %(id)s, coalesce(%(valid_from)s, now()), %(metadata)s)
+    %(id)s, coalesce(%(valid_from)s, now()), %(metadata)s
+ WHERE NOT EXISTS ("""
+    + _REPEATED
+    + """)
 ON CONFLICT (id) DO NOTHING
 RETURNING """
     + FACT_COLUMNS
@@ -185,11 +204,23 @@ class QueuedFacts:
 
     ids: list[uuid.UUID]
     inserted: list[psycopg.Cursor[DictRow]]
+    params: list[dict[str, Any]]
 
     def written(self) -> dict[uuid.UUID, Fact]:
         """The facts that were new, as written (in a pipeline, this waits for the server's answer)."""
         rows = [cursor.fetchone() for cursor in self.inserted]
         return {r["id"]: Fact.from_row(r) for r in rows if r is not None}
+
+    def known(self, conn: psycopg.Connection[DictRow], ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, Fact]:
+        """For items of this write that were not new (`ids`), the facts they map to: the same fact
+        written before (a replay under the same key), or the current fact they repeat."""
+        wanted = list(dict.fromkeys(ids))
+        found = {f.id: f for f in get_facts(conn, wanted)}
+        by_id = dict(zip(self.ids, self.params, strict=True))
+        for fid in wanted:
+            if fid not in found and (row := conn.execute(_REPEATED_FACT, by_id[fid]).fetchone()) is not None:
+                found[fid] = Fact.from_row(row)
+        return found
 
 
 def queue_facts(
@@ -216,9 +247,11 @@ def queue_facts(
             pid = passage_id(ns.session_id, item.passage)
             conn.execute(INSERT_PASSAGE, (pid, ns.session_id, item.passage))
             passage_rows[pid] = item.passage_vector
+    params: list[dict[str, Any]] = []
     for item in items:
         fid = fact_id(ns.session_id, ns.id, item.source.value, item.source_key, item.body)
-        inserted.append(conn.execute(INSERT_FACT, fact_params(ns, item, provenance, fid)))
+        params.append(fact_params(ns, item, provenance, fid))
+        inserted.append(conn.execute(INSERT_FACT, params[-1]))
         ids.append(fid)
         # a replay's vector rows conflict and are skipped like its facts
         fact_vectors.append((fid, item.claim_vector))
@@ -227,7 +260,7 @@ def queue_facts(
         conn, embedder_id, [(pid, vec) for pid, vec in passage_rows.items() if vec is not None]
     )
     vectors.mark_written(conn, ns.session_id, embedder_id)
-    return QueuedFacts(ids, inserted)
+    return QueuedFacts(ids, inserted, params)
 
 
 def insert_facts(

@@ -164,17 +164,24 @@ class _PlannedImport:
 class _Written:
     """What one write sent: every item's fact id, the facts it inserted, the supersessions it made."""
 
-    ids: list[uuid.UUID]
+    queued: fact_sql.QueuedFacts
     new: dict[uuid.UUID, Fact]
     auto: list[AutoSupersession]
 
+    @property
+    def ids(self) -> list[uuid.UUID]:
+        return self.queued.ids
+
     def result(self, conn: psycopg.Connection[DictRow]) -> CaptureResult:
-        """The write as a CaptureResult, once its transaction is done (a replay's facts read back)."""
+        """The write as a CaptureResult, once its transaction is done (a replay's facts read back,
+        and the facts that a message said again repeats)."""
         known = dict(self.new)
         if missing := [i for i in dict.fromkeys(self.ids) if i not in known]:  # a replay: already stored
-            known.update((f.id, f) for f in fact_sql.get_facts(conn, missing))
+            known.update(self.queued.known(conn, missing))
+        # a repeat maps to a fact another item may map to as well: each once, in order
+        facts = {known[i].id: known[i] for i in self.ids if i in known}
         return CaptureResult(
-            facts=tuple(known[i] for i in dict.fromkeys(self.ids) if i in known),
+            facts=tuple(facts.values()),
             written=len(self.new),
             superseded=tuple(a for a in self.auto if not a.proposed),
             proposed=tuple(a for a in self.auto if a.proposed),
@@ -588,7 +595,7 @@ class FactStore:
             restatements.link(
                 conn, ns, list(new.values()), nearest, self.thresholds.relevance_floor, applied.new_heads
             )
-        return _Written(queued.ids, new, applied.done)
+        return _Written(queued, new, applied.done)
 
     def _vectors_written(self) -> None:
         if self.index_in_background:

@@ -68,7 +68,11 @@ def as_vector(values: Sequence[float]) -> Vector:
 
 
 # A replay's vector rows conflict and are skipped, like its facts.
-INSERT_FACT_VECTOR = "INSERT INTO beads.fact_vectors (embedder_id, fact_id, embedding) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING"
+# only for a fact that was written: a repeated claim's insert wrote none (memory.facts.INSERT_FACT)
+INSERT_FACT_VECTOR = (
+    "INSERT INTO beads.fact_vectors (embedder_id, fact_id, embedding)"
+    " SELECT %s, f.id, %s FROM beads.facts f WHERE f.id = %s ON CONFLICT DO NOTHING"
+)
 INSERT_PASSAGE_VECTOR = (
     "INSERT INTO beads.passage_vectors (embedder_id, passage_id, embedding) VALUES (%s, %s, %s) "
     "ON CONFLICT DO NOTHING"
@@ -81,7 +85,7 @@ def write_fact_vectors(
 ) -> None:
     if rows:
         with conn.cursor() as cur:
-            cur.executemany(INSERT_FACT_VECTOR, [(embedder_id, fid, as_vector(vec)) for fid, vec in rows])
+            cur.executemany(INSERT_FACT_VECTOR, [(embedder_id, as_vector(vec), fid) for fid, vec in rows])
 
 
 def write_passage_vectors(

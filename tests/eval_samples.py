@@ -42,7 +42,8 @@ def locomo_sample(filler_sessions: int = 3) -> list[dict]:
     for n in range(2, 2 + filler_sessions):
         conversation[f"session_{n}_date_time"] = f"9:30 am on {n} February, 2023"
         conversation[f"session_{n}"] = [
-            {"speaker": "Ana" if k % 2 else "Ben", "dia_id": f"D{n}:{k + 1}", "text": text}
+            # each session's small talk its own: a message said again word for word writes nothing
+            {"speaker": "Ana" if k % 2 else "Ben", "dia_id": f"D{n}:{k + 1}", "text": f"{text[:-1]} ({n})."}
             for k, text in enumerate(FILLER)
         ]
     qa = [

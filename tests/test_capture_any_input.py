@@ -19,7 +19,7 @@ from memory import clean_text
 from memory.connection import open_pool
 from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.middleware import CAPTURE_EVENT, INJECTION_EVENT, BeadsMemoryMiddleware
-from memory.model import Status
+from memory.model import Kind, Status
 from memory.scripted import ScriptedChatModel
 from memory.splitting import split_message
 from memory.store import CAPTURE_CHUNK_CLAIMS, FactStore
@@ -359,3 +359,62 @@ def test_a_database_never_set_up_says_to_run_setup(empty_db_url: str) -> None:
         store = FactStore(pool, FakeEmbedder())
         with pytest.raises(SchemaMissingError, match=r"run store.setup\(\)"):
             store.session_facts("s")
+
+
+def test_an_acknowledgement_that_says_the_user_back_is_no_conclusion(store: FactStore) -> None:
+    model = ScriptedChatModel(
+        replies=[
+            "Got it! Your budget is $100k per year and it must be self-hostable. Let me know how I can help!",
+            "With $100k a year, a self-hosted GitLab on two servers fits.",
+        ]
+    )
+    agent = create_agent(model, tools=[], middleware=[BeadsMemoryMiddleware(store)])
+    turn(agent, "Our budget is $100k per year. It must be self-hostable.", "t1")
+    turn(agent, "What could we run?", "t2")
+    facts = store.facts_in_namespace(store.root("s").id)
+    # the user's two claims once each; the answer that adds something is a conclusion, the echo is not
+    assert sorted(f.body for f in facts if f.kind is Kind.CONCLUSION) == [
+        "With $100k a year, a self-hosted GitLab on two servers fits."
+    ]
+    assert sum("$100k" in f.body for f in facts if f.kind is Kind.USER_INPUT) == 1
+
+
+def test_a_chat_said_again_on_new_threads_writes_nothing_new(store: FactStore) -> None:
+    chat = [
+        "I'm vegetarian.",
+        "Our budget is $100k per year. It must be self-hostable.",
+        "What's a good name for a cat?",
+    ]
+    ns = store.root("s")
+    first = [
+        store.capture_message(ns, text, message_id=f"run1-{n}", thread_id="a") for n, text in enumerate(chat)
+    ]
+    again = [
+        store.capture_message(ns, text, message_id=f"run2-{n}", thread_id="b") for n, text in enumerate(chat)
+    ]
+    assert [r.written for r in again] == [0, 0, 0]
+    # each says which facts it maps to: the ones the first run wrote
+    assert [[f.id for f in r.facts] for r in again] == [[f.id for f in r.facts] for r in first]
+    assert len(store.facts_in_namespace(ns.id)) == sum(r.written for r in first)
+    # the same claim inside another message is news of its own, and so is the old value said again
+    # once it was replaced
+    assert store.capture_message(ns, "I'm vegetarian. I also cook a lot.", message_id="m3").written == 2
+    store.capture_message(ns, "Correction: our budget is now $120k per year.", message_id="m4")
+    back = store.capture_message(
+        ns, "Our budget is $100k per year. It must be self-hostable.", message_id="m5"
+    )
+    assert back.written == 1  # the budget claim again; the constraint it came with is still current
+    assert [f.body for f in back.facts] == ["Our budget is $100k per year.", "It must be self-hostable."]
+
+
+def test_a_chat_replayed_through_the_middleware_on_new_threads_writes_nothing_new(store: FactStore) -> None:
+    replies = ["Noted, a vegetarian in Lisbon.", "A vegetarian lasagne."]
+    model = ScriptedChatModel(replies=[*replies, *replies])
+    agent = create_agent(model, tools=[], middleware=[BeadsMemoryMiddleware(store)])
+    turn(agent, "I'm vegetarian and I live in Lisbon.", "t1")
+    turn(agent, "What should I cook tonight?", "t2")
+    count = len(store.facts_in_namespace(store.root("s").id))
+    turn(agent, "I'm vegetarian and I live in Lisbon.", "t3")
+    turn(agent, "What should I cook tonight?", "t4")
+    bodies = [f.body for f in store.facts_in_namespace(store.root("s").id)]
+    assert len(bodies) == count and len(set(bodies)) == count

@@ -100,7 +100,9 @@ def one(url: str, size: int, embedder_name: str, limit: str) -> dict[str, Any]:
         Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current resident size
         before = _status("VmRSS")
         start = time.perf_counter()
-        result = store.capture_message(ns, text, max_chars=None if limit == "none" else DEFAULT_MAX_MESSAGE_CHARS)
+        result = store.capture_message(
+            ns, text, max_chars=None if limit == "none" else DEFAULT_MAX_MESSAGE_CHARS
+        )
         seconds = time.perf_counter() - start
         peak = _status("VmHWM")
     return {

@@ -133,7 +133,8 @@ def line_note(hit: Hit, earlier: Sequence[Fact] = ()) -> str:
     if earlier:  # what ranking folded into it: the same, with no link stored
         return replaces
     if shown_as_outdated(hit):
-        return " (an older line: a later one on this disagrees)"
+        # history, not "ignore me": a question about an earlier date needs the earlier value
+        return " (an older line: a later one on this gives a newer value)"
     if hit.demoted:
         return f" (from sub-agent {hit.fact.agent_id})"
     return ""

@@ -225,6 +225,20 @@ _STATING_RELATIVE = re.compile(
     re.IGNORECASE,
 )
 _MIN_STATEMENT_WORDS = 4
+# ... and where a statement hands over to a question of its own: "He has never complained about the
+# noise, will it affect the next shoot?", "I've never read Dune, what should I start with?". Kept
+# whole, the question is a directive, held out of retrieval, and the claim it carries is lost: when
+# the user later says they started the book, the block would show one side of what changed.
+_QUESTION_TAIL = re.compile(
+    r"(?:,|;|\s[-–—])\s+(?:(?:so|but|and)\s+)?"
+    r"(?=(?:what|which|how|where|when|who|why|will|would|is|are|was|does|do|did|should|can|could|"
+    r"has|have|any)\b)",
+    re.IGNORECASE,
+)
+# what opens a supposition, not a statement: "If it rains tomorrow, should we cancel?"
+_SUPPOSING = re.compile(
+    r"^\W*(?:if|unless|when|whenever|whether|suppose|supposing|say|assuming|in case)\b", re.I
+)
 
 
 def _statement_and_request(text: str, start: int, end: int) -> list[tuple[int, int, ClaimKind | None]]:
@@ -239,6 +253,17 @@ def _statement_and_request(text: str, start: int, end: int) -> list[tuple[int, i
             continue
         right = _strip(text, tail.end(), end)
         return [*_stating_relative(text, *left), (*right, None)]
+    if text[start:end].rstrip().endswith("?"):
+        for tail in _QUESTION_TAIL.finditer(text, start, end):
+            left = _strip(text, start, tail.start())
+            stated = text[left[0] : left[1]]
+            if (
+                len(stated.split()) < _MIN_STATEMENT_WORDS
+                or _SUPPOSING.match(stated)
+                or classify(stated) != "user_input"
+            ):
+                continue
+            return [(*left, None), (*_strip(text, tail.end(), end), None)]
     return _stating_relative(text, start, end)
 
 

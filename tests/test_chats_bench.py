@@ -45,7 +45,7 @@ def test_a_block_is_read_as_a_small_model_reads_it() -> None:
     plain = "## Memory\n- (today 09:00) Sync on Tuesdays.\n- (today 10:00) The sync moved to Thursdays."
     assert read_block(plain, CHAT)["first_topical"] == "wrong"
     assert read_block(plain, CHAT)["wrong_as_plain_lines"] == 1
-    marked = "## Memory\n- (today 09:00) Sync on Tuesdays. (an older line: a later one on this disagrees)"
+    marked = "## Memory\n- (today 09:00) Sync on Tuesdays. (an older line: a later one on this gives a newer value)"
     assert read_block(marked, CHAT)["wrong_as_plain_lines"] == 0
 
 

@@ -268,14 +268,20 @@ def test_what_ranking_reads_as_one_slot(a: str, b: str, one_slot: bool) -> None:
             "Correction: our budget is $120k per year.",
             ["self-hostable, and SOC 2 compliant."],
         ),
-        ("The budget is $100k, the deadline is March 1", "The budget is now $120k.", ["the deadline is March 1"]),
+        (
+            "The budget is $100k, the deadline is March 1",
+            "The budget is now $120k.",
+            ["the deadline is March 1"],
+        ),
         # the remainder states a value of the kind the correction changes: it goes too
         ("The standup is on Monday, at 10am.", "The standup moved to Tuesday at 11am.", []),
         # one part only: nothing stands apart
         ("Our budget is $100k per year.", "Correction: our budget is $120k per year.", []),
     ],
 )
-def test_a_correction_leaves_standing_the_parts_it_does_not_address(old: str, new: str, left: list[str]) -> None:
+def test_a_correction_leaves_standing_the_parts_it_does_not_address(
+    old: str, new: str, left: list[str]
+) -> None:
     from memory.corrections.parts import standing
 
     assert [old[a:b] for a, b in standing(old, new)] == left

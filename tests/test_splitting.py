@@ -583,3 +583,42 @@ def test_two_statements_spliced_by_a_comma_are_two_claims(message: str, claims: 
 )
 def test_conjoined_statements_are_cut_and_continuations_kept(message: str, claims: list[str]) -> None:
     assert [c.text for c in split_message(message)] == claims
+
+
+@pytest.mark.parametrize(
+    ("message", "claim", "question"),
+    [
+        (
+            "He has never complained about the noise, will it affect the next shoot?",
+            "He has never complained about the noise",
+            "will it affect the next shoot?",
+        ),
+        (
+            "I started running last month, what shoes should I get?",
+            "I started running last month",
+            "what shoes should I get?",
+        ),
+        (
+            "Given that I have two kids under five, is a road trip to Spain realistic?",
+            "Given that I have two kids under five",
+            "is a road trip to Spain realistic?",
+        ),
+    ],
+)
+def test_a_question_keeps_the_claim_it_carries(message: str, claim: str, question: str) -> None:
+    assert [(c.kind, c.text) for c in split_message(message)] == [
+        ("user_input", claim),
+        ("directive", question),
+    ]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "What is the best way to learn Rust, given that I know Python?",
+        "Can you tell me, is it safe?",
+        "When we land in Rome, where should we eat?",
+    ],
+)
+def test_a_question_that_states_nothing_before_it_asks_stays_whole(message: str) -> None:
+    assert [c.kind for c in split_message(message)] == ["directive"]

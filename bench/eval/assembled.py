@@ -273,7 +273,7 @@ def pack_hits(
                     priority,
                     fact_id=hit.fact.short_id,
                     score=round(hit.score, 4),
-                    # the line says so: "(an older line: a later one on this disagrees)"
+                    # the line says so: "(an older line: a later one on this gives a newer value)"
                     marked_outdated=shown_as_outdated(hit),
                 )
             )

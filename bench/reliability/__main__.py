@@ -216,7 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", choices=SCENARIOS, help="run only these scenarios")
     parser.add_argument("--no-write", action="store_true", help="print the table, write no files")
     parser.add_argument(
-        "--report-only", action="store_true", help="render results/reliability/README.md again from the saved JSON"
+        "--report-only",
+        action="store_true",
+        help="render results/reliability/README.md again from the saved JSON",
     )
     args = parser.parse_args(argv)
     if args.report_only:

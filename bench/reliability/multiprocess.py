@@ -103,7 +103,9 @@ def _queue(apps: list[AppProcess], chats: list[str], messages: dict[str, list[st
 
 
 def _done_turns(db_url: str) -> int:
-    return int(checks.query(db_url, "SELECT count(*) FROM playground.turn_worker WHERE status = 'done'")[0][0])
+    return int(
+        checks.query(db_url, "SELECT count(*) FROM playground.turn_worker WHERE status = 'done'")[0][0]
+    )
 
 
 def run_multiprocess(

@@ -129,6 +129,15 @@ _FRAMING = re.compile(
     r"constraints|requirements|status)"
     r"|for context|for reference|fyi|just fyi|btw|by the way|one more thing|one last thing|also|so|anyway"
     r"|to catch you up|to give you (?:some )?context"
+    # what the user thinks of the help itself, which states nothing about them: "This is really
+    # helpful", "Your advice has been great", "I appreciate your help with this"
+    r"|(?:this|that|your (?:advice|help|suggestions?|tips?|input|answers?|explanations?)|this (?:conversation|chat)|"
+    r"talking (?:to|with) you|you)(?:'s|'ve| is| was| has| have| are)?(?: been)? (?:so |really |super |very |"
+    r"pretty |incredibly |extremely |truly )*(?:helpful|useful|great|a (?:big |huge |great )?help|clear|"
+    r"insightful|informative)(?: so far| already| indeed)*"
+    r"|(?:i |i really |i truly )?appreciate (?:your|the|all your|all the) (?:help|advice|input|time|support|"
+    r"suggestions|tips)(?: (?:with|on) (?:this|that|it))?"
+    r"|(?:that|this|it) (?:really )?(?:helps|helped)(?: (?:a lot|so much|a ton|loads))?"
 )
 # Reactions in a chat: they answer what someone said and state nothing ("Yep!", "That's awesome!",
 # "Congrats again!"). Only words of feeling or assent: "that's wrong" or "so expensive" says something.

@@ -622,3 +622,29 @@ def test_a_question_keeps_the_claim_it_carries(message: str, claim: str, questio
 )
 def test_a_question_that_states_nothing_before_it_asks_stays_whole(message: str) -> None:
     assert [c.kind for c in split_message(message)] == ["directive"]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "This is really helpful, thanks!",
+        "Your advice has been great.",
+        "I appreciate your help with this.",
+        "Great, that helps a lot.",
+        "You have been so helpful!",
+    ],
+)
+def test_what_the_user_thinks_of_the_help_is_framing(sentence: str) -> None:
+    assert split_message(sentence) == []
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The new diet has been pretty helpful so far.",
+        "This app is really helpful for budgeting.",
+        "My physio has been really helpful.",
+    ],
+)
+def test_praise_of_something_else_is_a_claim(sentence: str) -> None:
+    assert [c.text for c in split_message(sentence)] == [sentence]

@@ -85,6 +85,11 @@ class Provenance:
             valid_from=args.get("valid_from"),
         )
 
+    @classmethod
+    def of_fact(cls, fact: Fact) -> Provenance:
+        """The provenance `fact` was written with: for a fact written from it (a part of it kept)."""
+        return cls(fact.agent_id, fact.acting_on_behalf_of, fact.thread_id, fact.message_id, fact.valid_from)
+
 
 def message_facts(
     text: str, source: Source, source_key: str, embed: Callable[[list[str]], Sequence[Sequence[float]]]

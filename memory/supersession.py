@@ -203,14 +203,7 @@ def keep_standing(
         )
         for (a, b), text, vec in zip(spans, texts, vecs, strict=False)
     ]
-    said = Provenance(
-        agent_id=old.agent_id,
-        acting_on_behalf_of=old.acting_on_behalf_of,
-        thread_id=old.thread_id,
-        message_id=old.message_id,
-        valid_from=old.valid_from,
-    )
-    written = fact_sql.queue_facts(conn, ns, items, said, embedder_id).written()
+    written = fact_sql.queue_facts(conn, ns, items, Provenance.of_fact(old), embedder_id).written()
     for fid in written:
         conn.execute(
             "INSERT INTO beads.edges (src, relation, dst, session_id) VALUES (%s, 'derived_from', %s, %s)"

@@ -4,10 +4,11 @@ One database per dataset and embedder holds both memories; a marker table record
 conversation as ingested (its turns, the embedder, this module's capture policy), so a later run skips
 what is already there and re-ingests only a conversation whose fingerprint changed.
 
-The fact graph is written through the same calls the middleware makes: a user turn is captured verbatim
-(`capture_message`, split into claims), as is a tool's result (source tool_result), an assistant turn
-is remembered as one conclusion (one that calls a tool is not captured), each with the
-turn id as `message_id` (how evidence maps facts back to turns) and the turn's time as `valid_from`.
+The fact graph is written as the middleware's capture writes it, through the bulk import
+(`FactStore.import_messages`, the same rows as `capture_message` turn by turn, batched): a user turn is
+captured verbatim (split into claims), as is a tool's result (source tool_result), an assistant turn is
+one conclusion (one that calls a tool is not captured), each with the turn id as `message_id` (how
+evidence maps facts back to turns) and the turn's time as `valid_from`.
 Passive capture never supersedes anything: that is the library's behaviour, measured as it is.
 """
 
@@ -27,7 +28,8 @@ from psycopg.rows import DictRow
 from bench.eval.arms import docstore_namespace
 from bench.eval.conversation import Conversation
 from memory.embedders.cache import CachedEmbedder
-from memory.model import Kind, Namespace, Source
+from memory.importing import ImportMessage
+from memory.model import Namespace
 from memory.splitting import passage_for, split_message
 
 if TYPE_CHECKING:
@@ -109,39 +111,28 @@ def texts_to_embed(conversation: Conversation) -> list[str]:
 def capture_conversation(facts: FactStore, root: Namespace, conversation: Conversation) -> int:
     """Write `conversation`'s turns into `root` as the middleware would; returns the facts written.
 
-    A user turn is captured verbatim (`capture_message`), as is a tool's result (source tool_result);
-    an assistant turn is remembered as one conclusion; a turn that calls a tool is not captured.
+    A user turn is captured verbatim (split into claims), as is a tool's result (source tool_result);
+    an assistant turn is one conclusion; a turn that calls a tool is not captured. Written through
+    `FactStore.import_messages`, which writes the rows capturing each turn in turn would
+    (tests/test_import.py holds them equal), in batches.
     """
     if isinstance(facts.embedder, CachedEmbedder):
-        # one large batch instead of one model call per message: capture_message then hits the cache
+        # one large batch instead of one model call per batch of messages: the import hits the cache
         facts.embedder.embed(texts_to_embed(conversation))
-    written = 0
-    for turn in conversation.turns:
-        if turn.calls_tool:
-            continue  # the middleware captures a tool call's result, not the call
-        if turn.role in ("user", "tool"):
-            written += facts.capture_message(
-                root,
-                turn.text,
-                source=Source.PASSIVE_CAPTURE if turn.role == "user" else Source.TOOL_RESULT,
-                message_id=turn.id,
-                thread_id=turn.session_id,
-                valid_from=turn.timestamp,
-                # two people talk in LoCoMo: one's claim never corrects the other's
-                speaker=turn.speaker if turn.role == "user" else None,
-            ).written
-        else:
-            facts.remember(
-                root,
-                turn.text,
-                kind=Kind.CONCLUSION,
-                source=Source.PASSIVE_CAPTURE,
-                message_id=turn.id,
-                thread_id=turn.session_id,
-                valid_from=turn.timestamp,
-            )
-            written += 1
-    return written
+    messages = [
+        ImportMessage(
+            text=turn.text,
+            role=turn.role,
+            message_id=turn.id,
+            thread_id=turn.session_id,
+            # two people talk in LoCoMo: one's claim never corrects the other's
+            speaker=turn.speaker if turn.role == "user" else None,
+            time=turn.timestamp,
+        )
+        for turn in conversation.turns
+        if not turn.calls_tool  # the middleware captures a tool call's result, not the call
+    ]
+    return facts.import_messages(root, messages).written
 
 
 @dataclass(frozen=True, slots=True)

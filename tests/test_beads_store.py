@@ -7,11 +7,13 @@ against it in tests/test_upstream_store.py."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import psycopg
 import pytest
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime, tool
@@ -22,8 +24,10 @@ from langgraph.store.postgres import PostgresStore
 from langmem import create_manage_memory_tool, create_search_memory_tool
 from psycopg_pool import ConnectionPool
 
-from memory.embedders import MiniLMEmbedder
+from memory.connection import open_pool
+from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.langgraph_store import AsyncBeadsStore, BeadsStore, escape_like, item_text, matches, session_of
+from memory.migrate import migrations, setup
 from memory.model import Kind, Source, Status
 from memory.scripted import ScriptedChatModel, calls, tool_call
 from memory.store import FactStore
@@ -465,3 +469,60 @@ async def test_the_async_store_batches_concurrent_calls(store: FactStore) -> Non
     with pytest.raises(asyncio.InvalidStateError):
         async_store.get(ALICE, "k1")  # a sync call from the event loop's own thread
     assert (await asyncio.to_thread(async_store.get, ALICE, "k1")) is not None
+
+
+def _migrate_to(conn: psycopg.Connection[Any], version: int) -> None:
+    """The library's schema as it stood at `version`, recorded as applied, as `setup` would leave it."""
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.execute("CREATE SCHEMA beads")
+    conn.execute(
+        "CREATE TABLE beads.schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
+        "applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    for m in migrations():
+        if m.version <= version:
+            with conn.transaction():
+                conn.execute(m.sql)  # type: ignore[arg-type]
+                conn.execute("INSERT INTO beads.schema_migrations VALUES (%s, %s)", (m.version, m.name))
+
+
+def test_items_stored_before_item_vectors_are_searchable_after_the_upgrade(empty_db_url: str) -> None:
+    """Before migration 0010 an item was a fact with its item in the metadata and one vector, the
+    fact's own; 0010 added beads.item_vectors, which search scores by. The upgrade copies the old
+    vectors there: the old items are found by similarity, not listed unscored after the rest."""
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
+        _migrate_to(conn, 9)
+    old = {
+        "tea": {"content": "Alice likes green tea in the morning."},
+        "city": {"content": "Alice moved to Austin last spring."},
+        "hidden": {"content": "Put with index=False."},
+    }
+    with open_pool(empty_db_url, min_size=1, max_size=2) as pool:
+        facts = FactStore(pool, FakeEmbedder(64))
+        root = facts.root(session_of(ALICE))
+        for key, value in old.items():  # as BeadsStore's put wrote them then
+            indexed = key != "hidden"
+            facts.remember_result(
+                root,
+                item_text(value, ["$"]) if indexed else json.dumps(value, sort_keys=True),
+                kind=Kind.CONCLUSION,
+                source=Source.REMEMBER_TOOL,
+                source_key=f"store:{key}:{uuid.uuid4().hex}",
+                acting_on_behalf_of="user",
+                metadata={
+                    "store_item": {"key": key, "namespace": list(ALICE), "value": value, "indexed": indexed}
+                },
+            )
+        with pool.connection() as conn:
+            assert setup(conn) == [m.version for m in migrations() if m.version >= 10]
+        beads = BeadsStore(facts)
+        hits = beads.search(ALICE, query="Alice likes green tea in the morning.", limit=10)
+        assert [h.key for h in hits][:2] == ["tea", "city"] and hits[2].key == "hidden"
+        assert hits[0].score == pytest.approx(1.0, abs=1e-6)
+        assert hits[1].score is not None and hits[2].score is None  # index=False stays unscored
+        tea = beads.get(ALICE, "tea")
+        assert tea is not None and tea.value == old["tea"]
+        # an item put after the upgrade ranks among them in the same space
+        beads.put(ALICE, "new", {"content": "Alice moved to Austin last spring!"})
+        ranked = beads.search(ALICE, query="Alice moved to Austin last spring.", limit=2)
+        assert {h.key for h in ranked} == {"city", "new"}

@@ -11,6 +11,7 @@ Exit codes: 0 done, 1 nothing to show (or a refused forget), 2 the database or t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -105,26 +106,72 @@ def first_line(exc: BaseException) -> str:
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
+class StopOnSignals:
+    """SIGTERM (what a client, systemd or Docker sends) and SIGINT run `cleanup` (the pool, and the
+    embedded Postgres this process started, which the signal's default action would leave running),
+    then end the process. Not by unwinding: a stdio server's reader thread blocks on the client's
+    stdin, which a client that sends SIGTERM may hold open, so unwinding could wait for ever. Over
+    HTTP, uvicorn shuts down gracefully first, then raises the signal again with this handler back.
+
+    `held()` defers a signal to the end of a block (starting the embedded server: until its release
+    is on `cleanup`, stopping would leave it running). Python-side, not by blocking the signal with
+    `pthread_sigmask`: that blocks it in the calling thread only, and the kernel hands a process's
+    signal to any thread that does not block it (numpy's BLAS threads, there from the first import),
+    whose C handler then has Python run the handler in the main thread anyway, mid-block."""
+
+    def __init__(self, cleanup: ExitStack) -> None:
+        self.cleanup = cleanup
+        self._holding = False
+        self._pending: int | None = None
+        self._stopping = False
+
+    def install(self) -> StopOnSignals:
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, self._stop)
+        return self
+
+    def _stop(self, signum: int, frame: object) -> None:
+        if self._holding:
+            self._pending = signum
+            return
+        if self._stopping:  # a second signal while the first cleans up: that one finishes the job
+            return
+        self._stopping = True
+        try:
+            self.cleanup.close()
+        finally:
+            os._exit(0)
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        self._holding = True
+        try:
+            yield
+        finally:
+            self._holding = False
+            if self._pending is not None:
+                self._stop(self._pending, None)
+
+
 @contextmanager
 def open_store(
-    url: str | None, embedder_name: str, on_exit: ExitStack | None = None
+    url: str | None, embedder_name: str, stopper: StopOnSignals | None = None
 ) -> Iterator[tuple[FactStore, str]]:
     """A set-up store on `url` (or the library default) and the masked URL it reads. An embedded
     server this started is let go on the way out (the last process out stops it), where pgserver's
-    own hook runs only at a normal interpreter exit; with `on_exit`, that stack lets it go, so that
-    a signal that arrives while the store is still being set up stops it too (stop_on_signals)."""
+    own hook runs only at a normal interpreter exit; with `stopper`, its cleanup stack lets it go,
+    so that a signal that arrives while the store is still being set up stops it too."""
     with ExitStack() as stack:
         try:
             embedder = embedder_from_name(embedder_name)
             settings = MemorySettings()
             if url is None and settings.database_url is None:
                 # a stop signal waits until the server is started and its release is on the stack
-                signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-                try:
+                with stopper.held() if stopper is not None else contextlib.nullcontext():
                     url = start_embedded(settings.pgdata)
-                    (on_exit or stack).callback(release_embedded, settings.pgdata)
-                finally:
-                    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+                    (stopper.cleanup if stopper is not None else stack).callback(
+                        release_embedded, settings.pgdata
+                    )
             url = url or resolve_database_url(settings)
         except (ConfigurationError, DatabaseUnavailableError, MissingExtraError, ValidationError) as exc:
             raise Failure(first_line(exc), 2) from exc
@@ -421,23 +468,6 @@ def consolidate(args: argparse.Namespace, console: Console) -> int:
     return 0
 
 
-def stop_on_signals(cleanup: ExitStack) -> None:
-    """SIGTERM (what a client, systemd or Docker sends) and SIGINT run `cleanup` (the pool, and the
-    embedded Postgres this process started, which the signal's default action would leave running),
-    then end the process. Not by unwinding: a stdio server's reader thread blocks on the client's
-    stdin, which a client that sends SIGTERM may hold open, so unwinding could wait for ever. Over
-    HTTP, uvicorn shuts down gracefully first, then raises the signal again with this handler back."""
-
-    def stop(signum: int, frame: object) -> None:
-        try:
-            cleanup.close()
-        finally:
-            os._exit(0)
-
-    for sig in STOP_SIGNALS:
-        signal.signal(sig, stop)
-
-
 def mcp(args: argparse.Namespace, console: Console) -> int:
     """Serve the memory over MCP (memory.mcp_server) until the client hangs up or a signal stops
     it; nothing on stdout, which is the protocol's own over stdio."""
@@ -446,8 +476,8 @@ def mcp(args: argparse.Namespace, console: Console) -> int:
     except MissingExtraError as exc:
         raise Failure(first_line(exc), 2) from exc
     with ExitStack() as cleanup:
-        stop_on_signals(cleanup)
-        store, _ = cleanup.enter_context(open_store(args.database_url, args.embedder, cleanup))
+        stopper = StopOnSignals(cleanup).install()
+        store, _ = cleanup.enter_context(open_store(args.database_url, args.embedder, stopper))
         try:
             serve(store, transport=args.transport, host=args.host, port=args.port, session_id=args.session)
         except ConfigurationError as exc:

@@ -52,10 +52,13 @@ class BackgroundIndexer:
         if thread is not None and thread is not threading.current_thread():
             thread.join()
 
-    def drain(self) -> int:
-        """Index every pending vector now, in the caller's thread; returns how many."""
-        with self._pool.connection() as conn:
+    def drain(self, conn: psycopg.Connection[DictRow] | None = None) -> int:
+        """Index every pending vector now, in the caller's thread, on `conn` if given (a caller that
+        holds one takes no second from the pool); returns how many."""
+        if conn is not None:
             return _drain(conn, self._batch)
+        with self._pool.connection() as own:
+            return _drain(own, self._batch)
 
     def _run(self) -> None:
         while True:

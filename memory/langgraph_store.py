@@ -531,7 +531,10 @@ class BeadsStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run `ops` in order of kind, as LangGraph's stores do: every read sees the store as it was
         before this batch's puts, and of several puts to one key the last wins. Every read of one
-        kind is one statement (gets) or one each (searches, listings) on one connection."""
+        kind is one statement (gets) or one each (searches, listings), and the whole batch takes one
+        connection from the pool (as PostgresStore's does), whatever its ops: a batch holding one
+        never waits on the pool for another. (ranking="beads" is the exception: its searches are the
+        fact graph's own, which take theirs.)"""
         ops = list(ops)
         for op in ops:
             validate_op_namespace(op)
@@ -556,6 +559,7 @@ class BeadsStore(BaseStore):
         writes = self._prepare(list(puts.values()))
         refresh: list[uuid.UUID] = []
         with self.facts.pool.connection() as conn:
+            self.facts._embedder_id_on(conn)  # the first batch registers the space on this connection
             if gets:
                 for (i, _), got in zip(gets, self._get(conn, [op for _, op in gets], refresh), strict=True):
                     results[i] = got
@@ -567,8 +571,7 @@ class BeadsStore(BaseStore):
                 conn.execute(_REFRESH, (refresh,))
             if writes:
                 self._write(conn, writes)
-        if writes:
-            self.facts._vectors_written()
+                self.facts._vectors_written(conn)
         return results
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:

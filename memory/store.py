@@ -289,7 +289,13 @@ class FactStore:
     def embedder_id(self) -> int:
         if self._embedder_id is None:
             with self._connection() as conn:
-                self._embedder_id = vectors.register_embedder(conn, self.embedder.name, self.embedder.dims)
+                return self._embedder_id_on(conn)
+        return self._embedder_id
+
+    def _embedder_id_on(self, conn: psycopg.Connection[DictRow]) -> int:
+        """`embedder_id`, registered on `conn` the first time (for a caller that holds a connection)."""
+        if self._embedder_id is None:
+            self._embedder_id = vectors.register_embedder(conn, self.embedder.name, self.embedder.dims)
         return self._embedder_id
 
     # -- namespaces --------------------------------------------------------------------------------
@@ -597,11 +603,13 @@ class FactStore:
             )
         return _Written(queued, new, applied.done)
 
-    def _vectors_written(self) -> None:
+    def _vectors_written(self, conn: psycopg.Connection[DictRow] | None = None) -> None:
+        """After a commit that wrote vectors: wake the indexer, or (not in the background) index them
+        now, on `conn` where the caller still holds one."""
         if self.index_in_background:
             self._indexer.poke()
         else:
-            self._indexer.drain()
+            self._indexer.drain(conn)
 
     def index_pending(self) -> int:
         """Move every vector still waiting for the HNSW indexes into them now; returns how many.

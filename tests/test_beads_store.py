@@ -7,23 +7,36 @@ against it in tests/test_upstream_store.py."""
 from __future__ import annotations
 
 import asyncio
+import json
+import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import psycopg
 import pytest
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime, tool
 from langchain_core.messages import HumanMessage
-from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, Item, PutOp, SearchOp
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    InvalidNamespaceError,
+    Item,
+    ListNamespacesOp,
+    PutOp,
+    SearchOp,
+)
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.postgres import PostgresStore
 from langmem import create_manage_memory_tool, create_search_memory_tool
 from psycopg_pool import ConnectionPool
 
-from memory.embedders import MiniLMEmbedder
+from memory.connection import open_pool
+from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.langgraph_store import AsyncBeadsStore, BeadsStore, escape_like, item_text, matches, session_of
+from memory.migrate import migrations, setup
 from memory.model import Kind, Source, Status
 from memory.scripted import ScriptedChatModel, calls, tool_call
 from memory.store import FactStore
@@ -465,3 +478,110 @@ async def test_the_async_store_batches_concurrent_calls(store: FactStore) -> Non
     with pytest.raises(asyncio.InvalidStateError):
         async_store.get(ALICE, "k1")  # a sync call from the event loop's own thread
     assert (await asyncio.to_thread(async_store.get, ALICE, "k1")) is not None
+
+
+def _migrate_to(conn: psycopg.Connection[Any], version: int) -> None:
+    """The library's schema as it stood at `version`, recorded as applied, as `setup` would leave it."""
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.execute("CREATE SCHEMA beads")
+    conn.execute(
+        "CREATE TABLE beads.schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
+        "applied_at timestamptz NOT NULL DEFAULT now())"
+    )
+    for m in migrations():
+        if m.version <= version:
+            with conn.transaction():
+                conn.execute(m.sql)  # type: ignore[arg-type]
+                conn.execute("INSERT INTO beads.schema_migrations VALUES (%s, %s)", (m.version, m.name))
+
+
+def test_items_stored_before_item_vectors_are_searchable_after_the_upgrade(empty_db_url: str) -> None:
+    """Before migration 0010 an item was a fact with its item in the metadata and one vector, the
+    fact's own; 0010 added beads.item_vectors, which search scores by. The upgrade copies the old
+    vectors there: the old items are found by similarity, not listed unscored after the rest."""
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
+        _migrate_to(conn, 9)
+    old = {
+        "tea": {"content": "Alice likes green tea in the morning."},
+        "city": {"content": "Alice moved to Austin last spring."},
+        "hidden": {"content": "Put with index=False."},
+    }
+    with open_pool(empty_db_url, min_size=1, max_size=2) as pool:
+        facts = FactStore(pool, FakeEmbedder(64))
+        root = facts.root(session_of(ALICE))
+        for key, value in old.items():  # as BeadsStore's put wrote them then
+            indexed = key != "hidden"
+            facts.remember_result(
+                root,
+                item_text(value, ["$"]) if indexed else json.dumps(value, sort_keys=True),
+                kind=Kind.CONCLUSION,
+                source=Source.REMEMBER_TOOL,
+                source_key=f"store:{key}:{uuid.uuid4().hex}",
+                acting_on_behalf_of="user",
+                metadata={
+                    "store_item": {"key": key, "namespace": list(ALICE), "value": value, "indexed": indexed}
+                },
+            )
+        with pool.connection() as conn:
+            assert setup(conn) == [m.version for m in migrations() if m.version >= 10]
+        beads = BeadsStore(facts)
+        hits = beads.search(ALICE, query="Alice likes green tea in the morning.", limit=10)
+        assert [h.key for h in hits][:2] == ["tea", "city"] and hits[2].key == "hidden"
+        assert hits[0].score == pytest.approx(1.0, abs=1e-6)
+        assert hits[1].score is not None and hits[2].score is None  # index=False stays unscored
+        tea = beads.get(ALICE, "tea")
+        assert tea is not None and tea.value == old["tea"]
+        # an item put after the upgrade ranks among them in the same space
+        beads.put(ALICE, "new", {"content": "Alice moved to Austin last spring!"})
+        ranked = beads.search(ALICE, query="Alice moved to Austin last spring.", limit=2)
+        assert {h.key for h in ranked} == {"city", "new"}
+
+
+@pytest.mark.parametrize("in_background", [False, True], ids=["indexing-inline", "indexing-in-background"])
+@pytest.mark.parametrize("history", [False, True], ids=["replace", "history"])
+async def test_abatch_takes_one_connection_from_the_pool_whatever_its_ops(
+    pool: ConnectionPool, in_background: bool, history: bool
+) -> None:
+    """What LangGraph's test_abatch_uses_single_pool_checkout asks of AsyncPostgresStore (counting its
+    private pool helper, so it is an expected failure upstream), held here on a real pool: one
+    checkout per batch, gets, searches, listings, puts and deletes together, the first batch (which
+    registers the vector space) included. With indexing in the background the indexer's thread
+    takes its own connection, off the batch; it is not counted."""
+    facts = FactStore(pool, FakeEmbedder(64), index_in_background=in_background)
+    beads = BeadsStore(facts, history=history)
+    checkouts: list[str] = []
+    getconn = pool.getconn
+
+    def counting(timeout: float | None = None) -> Any:
+        if threading.current_thread().name != "beads-indexer":
+            checkouts.append(threading.current_thread().name)
+        return getconn(timeout)
+
+    pool.getconn = counting  # type: ignore[method-assign]
+    try:
+        batches: list[list[Any]] = [
+            [PutOp(ALICE, "tea", {"content": "Alice likes tea."}), PutOp(BOB, "x", {"content": "Bob."})],
+            [
+                GetOp(ALICE, "tea"),
+                SearchOp(("users",), query="tea", limit=5),
+                SearchOp(("users",), filter={"content": "Bob."}),
+                ListNamespacesOp(match_conditions=(), max_depth=2),
+                PutOp(ALICE, "tea", {"content": "Alice likes green tea."}),  # replaces (or supersedes)
+                PutOp(BOB, "x", None),  # a delete
+            ],
+            [GetOp(ALICE, "tea"), GetOp(BOB, "x")],
+        ]
+        results = []
+        for ops in batches:
+            before = len(checkouts)
+            results.append(await beads.abatch(ops))
+            assert len(checkouts) - before == 1, (ops, checkouts[before:])
+    finally:
+        pool.getconn = getconn  # type: ignore[method-assign]
+        facts.close()
+    got, bob = results[2]
+    assert got is not None and got.value == {"content": "Alice likes green tea."} and bob is None
+    assert [h.key for h in results[1][1]][:1] == ["tea"] and results[1][3] == [
+        ("users", "alice"),
+        ("users", "bob"),
+    ]

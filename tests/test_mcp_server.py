@@ -467,11 +467,19 @@ def test_sigterm_stops_the_embedded_postgres_the_server_started(transport: str, 
         deadline = time.monotonic() + 120
         while (pid := postmaster_pid(pgdata)) is None or (transport == "http" and not _listening(port)):
             assert process.poll() is None, process.stderr.read() if process.stderr else ""
-            assert time.monotonic() < deadline, "the server did not start"
+            # a failure says which wait ran out, so that a slow machine is told from a lost signal
+            assert time.monotonic() < deadline, (
+                f"the server did not start in 120 s (postgres {'ready' if pid else 'not ready'}): "
+                + _stderr_after_kill(process)
+            )
             time.sleep(0.2)
         # no wait for the store to be set up: a signal then must stop the server too
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=60) in (0, -signal.SIGTERM)
+        try:
+            code = process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running 60 s after SIGTERM: {_stderr_after_kill(process)}")
+        assert code in (0, -signal.SIGTERM), _stderr_after_kill(process)
         deadline = time.monotonic() + 30
         while alive(pid):
             assert time.monotonic() < deadline, "the embedded postgres is still running"
@@ -485,6 +493,57 @@ def test_sigterm_stops_the_embedded_postgres_the_server_started(transport: str, 
             process.stderr.close()
         if (left := postmaster_pid(pgdata)) is not None and alive(left):
             psutil.Process(left).terminate()
+
+
+def _stderr_after_kill(process: subprocess.Popen[bytes]) -> str:
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+    return process.stderr.read().decode(errors="replace")[-4000:] if process.stderr else ""
+
+
+# a stop signal that arrives while the embedded Postgres starts: the start as `beads-memory mcp` runs
+# it, with pgserver's start and release replaced by stand-ins that say when they ran
+_SIGNAL_DURING_START = """
+import os, subprocess, sys
+from contextlib import ExitStack
+import numpy  # noqa: F401  (its BLAS threads: threads the kernel may hand the process's signal to)
+import memory.cli as cli
+
+out = open(sys.argv[1], "a", buffering=1)
+
+def start(pgdata):
+    subprocess.run(["kill", "-TERM", str(os.getpid())], check=True)  # arrives mid-start
+    subprocess.run([sys.executable, "-c", "pass"], check=True)  # waiting on a child, as on pg_ctl -w start
+    out.write("started\\n")
+    return "postgresql://nobody@127.0.0.1:9/none"
+
+cli.start_embedded = start
+cli.release_embedded = lambda pgdata: out.write("released\\n")
+with ExitStack() as cleanup:
+    stopper = cli.StopOnSignals(cleanup).install()
+    cleanup.enter_context(cli.open_store(None, "fake-64", stopper))
+out.write("not stopped\\n")
+"""
+
+
+def test_a_stop_signal_during_the_embedded_start_waits_for_its_release(tmp_path: Path) -> None:
+    """The signal is handled once the server is started and its release is on the cleanup stack,
+    whichever thread the kernel hands it to: blocking it with pthread_sigmask held it off the main
+    thread only, and with numpy's threads there the handler ran mid-start and left the server up."""
+    trace = tmp_path / "trace"
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["BEADS_DATA_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", _SIGNAL_DURING_START, str(trace)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert trace.read_text().splitlines() == ["started", "released"]
 
 
 def _listening(port: int) -> bool:

@@ -93,7 +93,9 @@ def _empty_database() -> str:
 NOT_THE_STORE_API = {
     "test_abatch_uses_single_pool_checkout": (
         "counts calls of langgraph.checkpoint.postgres._ainternal.get_connection, PostgresStore's private "
-        "pool helper, which BeadsStore does not use (its abatch also takes one connection per batch)"
+        "pool helper, which BeadsStore does not use; the behaviour it checks (one pool checkout per abatch) "
+        "is held for BeadsStore by tests/test_beads_store.py::"
+        "test_abatch_takes_one_connection_from_the_pool_whatever_its_ops, on a real pool"
     ),
 }
 

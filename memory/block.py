@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.corrections import judge, same_words, says_one_thing
+from memory.corrections import asks_about_earlier, judge, same_words, says_one_thing
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, SearchResult
 from memory.pins import PinnedFact
 from memory.retrieval import RESTATES_FLAG
@@ -147,9 +147,14 @@ _RESTATES = re.compile(re.escape(RESTATES_FLAG) + r" ([0-9a-f]{8})")
 _ECHO_OF = re.compile(re.escape(NOT_THE_USERS) + r": conflicts with the user's fact ([0-9a-f]{8})")
 
 
-def fold(hits: Sequence[Hit]) -> tuple[list[Hit], dict[uuid.UUID, list[Fact]], list[tuple[str, str]]]:
+def fold(
+    hits: Sequence[Hit], *, keep_history: bool = False
+) -> tuple[list[Hit], dict[uuid.UUID, list[Fact]], list[tuple[str, str]]]:
     """The hits a block shows as lines of their own, best first; the older values folded into each
     (by fact id, newest first); and the (short id, reason) of each hit folded or left out.
+    `keep_history`: the question asks how things were (corrections.asks_about_earlier), so an older
+    value keeps its line, with its date, and is not folded into the newest: a timeline is not a run of
+    corrections, and "What was it in March?" needs March's value.
 
     A hit is folded into, or left out for, another line only where that line is shown: a value folded
     into a line that is itself left out (a restatement of a third) would leave the block with neither,
@@ -181,7 +186,8 @@ def fold(hits: Sequence[Hit]) -> tuple[list[Hit], dict[uuid.UUID, list[Fact]], l
         # is due April 20" / "the first sprint is due April 5"). Those pairs keep a line each, the older
         # one tagged.
         if (
-            newer
+            not keep_history
+            and newer
             and newer.group(1) in shown
             and newer.group(1) != sid
             and says_one_thing(hit.fact.body)
@@ -421,7 +427,7 @@ def _lines(
     searches: int,
     now: datetime | None,
 ) -> RetrievedTier:
-    hits, earlier, folded = fold(result.hits)
+    hits, earlier, folded = fold(result.hits, keep_history=asks_about_earlier(result.query))
     thin: dict[uuid.UUID, bool] = {}
     if settings.thin_tokens and hits:
         bodies = count_cached([clip(h.fact.body) for h in hits])
@@ -557,7 +563,7 @@ def render_block(
     shown = passages or {}
     hits: Sequence[Hit] = result.hits
     if earlier is None:
-        hits, earlier, _ = fold(result.hits)
+        hits, earlier, _ = fold(result.hits, keep_history=asks_about_earlier(result.query))
     lines = (
         hit_line(h, shown.get(h.fact.id), now=now, earlier=earlier.get(h.fact.id, ()), style=style)
         for h in hits

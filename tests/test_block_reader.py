@@ -190,3 +190,23 @@ def test_a_restatement_of_a_folded_line_names_the_line_that_holds_it(store: Fact
     assert [f.id for f in earlier[new.fact.id]] == [old.fact.id]
     s_old, s_new = old.fact.short_id, new.fact.short_id
     assert (echo.fact.short_id, f"it restates {s_old}, folded into {s_new}") in gone
+
+
+def test_a_question_about_an_earlier_value_sees_each_value_with_its_date(store: FactStore) -> None:
+    # a run of values in time is history: asked how things were, the block keeps the older lines
+    # (dated, tagged as older) instead of folding them into the newest
+    hits = hits_for(
+        store,
+        "timeline",
+        [
+            ("My A1C is 6.4 this month.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
+            ("My A1C is now 6.1 this month.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 2),
+        ],
+    )
+    ordered = order_same_slot(hits)
+    now = render_block(SearchResult(tuple(ordered), "What is my A1C?", False, 0.9))
+    assert "6.4" not in now and "6.1" in now
+    earlier = render_block(SearchResult(tuple(ordered), "What was my A1C at the start?", False, 0.9))
+    lines = [ln for ln in earlier.splitlines() if "A1C" in ln]
+    assert len(lines) == 2 and "6.1" in lines[0] and "6.4" in lines[1], earlier
+    assert "an older line" in lines[1] and "replaces an earlier value" not in earlier

@@ -285,3 +285,21 @@ def test_a_correction_leaves_standing_the_parts_it_does_not_address(
     from memory.corrections.parts import standing
 
     assert [old[a:b] for a, b in standing(old, new)] == left
+
+
+@pytest.mark.parametrize(
+    ("question", "earlier"),
+    [
+        ("What was my A1C in March?", True),
+        ("What was my original target?", True),
+        ("How has my rent changed since last year?", True),
+        ("What did I weigh before I started the diet?", True),
+        ("What is my current budget?", False),
+        ("What was the name of the restaurant?", False),
+        ("When is the dentist appointment?", False),
+    ],
+)
+def test_a_question_about_how_things_were_is_told_from_one_about_now(question: str, earlier: bool) -> None:
+    from memory.corrections import asks_about_earlier
+
+    assert asks_about_earlier(question) is earlier

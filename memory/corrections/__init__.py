@@ -43,7 +43,7 @@ One module per concept, each using only those before it:
 
 from memory.corrections.alignment import may_share_slot, restates, same_slot
 from memory.corrections.claims import asks, looks_like_code, says_one_thing
-from memory.corrections.cues import is_strong_cue
+from memory.corrections.cues import asks_about_earlier, is_strong_cue
 from memory.corrections.stated_values import Value, names_a_value, values
 from memory.corrections.verdicts import Verdict, judge, states_something
 from memory.corrections.vocabulary import same_words, word_count
@@ -52,6 +52,7 @@ __all__ = [
     "Value",
     "Verdict",
     "asks",
+    "asks_about_earlier",
     "is_strong_cue",
     "judge",
     "looks_like_code",

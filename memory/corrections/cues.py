@@ -170,3 +170,22 @@ def _plain_words(claim: Claim) -> frozenset[str]:
         for w in outside(WORD.finditer(claim.text), spans)
         if w.group(0).lower() not in STOP and w.group(0).lower() not in CUES and len(w.group(0)) > 1
     )
+
+
+# A question about how things were, not how they are: "What was my A1C in March?", "What was my
+# original target?", "How has my rent changed?". Its answer is an older value, or the run of them.
+_ABOUT_EARLIER = re.compile(
+    r"\b(?:initial(?:ly)?|original(?:ly)?|at first|first (?:time|set|planned|started|agreed)|previous(?:ly)?|"
+    r"prior|before (?:i|we|the|my|our|that|it|then|switching|changing|moving)|earlier|used to|back (?:in|when|then)|"
+    r"at the (?:start|beginning)|when (?:i|we) (?:first|started|began)|over time|history|progress(?:ed|ion)?|"
+    r"trend|how (?:has|have|did) .{1,60}\bchange|in (?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)"
+    r"[a-z]*\b|in (?:19|20)\d\d\b|last (?:week|month|year|time)|(?:a|one|two|three|few) (?:weeks?|months?|years?) ago)",
+    re.IGNORECASE,
+)
+
+
+def asks_about_earlier(question: str) -> bool:
+    """Whether `question` asks how something was, or how it changed, rather than how it is: the
+    block then shows the older values on a slot as lines of their own, with their dates, instead of
+    folding them into the newest (memory.block.fold)."""
+    return bool(_ABOUT_EARLIER.search(question))

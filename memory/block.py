@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory.corrections import asks_about_earlier, judge, same_words, says_one_thing
+from memory.corrections.claims import content
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, SearchResult
 from memory.pins import PinnedFact
 from memory.retrieval import RESTATES_FLAG
@@ -66,9 +67,49 @@ NOTHING = "## Memory\nNothing relevant to this request is in memory."
 PINNED_HEADER = "## Pinned\nStanding rules and facts the user pinned: they always apply (current values; ids in brackets):"
 
 
-def clip(text: str, limit: int = MAX_FACT_CHARS) -> str:
+def clip(text: str, limit: int = MAX_FACT_CHARS, query: str = "") -> str:
+    """`text` on one line, cut to `limit` characters. Given the `query` it was recalled for, a long
+    text is cut around its sentence that shares the most words with the query (with its neighbours
+    while they fit), not to its first lines: a long answer's first lines are often its preamble, and
+    what it said about the question is further down."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    if len(text) <= limit:
+        return text
+    if query and (focused := _focused(text, limit, query)) is not None:
+        return focused
+    return text[: limit - 1].rstrip() + "…"
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+
+
+def _focused(text: str, limit: int, query: str) -> str | None:
+    """The run of `text`'s sentences around the one nearest `query` that fits `limit`, marked "…"
+    where it was cut; None when no sentence shares a word with the query, or the first one is it."""
+    asked = content(query)
+    cuts = [0, *(m.end() for m in _SENTENCE_END.finditer(text)), len(text)]
+    sentences = [(cuts[i], cuts[i + 1]) for i in range(len(cuts) - 1)]
+    scores = [len(asked & content(text[a:b])) for a, b in sentences]
+    best = max(range(len(sentences)), key=lambda i: (scores[i], -i))
+    if scores[best] == 0 or best == 0:
+        return None
+    lo = hi = best
+    room = limit - 2  # the two marks
+    while True:  # grow towards the better-scoring neighbour while the run fits
+        grown = [j for j in (lo - 1, hi + 1) if 0 <= j < len(sentences)]
+        grown.sort(key=lambda j: -scores[j])
+        for j in grown:
+            a, b = sentences[min(lo, j)][0], sentences[max(hi, j)][1]
+            if b - a <= room:
+                lo, hi = min(lo, j), max(hi, j)
+                break
+        else:
+            break
+    a, b = sentences[lo][0], sentences[hi][1]
+    piece = text[a:b].strip()
+    if len(piece) > room:
+        piece = piece[: room - 1].rstrip() + "…"
+    return ("… " if a > 0 else "") + piece + (" …" if b < len(text) else "")
 
 
 def shown_as_outdated(hit: Hit) -> bool:
@@ -100,19 +141,20 @@ def hit_line(
     style: LineStyle = LineStyle(),
     body: str | None = None,
     max_chars: int = MAX_FACT_CHARS,
+    query: str = "",
 ) -> str:
     """One retrieved fact as the model reads it: when it was said, its text, and what it is if not
     plainly the user's. With older values on its slot folded into it (`earlier`), or as a linked
     correction, it says it replaces an earlier value, without the earlier words. `passage`: the
     excerpt of its message shown with it; `body`: the whole message, shown instead of the claim cut
-    from it."""
+    from it; `query`: what it was recalled for, which chooses the part of a long text shown (`clip`)."""
     note = line_note(hit, earlier)
     context = f' (in: "{passage}")' if passage else ""
     when = said_when(hit.fact.valid_from, now)
     sid = f"[{hit.fact.short_id}] " if style.ids else ""
     speaker = hit.fact.metadata.get("speaker") if style.speakers else None
     who = f"{speaker}: " if isinstance(speaker, str) and speaker else ""
-    text = clip(hit.fact.body if body is None else body, max_chars)
+    text = clip(hit.fact.body if body is None else body, max_chars, query)
     return f"- {sid}({when}) {who}{text}{note}{context}"
 
 
@@ -477,6 +519,7 @@ def _lines(
                 style=settings.style,
                 body=texts[pid],
                 max_chars=settings.max_chars,
+                query=result.query,
             )
             whole_tokens += count_cached([line])[0]
             lines.append(line)
@@ -525,6 +568,7 @@ def _lines(
                     earlier=earlier.get(fact.id, ()),
                     style=settings.style,
                     max_chars=settings.conclusion_chars if agents else settings.max_chars,
+                    query=result.query,
                 )
             )
         kept.append(hit)

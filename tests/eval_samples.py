@@ -20,7 +20,7 @@ FILLER = [
 ]
 
 
-def locomo_sample(filler_sessions: int = 3) -> list[dict]:
+def locomo_sample(filler_sessions: int = 3, own_filler: bool = False) -> list[dict]:
     first = [
         {"speaker": "Ana", "dia_id": "D1:1", "text": "The name of my grey cat is Pixel."},
         {"speaker": "Ben", "dia_id": "D1:2", "text": "My sister breeds parrots in Lisbon."},
@@ -42,8 +42,13 @@ def locomo_sample(filler_sessions: int = 3) -> list[dict]:
     for n in range(2, 2 + filler_sessions):
         conversation[f"session_{n}_date_time"] = f"9:30 am on {n} February, 2023"
         conversation[f"session_{n}"] = [
-            # each session's small talk its own: a message said again word for word writes nothing
-            {"speaker": "Ana" if k % 2 else "Ben", "dia_id": f"D{n}:{k + 1}", "text": f"{text[:-1]} ({n})."}
+            # `own_filler`: each session's small talk its own (a message said again word for word, as
+            # the same small talk in every session is, writes nothing new)
+            {
+                "speaker": "Ana" if k % 2 else "Ben",
+                "dia_id": f"D{n}:{k + 1}",
+                "text": f"{text[:-1]} ({n})." if own_filler else text,
+            }
             for k, text in enumerate(FILLER)
         ]
     qa = [
@@ -96,9 +101,9 @@ def locomo_sample(filler_sessions: int = 3) -> list[dict]:
     ]
 
 
-def write_locomo(tmp_path: Path, filler_sessions: int = 3) -> Path:
+def write_locomo(tmp_path: Path, filler_sessions: int = 3, own_filler: bool = False) -> Path:
     path = tmp_path / "locomo_sample.json"
-    path.write_text(json.dumps(locomo_sample(filler_sessions)), encoding="utf-8")
+    path.write_text(json.dumps(locomo_sample(filler_sessions, own_filler)), encoding="utf-8")
     return path
 
 

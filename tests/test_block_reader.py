@@ -210,3 +210,19 @@ def test_a_question_about_an_earlier_value_sees_each_value_with_its_date(store: 
     lines = [ln for ln in earlier.splitlines() if "A1C" in ln]
     assert len(lines) == 2 and "6.1" in lines[0] and "6.4" in lines[1], earlier
     assert "an older line" in lines[1] and "replaces an earlier value" not in earlier
+
+
+def test_a_long_text_is_cut_around_what_the_question_asks_not_to_its_first_lines() -> None:
+    from memory.block import clip
+
+    answer = (
+        "Great question! There are a few things to keep in mind when planning a trip. First, think about "
+        "the season. Second, consider your budget carefully. For your knee, the physiotherapist "
+        "recommended avoiding stairs and long hikes for six weeks. Finally, pack light."
+    )
+    focused = clip(answer, 200, "What did the physiotherapist say about my knee?")
+    assert "avoiding stairs and long hikes for six weeks." in focused and len(focused) <= 200
+    assert focused.startswith("… ") and "Great question" not in focused
+    # nothing in common with the question, or no question: its first lines, as before
+    assert clip(answer, 200, "Where do I live?") == clip(answer, 200)
+    assert clip(answer, 200).startswith("Great question!")

@@ -129,11 +129,11 @@ def test_abstention_signal_of_each_retrieving_arm(stores: Stores, tmp_path: Path
 
 
 def test_ingestion_is_cached_by_fingerprint(stores: Stores, tmp_path: Path) -> None:
-    conversation = ingested(stores, load_locomo(write_locomo(tmp_path, filler_sessions=1)))
+    conversation = ingested(stores, load_locomo(write_locomo(tmp_path, filler_sessions=1, own_filler=True)))
     facts_before = len(stores.facts.session_facts(conversation.id))
     assert stores.ingestor.ingest(conversation).cached
     # a changed conversation is re-ingested from scratch
-    changed = load_locomo(write_locomo(tmp_path, filler_sessions=2)).conversations[0]
+    changed = load_locomo(write_locomo(tmp_path, filler_sessions=2, own_filler=True)).conversations[0]
     stats = stores.ingestor.ingest(changed)
     assert not stats.cached and stats.turns == len(changed.turns)
     assert len(stores.facts.session_facts(conversation.id)) > facts_before

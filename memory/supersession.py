@@ -188,7 +188,8 @@ def keep_standing(
     texts = [old.body[a:b] for a, b in spans]
     vecs = list(embed(texts if row["passage"] else [*texts, whole]))
     passage_vector = None if row["passage"] else vecs[-1]
-    offset = old.span[0] if old.span else 0
+    # a span is in its passage's coordinates; a claim that was its whole message is its own passage
+    offset = old.span[0] if row["passage"] and old.span else 0
     items = [
         NewFact(
             body=text,

@@ -287,6 +287,7 @@ def test_a_correction_leaves_standing_what_it_does_not_address(
         # where it came from: the original's message, its time, an edge to the original
         assert kept.passage_id is not None and store.passages([kept.passage_id])[kept.passage_id] == said
         assert kept.valid_from == auto.old.valid_from
+        assert kept.span is not None and said[kept.span[0] : kept.span[1]] == kept.body
         assert (kept.id, "derived_from", auto.old.id) in store.edges(kept)
         assert kept.body in [h.fact.body for h in store.search(ns, standing[0]).hits]
     # the stale value is nowhere current, and a replay writes nothing

@@ -319,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.answers_in is not None:
-        found = answers_in_summary(args.answers_in.read_text(), load_chats(args.chats))
+        chosen = pick(load_chats(args.chats), args.ids) if args.ids else load_chats(args.chats)
+        found = answers_in_summary(args.answers_in.read_text(), chosen)
         for lane, (answers, replies) in found.items():
             print(f"{'ours' if lane == 'beads' else 'stock'}: {answers} of {replies} replies are answers")
         return 0

@@ -289,6 +289,14 @@ def answers_in_summary(summary_md: str, chats: Sequence[Chat]) -> dict[str, tupl
     return {lane: (n[0], n[1]) for lane, n in counts.items()}
 
 
+def pick(chats: Sequence[Chat], ids: Sequence[str]) -> list[Chat]:
+    """The chats named by `ids`, in that order; an id the file does not hold is refused, not skipped."""
+    by_id = {c.id: c for c in chats}
+    if missing := [i for i in ids if i not in by_id]:
+        raise ValueError(f"no chat with id {', '.join(missing)} in this file")
+    return [by_id[i] for i in dict.fromkeys(ids)]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.chats", description=__doc__.split("\n\n")[0])
     parser.add_argument("--chats", type=Path, required=True, help="a JSON Lines file of chats")
@@ -299,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
         help="a model spec (offline, scripted, ollama:<model>, openai:<model>, ...); local and local-1.5b "
         "name the offline models, as earlier runs did",
     )
-    parser.add_argument("--ids", nargs="*", help="only these chats")
+    parser.add_argument(
+        "--ids", nargs="*", help="only these chats, in this order (a run cut short keeps a chosen spread)"
+    )
     parser.add_argument("--report-only", action="store_true", help="rebuild summary.md from rows.jsonl")
     parser.add_argument(
         "--answers-in",
@@ -309,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.answers_in is not None:
-        found = answers_in_summary(args.answers_in.read_text(), load_chats(args.chats))
+        chosen = pick(load_chats(args.chats), args.ids) if args.ids else load_chats(args.chats)
+        found = answers_in_summary(args.answers_in.read_text(), chosen)
         for lane, (answers, replies) in found.items():
             print(f"{'ours' if lane == 'beads' else 'stock'}: {answers} of {replies} replies are answers")
         return 0
@@ -332,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         print(summary(rows, title, command))
         return 0
     every = load_chats(args.chats)  # the rows file keeps every chat already run, whatever --ids picks
-    chats = [c for c in every if c.id in set(args.ids)] if args.ids else every
+    chats = pick(every, args.ids) if args.ids else every
     args.out.mkdir(parents=True, exist_ok=True)
     done = (
         {json.loads(line)["id"]: json.loads(line) for line in rows_path.read_text().splitlines() if line}

@@ -8,7 +8,8 @@ the budget facts our lane injected into its last call in block order, and second
     uv run --extra dev python -m bench.walkthrough --runs 5 --out results/walkthrough
 
 `--stock-store beads` runs the stock lane (the same LangMem tools and prompt) on BeadsStore, LangGraph's
-store API over our fact graph; `--model scripted` runs both lanes on the rule-based model instead.
+store API over our fact graph; `--model scripted` runs both lanes on the rule-based model instead, and
+`--model local-1.5b` on the offline 1.5B (the `local15` extra).
 """
 
 from __future__ import annotations
@@ -103,8 +104,9 @@ def summary(runs: list[dict[str, Any]], flags: str = "") -> str:
         else f"# The guided walkthrough ({flags})",
         "",
         f"`uv run --extra dev python -m bench.walkthrough --runs {len(runs)}{' ' + flags if flags else ''}`: the app "
-        "on its defaults with no Ollama (the offline model, MiniLM, web search and the research sub-agent on), "
-        "but for the options given, in headless Chromium.",
+        "on its defaults with no Ollama (the offline model, MiniLM, web search and the research sub-agent asked "
+        "for; the tool gate leaves both out for a model that fails its checks)"
+        f"{', but for the options given' if flags else ''}, in headless Chromium.",
         "",
         f"- our lane answered in words with $120k and not $100k: **{ours} of {len(runs)}**",
         f"- the first budget fact in our lane's last block was the $120k one: **{first} of {len(runs)}**",
@@ -136,9 +138,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=Path("results/walkthrough"))
     parser.add_argument("--report-only", action="store_true", help="rebuild summary.md from runs.jsonl")
     parser.add_argument("--stock-store", choices=("postgres", "beads"), default="postgres")
-    parser.add_argument("--model", choices=("local", "scripted"), default="local")
+    parser.add_argument(
+        "--model",
+        choices=("local", "local-1.5b", "scripted"),
+        default="local",
+        help="local: the offline default (0.5B); local-1.5b: the offline 1.5B (the local15 extra)",
+    )
     args = parser.parse_args(argv)
-    settings = {"stock_store": args.stock_store, "model_backend": args.model}
+    settings: dict[str, Any] = {"stock_store": args.stock_store, "model_backend": args.model}
+    if args.model == "local-1.5b":
+        settings.update(model_backend="local", local_model="qwen2.5-coder-1.5b")
     flags = " ".join(
         f"--{name.replace('_', '-')} {value}"
         for name, value, default in (

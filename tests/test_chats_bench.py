@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.chats import Chat, load_chats, main, names, read_block, read_reply, run_chat
+from bench.chats import Chat, load_chats, main, names, pick, read_block, read_reply, run_chat
 from bench.reliability.servers import app_process, create_database, drop_database
 
 CHAT = Chat(
@@ -82,3 +82,10 @@ def test_a_run_of_some_chats_keeps_the_rows_of_the_others(tmp_path: Path) -> Non
     rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
     assert [r["id"] for r in rows] == [first, second]
     assert f"| {first} |" in (tmp_path / "summary.md").read_text()
+
+
+def test_chosen_chats_run_in_the_order_given_and_an_unknown_id_is_refused() -> None:
+    chats = load_chats(Path("bench/data/chats_holdout.jsonl"))
+    assert [c.id for c in pick(chats, ["b17", "b01", "b17", "b05"])] == ["b17", "b01", "b05"]
+    with pytest.raises(ValueError, match="b99"):
+        pick(chats, ["b01", "b99"])

@@ -42,12 +42,12 @@ def locomo_sample(filler_sessions: int = 3, own_filler: bool = False) -> list[di
     for n in range(2, 2 + filler_sessions):
         conversation[f"session_{n}_date_time"] = f"9:30 am on {n} February, 2023"
         conversation[f"session_{n}"] = [
-            # `own_filler`: each session's small talk its own (a message said again word for word, as
-            # the same small talk in every session is, writes nothing new)
+            # `own_filler`: each session says its small talk again in its own way, the same words with
+            # its own punctuation (said again word for word, as by default, it writes nothing new)
             {
                 "speaker": "Ana" if k % 2 else "Ben",
                 "dia_id": f"D{n}:{k + 1}",
-                "text": f"{text[:-1]} ({n})." if own_filler else text,
+                "text": text[:-1] + "!" * (n - 1) if own_filler else text,
             }
             for k, text in enumerate(FILLER)
         ]
@@ -125,8 +125,11 @@ def beam_chat() -> list[dict]:
         [msg(4, "user", "We deploy the tracker on a small VPS in Frankfurt."),
          msg(5, "assistant", "A small VPS is fine for the first release.")],
     ]  # fmt: skip
+    # the assistant says the same thing each time, in its own punctuation (a reply said again word for
+    # word would write nothing new): restatements for consolidation to merge
     second = [
-        [msg(6 + 2 * k, "user", text), msg(7 + 2 * k, "assistant", "Noted.")] for k, text in enumerate(FILLER)
+        [msg(6 + 2 * k, "user", text), msg(7 + 2 * k, "assistant", "Noted" + "!" * (k + 1))]
+        for k, text in enumerate(FILLER)
     ]
     second[0][0]["time_anchor"] = "February-20-2024"
     second.append(

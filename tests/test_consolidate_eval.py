@@ -17,7 +17,9 @@ from bench.eval.runner import ROWS_FILE, RUN_INFO_FILE, Evaluation, RunConfig, r
 
 def config(tmp_path: Path, url: str, **overrides: Any) -> RunConfig:
     settings: dict[str, Any] = {
-        "datasets": [("locomo", write_locomo(tmp_path)), ("beam", write_beam(tmp_path))],
+        # each session says its small talk again in its own words (one said word for word is not stored
+        # twice): restatements for consolidation to merge
+        "datasets": [("locomo", write_locomo(tmp_path, own_filler=True)), ("beam", write_beam(tmp_path))],
         "out_dir": tmp_path / "out",
         "budgets": (60, 200),
         "arms": ("facts",),
@@ -47,7 +49,7 @@ def test_consolidate_merges_in_a_copy_and_never_in_the_shared_ingest(
             copy_url = make_conninfo(pg_server_url, dbname=record.database)
             base_url = make_conninfo(pg_server_url, dbname=base)
             merged = sum(c["archived"] for c in record.consolidation)
-            # the samples repeat their filler lines across sessions: those restatements are merged
+            # the samples restate their filler lines across sessions: those restatements are merged
             assert merged > 0 and archived(copy_url) == merged
             assert archived(base_url) == 0  # the cached ingest other runs reuse is untouched
         rows = read_rows(tmp_path / "out" / ROWS_FILE)

@@ -86,6 +86,11 @@ class InvalidCursorError(BeadsMemoryError, ValueError):
     """That page cursor was not handed out by a listing: start again without one."""
 
 
+class InvalidTextError(BeadsMemoryError, ValueError):
+    """Text that Postgres cannot store as sent (a NUL character, a lone surrogate), where nothing may
+    be cleaned out of it silently: a stored value must come back as it was put."""
+
+
 class NamespaceNotFoundError(BeadsMemoryError):
     """No namespace with that id exists."""
 

@@ -61,9 +61,10 @@ from langgraph.store.base.embed import ensure_embeddings
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from memory import consolidate, revisions, vectors
+from memory import clean_text, consolidate, revisions, vectors
 from memory import facts as fact_sql
 from memory.embedders.base import Embedder, embed_queries
+from memory.errors import InvalidTextError
 from memory.ids import fact_id, namespace_id
 from memory.model import Fact, Source
 from memory.store import FactStore
@@ -208,6 +209,19 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list | tuple):
         return [s for v in value for s in _strings(v)]
     return []
+
+
+def _check_storable(op: PutOp) -> None:
+    """Refuse, naming where, a put whose key, namespace or value holds text Postgres cannot store
+    (memory.clean_text.problem): a store hands back what was put, so nothing is cleaned out of it, and
+    the refusal says why instead of a driver error halfway through the batch."""
+    for where, text in (
+        ("key", op.key),
+        *((f"namespace[{i}]", label) for i, label in enumerate(op.namespace)),
+        *(("a text in the value", text) for text in _strings(dict(op.value or {}))),
+    ):
+        if problem := clean_text.problem(text):
+            raise InvalidTextError(f"{where} {problem}")
 
 
 def item_texts(value: Mapping[str, Any], fields: Sequence[str]) -> list[str]:
@@ -776,6 +790,7 @@ class BeadsStore(BaseStore):
             if op.value is None:
                 writes.append(_Write(op, {}, [], ""))
                 continue
+            _check_storable(op)
             value = json.loads(json.dumps(dict(op.value)))  # what jsonb will hand back, compared as such
             fields = self.fields if op.index is None else tuple(op.index or ())
             texts = item_texts(value, fields) if op.index is not False else []

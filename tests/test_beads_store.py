@@ -585,3 +585,23 @@ async def test_abatch_takes_one_connection_from_the_pool_whatever_its_ops(
         ("users", "alice"),
         ("users", "bob"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("namespace", "key", "value", "where"),
+    [
+        (("docs",), "k", {"text": "hello\x00world"}, "a text in the value"),
+        (("docs",), "k\x00", {"text": "hello"}, "key"),
+        (("docs", "\ud800"), "k", {"text": "hello"}, "namespace[1]"),
+    ],
+)
+def test_text_postgres_cannot_store_is_refused_with_where_it_is(
+    store: FactStore, namespace: tuple[str, ...], key: str, value: dict[str, str], where: str
+) -> None:
+    from memory.errors import InvalidTextError
+
+    beads = BeadsStore(store)
+    with pytest.raises(InvalidTextError, match=where.replace("[", r"\[").replace("]", r"\]")):
+        beads.put(namespace, key, value)
+    beads.put(("docs",), "fine", {"text": "hello world"})  # the store goes on
+    assert beads.get(("docs",), "fine") is not None

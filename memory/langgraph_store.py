@@ -361,27 +361,24 @@ def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) ->
     return all(p == "*" or n == p for n, p in pairs)
 
 
-def _item(row: Mapping[str, Any]) -> Item:
+def _item_fields(row: Mapping[str, Any]) -> dict[str, Any]:
+    """An item row's namespace, key, value and times, as Item and SearchItem take them."""
     meta = row["item"]
-    return Item(
-        namespace=tuple(meta["namespace"]),
-        key=meta["key"],
-        value=meta["value"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
+    return {
+        "namespace": tuple(meta["namespace"]),
+        "key": meta["key"],
+        "value": meta["value"],
+        "created_at": row["created_at"],
+        "updated_at": row["updated_at"],
+    }
+
+
+def _item(row: Mapping[str, Any]) -> Item:
+    return Item(**_item_fields(row))
 
 
 def _search_item(row: Mapping[str, Any], score: float | None) -> SearchItem:
-    meta = row["item"]
-    return SearchItem(
-        namespace=tuple(meta["namespace"]),
-        key=meta["key"],
-        value=meta["value"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        score=score,
-    )
+    return SearchItem(**_item_fields(row), score=score)
 
 
 @dataclass(frozen=True, slots=True)

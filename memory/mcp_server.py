@@ -78,6 +78,23 @@ class Out(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _fact_fields(fact: Fact) -> dict[str, Any]:
+    """What every fact the tools return says of itself: its ids, words, kind, status, source, when it
+    was said and stored, and where (FactOut and HitOut alike)."""
+    return {
+        "id": str(fact.id),
+        "short_id": fact.short_id,
+        "text": fact.body,
+        "kind": fact.kind,
+        "status": fact.status,
+        "source": fact.source,
+        "said_at": fact.valid_from.isoformat(),
+        "recorded_at": fact.recorded_at.isoformat(),
+        "thread_id": fact.thread_id,
+        "message_id": fact.message_id,
+    }
+
+
 class FactOut(Out):
     """One fact, every field a client may sort or filter on."""
 
@@ -99,20 +116,11 @@ class FactOut(Out):
     @classmethod
     def of(cls, fact: Fact, pinned: bool = False) -> "FactOut":
         return cls(
-            id=str(fact.id),
-            short_id=fact.short_id,
-            text=fact.body,
-            kind=fact.kind,
-            status=fact.status,
-            source=fact.source,
+            **_fact_fields(fact),
             current=fact.id == fact.head_id,
             current_id=str(fact.head_id),
             pinned=pinned,
-            said_at=fact.valid_from.isoformat(),
             valid_to=None if fact.valid_to is None else fact.valid_to.isoformat(),
-            recorded_at=fact.recorded_at.isoformat(),
-            thread_id=fact.thread_id,
-            message_id=fact.message_id,
         )
 
 
@@ -153,14 +161,7 @@ class HitOut(Out):
     def of(cls, hit: Hit, pinned: bool) -> "HitOut":
         fact = hit.fact
         return cls(
-            id=str(fact.id),
-            short_id=fact.short_id,
-            text=fact.body,
-            kind=fact.kind,
-            status=fact.status,
-            source=fact.source,
-            said_at=fact.valid_from.isoformat(),
-            recorded_at=fact.recorded_at.isoformat(),
+            **_fact_fields(fact),
             pinned=pinned,
             score=round(hit.score, 4),
             distance=round(hit.distance, 4),
@@ -169,8 +170,6 @@ class HitOut(Out):
             flags=list(hit.flags),
             resolved_from=None if hit.resolved_from is None else FactBrief.of(hit.resolved_from),
             line=hit_line(hit),
-            thread_id=fact.thread_id,
-            message_id=fact.message_id,
         )
 
 

@@ -339,8 +339,39 @@ def _reaction(sentence: str) -> bool:
     return reacted or (len(chunks) == 1 and sentence.rstrip().endswith("!"))
 
 
+# A request to keep a statement in mind hands the statement over: "can you remind me that it's
+# rescheduled to 4:30 PM?", "please note that the API runs on GCP now", "I want you to remember that
+# I'm vegetarian". Held back as a directive, an update told this way is hidden while the value it
+# replaces shows. The words after "that" must read as a clause, not "remember that restaurant?".
+_MEMO = re.compile(
+    r"\b(?:remind (?:me|us)|note|remember|keep in mind|bear in mind|(?:don't|do not|never) forget|"
+    r"make (?:a )?note|take note|be aware)(?: of the fact)?,? that\s+",
+    re.IGNORECASE,
+)
+
+
+def _hands_over_a_statement(sentence: str) -> bool:
+    for memo in _MEMO.finditer(sentence, 0, 400):
+        words = [
+            w.strip(_PUNCT).lower().translate(_QUOTES)
+            for w in sentence[memo.end() : memo.end() + 200].split(None, 5)[:5]
+        ]
+        if not words:
+            continue
+        if (
+            carries_a_value(" ".join(words))
+            or words[0] in _SUBJECTS
+            or words[0] in _DETERMINERS
+            or any(w in _FINITE or w in _SUBJECT_CONTRACTIONS for w in words)
+        ):
+            return True
+    return False
+
+
 def classify(sentence: str) -> ClaimKind:
     """``"directive"`` for a question, a request or instruction, or a stated goal; else ``"user_input"``."""
+    if _hands_over_a_statement(sentence):
+        return "user_input"
     # The last letter, digit or punctuation mark, looking past closing quotes, brackets and emoji.
     last = next((ch for ch in reversed(sentence) if ch.isalnum() or ch in ".!?…;:,"), "")
     if last == "?":

@@ -648,3 +648,32 @@ def test_what_the_user_thinks_of_the_help_is_framing(sentence: str) -> None:
 )
 def test_praise_of_something_else_is_a_claim(sentence: str) -> None:
     assert [c.text for c in split_message(sentence)] == [sentence]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "I'm worried about missing the review, so can you remind me that it's moved to May 3 at 4:30 PM?",
+        "Please note that the API runs on GCP now.",
+        "I want you to remember that I'm vegetarian.",
+        "Can you keep in mind that our budget is $80k from now on?",
+        "Don't forget that the vet appointment is on Friday.",
+    ],
+)
+def test_a_request_to_keep_a_statement_in_mind_is_a_claim(message: str) -> None:
+    # an update told as "remind me that ..." held back as a directive would hide the new value
+    # while the one it replaces still shows
+    assert [(c.kind, c.text) for c in split_message(message)] == [("user_input", message)]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Do you remember that restaurant we went to?",
+        "Can you remind me what time the meeting is?",
+        "Remind me to call the plumber at 5.",
+        "Please note the deadline for me.",
+    ],
+)
+def test_a_reminder_that_hands_over_no_statement_stays_a_directive(message: str) -> None:
+    assert [c.kind for c in split_message(message)] == ["directive"]

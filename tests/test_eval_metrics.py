@@ -138,3 +138,34 @@ def test_word_coverage_is_a_second_abstention_signal_and_both_are_combined_by_ra
     assert f["abstain_auroc"] == 0.5  # scores alone: one positive above both negatives, one below
     assert f["abstain_auroc_coverage"] == 1.0  # every unanswerable one mentions less of its question
     assert f["abstain_auroc_both"] == 1.0
+
+
+def test_an_evidence_turn_is_readable_when_enough_of_it_is_shown() -> None:
+    from bench.eval.metrics import evidence_in_reach
+
+    turn = (
+        "I'm kinda worried about the review with my advisor, so can you remind me that it's been moved "
+        "to March 22 at 4:30 PM? She wants the second chapter by then and I still have the figures to redo."
+    )
+    whole = evidence_in_reach(f"[22 Mar 2024 10:00] user: {turn}", [turn])
+    assert whole == {"evidence_share": 1.0, "evidence_whole": True, "evidence_readable": True}
+    # the claim and the sentence around it: more than half the turn
+    part = evidence_in_reach(
+        "user: so can you remind me that it's been moved to March 22 at 4:30 PM? She "
+        "wants the second chapter by then",
+        [turn],
+    )
+    assert part["evidence_readable"] and not part["evidence_whole"]
+    # a short fact carved from it: recalled, not readable
+    fact = evidence_in_reach("user: moved to March 22 at 4:30 PM", ["something else entirely", turn])
+    assert not fact["evidence_readable"] and 0 < fact["evidence_share"] < 0.5
+    # the turn's words in another order are no run of it
+    assert evidence_in_reach(" ".join(reversed(turn.split())), [turn])["evidence_share"] == 0.0
+    long_turn = " ".join(f"word{i}" for i in range(400))
+    shown = " ".join(f"word{i}" for i in range(100, 160))  # 60 of 400 words, in order
+    assert evidence_in_reach(shown, [long_turn])["evidence_readable"]
+    assert evidence_in_reach("", []) == {
+        "evidence_share": None,
+        "evidence_whole": None,
+        "evidence_readable": None,
+    }

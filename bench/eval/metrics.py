@@ -62,7 +62,50 @@ def word_coverage(window: Window, question: Question) -> float | None:
     return sum(w in present for w in asked) / len(asked)
 
 
-def window_metrics(window: Window, question: Question) -> dict[str, Any]:
+# An evidence turn is within reach of a reader when the window shows it whole, or shows enough of it
+# around the claim to read the claim in its turn (who said it, about what, the question it answered):
+# half of the turn, or at least this many of its words.
+READABLE_SHARE = 0.5
+READABLE_WORDS = 50
+WHOLE_SHARE = 0.9
+_SHINGLE = 5
+
+
+def _shingles(words: Sequence[str]) -> list[tuple[str, ...]]:
+    if len(words) <= _SHINGLE:
+        return [tuple(words)] if words else []
+    return [tuple(words[i : i + _SHINGLE]) for i in range(len(words) - _SHINGLE + 1)]
+
+
+def evidence_in_reach(window_text: str, evidence_texts: Sequence[str]) -> dict[str, Any]:
+    """How much of its best-shown evidence turn the window carries, and whether that turn is whole or
+    readable. Answer words count a reference's words anywhere in the window; this counts the turn's
+    own words shown in runs of five in order (a fact is a verbatim slice of its turn, so a claim shows
+    the runs inside it, and the passage shown around it adds its own)."""
+    if not evidence_texts:
+        return {"evidence_share": None, "evidence_whole": None, "evidence_readable": None}
+    shown = set(_shingles(_WORD.findall(window_text.lower())))
+    share, words = 0.0, 0
+    for text in evidence_texts:
+        turn_words = _WORD.findall(text.lower())
+        runs = _shingles(turn_words)
+        if not runs:
+            continue
+        covered = [False] * len(turn_words)
+        for i, run in enumerate(runs):
+            if run in shown:
+                covered[i : i + len(run)] = [True] * len(run)
+        turn_share = sum(covered) / len(covered)
+        if (turn_share, sum(covered)) > (share, words):
+            share, words = turn_share, sum(covered)
+    return {
+        "evidence_share": round(share, 4),
+        "evidence_whole": share >= WHOLE_SHARE,
+        "evidence_readable": share >= READABLE_SHARE or words >= READABLE_WORDS,
+    }
+
+
+def window_metrics(window: Window, question: Question, evidence_texts: Sequence[str] = ()) -> dict[str, Any]:
     """Evidence, knowledge-update and abstention fields of one (question, window) row.
 
     An evidence turn counts as present when the turn itself, or any fact carved from it (the fact's
@@ -80,6 +123,7 @@ def window_metrics(window: Window, question: Question) -> dict[str, Any]:
             hit_any=bool(found),
             hit_all=len(found) == len(evidence),
         )
+        row.update(evidence_in_reach(window.text, evidence_texts))
     else:
         row.update(evidence_found=[], hit_any=None, hit_all=None)
 
@@ -216,6 +260,10 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "evidence_n": sum(1 for r in rows if r.get("hit_any") is not None),
         "recall_any": _mean(r.get("hit_any") for r in rows),
         "recall_all": _mean(r.get("hit_all") for r in rows),
+        # rows from before the figure existed carry none: left out
+        "readable_n": sum(1 for r in rows if r.get("evidence_readable") is not None),
+        "evidence_readable": _mean(r.get("evidence_readable") for r in rows),
+        "evidence_whole": _mean(r.get("evidence_whole") for r in rows),
         "ku_n": len(ku),
         "ku_current_present": _mean(r["ku_current_present"] for r in ku),
         "ku_stale_as_current": _mean(r["ku_stale_as_current"] for r in ku),

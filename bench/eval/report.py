@@ -124,6 +124,8 @@ def _figure_cells(figures: dict[str, Any]) -> list[str]:
         f"{figures['questions']}",
         f"{_pct(figures['recall_any'])} ({figures['evidence_n']})",
         _pct(figures["recall_all"]),
+        _pct(figures["evidence_whole"]) if figures.get("readable_n") else "–",
+        _pct(figures["evidence_readable"]) if figures.get("readable_n") else "–",
         f"{_pct(figures['ku_current_present'])} ({figures['ku_n']})" if figures["ku_n"] else "–",
         _pct(figures["ku_stale_as_current"]) if figures["ku_n"] else "–",
         _pct(figures["ku_stale_turn_unmarked"]) if figures["ku_n"] else "–",
@@ -144,6 +146,8 @@ FIGURE_HEADER = [
     "questions",
     "evidence recall any (n)",
     "recall all",
+    "evidence turn whole",
+    "evidence turn readable",
     "KU current present (n)",
     "KU stale shown as current",
     "KU stale turn unmarked",
@@ -463,6 +467,11 @@ _DEFINITIONS = """## Definitions
 - **evidence recall any / all**: the share of answerable questions with resolvable evidence for which any
   (all) gold evidence turns are in the window, as the turn or as a fact carved from it (fact.message_id =
   turn id). Unanswerable questions are left out.
+- **evidence turn whole / readable**: closer to what a reader needs than recall. Per question, the
+  evidence turn the window shows most of, counted as the turn's own words shown in runs of five in
+  order: *whole* when at least 90% of them are there, *readable* when at least half are, or at least
+  50 of its words (the claim and enough of its turn to read it: who said it, about what, the question
+  it answered). A fact alone from a long turn is recalled but not readable.
 - **KU** (BEAM knowledge updates, `original_info` = stale, `updated_info` = current): *current present*;
   *stale shown as current*: the stale turn (or a fact from it) is in the window and not marked superseded;
   *stale turn unmarked*: a stale turn is in the window and none of its facts is marked (a turn cut into

@@ -223,7 +223,9 @@ def _encode_window(window: Window) -> tuple[list[str] | str, list[str]]:
     return items, [item.turn_id for item in window.items if item.clipped]
 
 
-def build_row(dataset: str, question: Question, window: Window) -> dict[str, Any]:
+def build_row(
+    dataset: str, question: Question, window: Window, view: ConversationView | None = None
+) -> dict[str, Any]:
     encoded, clipped = _encode_window(window)
     row: dict[str, Any] = {
         "dataset": dataset,
@@ -239,7 +241,9 @@ def build_row(dataset: str, question: Question, window: Window) -> dict[str, Any
         row.update(stale_ids=list(question.stale_ids), current_ids=list(question.current_ids))
     if question.current_values:  # what a reader's answer is checked against (answer_scores.update_answer)
         row.update(current_values=list(question.current_values), stale_values=list(question.stale_values))
-    row.update(window_metrics(window, question))
+    turns = view.conversation.turn_by_id if view is not None else {}
+    evidence_texts = [turns[e].text for e in question.evidence_ids if e in turns]
+    row.update(window_metrics(window, question, evidence_texts))
     row.update(window=encoded, clipped=clipped, harness=HARNESS_VERSION)
     if question.stale_ids:  # which of the window's facts it marks outdated: the KU figures can be rechecked
         row["marked_outdated"] = [
@@ -356,7 +360,7 @@ class Evaluation:
                 window = arm.window(view, question, budget)
                 if window.budget is not None and window.tokens > window.budget:
                     raise AssertionError(f"{arm.name} used {window.tokens} tokens of {window.budget}")
-                row = build_row(dataset, question, window)
+                row = build_row(dataset, question, window, view)
                 tag = split_of(self.config.split, question.conversation_id)
                 if tag is not None:
                     row["split"] = tag

@@ -21,7 +21,12 @@ from bench.eval.bootstrap import PairedInterval, paired_bootstrap
 HEADLINE = "beads"
 BASELINES = ("docstore", "bm25")
 # the row field of each figure, and how the report names it
-FIGURES = (("answer_words", "answer words"), ("hit_any", "evidence recall"))
+FIGURES = (
+    ("answer_words", "answer words"),
+    ("hit_any", "evidence recall"),
+    # the evidence turn shown whole, or enough of it to read the claim in its turn (metrics.evidence_in_reach)
+    ("evidence_readable", "evidence readable"),
+)
 MARGIN_PLOT = "margin-by-tier.png"
 
 _TIER_DATASET = re.compile(r"beam-(\d+)([km])")

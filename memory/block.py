@@ -341,6 +341,10 @@ class TierSettings:
     whole_message_tokens: int = 150
     whole_share: float = 1.0
     whole_budget: int = 1 << 30  # for_budget sets it: the tokens whole messages may spend in all
+    # and there, a claim of a message too long to show whole is shown with the part of its message
+    # around it, this share of a line's characters (0: the claim alone): the claim in its turn, which
+    # says who asked what about what, where a claim alone is recalled but cannot be read
+    excerpt_share: float = 0.0
     # claims of one message that each make the block share one line, in the order they were said: the
     # date and speaker are read once, not once a claim. Off: +1.0 point of LoCoMo's answer words at
     # 1,200 tokens on the harness's tune conversations, +0.7 on the held-out ones, where BEAM lost
@@ -358,12 +362,20 @@ class TierSettings:
         if not self.line_share or budget is None:
             return self
         cap = max(self.thin_tokens, int(budget * self.line_share))
-        whole = max(self.message_tokens, cap) if cap >= self.whole_message_tokens else self.message_tokens
+        large = cap >= self.whole_message_tokens
+        whole = max(self.message_tokens, cap) if large else self.message_tokens
+        max_chars = max(MAX_FACT_CHARS, cap * 4)
+        thin, around = self.thin_tokens, self.passage_chars
+        if large and self.excerpt_share:
+            # every claim is thinner than a line: each is shown in its excerpt
+            thin, around = cap, max(1, int(max_chars * self.excerpt_share))
         return replace(
             self,
             message_tokens=whole,
-            max_chars=max(MAX_FACT_CHARS, cap * 4),
+            max_chars=max_chars,
             whole_budget=int(budget * self.whole_share),
+            thin_tokens=thin,
+            passage_chars=around,
         )
 
     def __post_init__(self) -> None:
@@ -371,6 +383,8 @@ class TierSettings:
             raise ValueError("line_tokens and max_k must be at least 1, widen_below at least 0")
         if self.thin_tokens < 0 or self.passage_chars < 1:
             raise ValueError("thin_tokens cannot be negative and passage_chars must be at least 1")
+        if not 0 <= self.excerpt_share <= 1:
+            raise ValueError("excerpt_share is a share of a line: between 0 and 1")
 
 
 @dataclass(frozen=True, slots=True)

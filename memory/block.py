@@ -341,10 +341,12 @@ class TierSettings:
     whole_message_tokens: int = 150
     whole_share: float = 1.0
     whole_budget: int = 1 << 30  # for_budget sets it: the tokens whole messages may spend in all
-    # and there, a claim of a message too long to show whole is shown with the part of its message
-    # around it, this share of a line's characters (0: the claim alone): the claim in its turn, which
-    # says who asked what about what, where a claim alone is recalled but cannot be read
+    # a claim of a message too long to show whole is shown with the part of its message around it,
+    # this share of a line's characters (0: the claim alone), once a line may take `excerpt_from`
+    # tokens: the claim in its turn, which says who asked what about what, where a claim alone is
+    # recalled but cannot be read
     excerpt_share: float = 0.0
+    excerpt_from: int = 0
     # claims of one message that each make the block share one line, in the order they were said: the
     # date and speaker are read once, not once a claim. Off: +1.0 point of LoCoMo's answer words at
     # 1,200 tokens on the harness's tune conversations, +0.7 on the held-out ones, where BEAM lost
@@ -366,7 +368,7 @@ class TierSettings:
         whole = max(self.message_tokens, cap) if large else self.message_tokens
         max_chars = max(MAX_FACT_CHARS, cap * 4)
         thin, around = self.thin_tokens, self.passage_chars
-        if large and self.excerpt_share:
+        if self.excerpt_share and cap >= self.excerpt_from:
             # every claim is thinner than a line: each is shown in its excerpt
             thin, around = cap, max(1, int(max_chars * self.excerpt_share))
         return replace(
@@ -544,13 +546,17 @@ def _lines(
             shown_text, shown_range = excerpt(text, span, settings.passage_chars)
             shown.setdefault(pid, []).append(shown_range)
             excerpts[fact.id] = shown_text
+            # an excerpt a line long is the claim in its turn, shown as the line (the claim is in
+            # it); a thin claim's short excerpt follows the claim, which it is there to explain
+            in_turn = settings.excerpt_share > 0
             lines.append(
                 hit_line(
                     hit,
-                    shown_text,
+                    None if in_turn else shown_text,
                     now=now,
                     earlier=earlier.get(fact.id, ()),
                     style=settings.style,
+                    body=shown_text if in_turn else None,
                     max_chars=settings.max_chars,
                 )
             )

@@ -406,9 +406,11 @@ def test_a_large_budget_shows_a_long_message_whole_and_whole_share_caps_it(store
 
 
 def test_excerpts_show_a_claim_in_its_turn_only_where_a_line_may_hold_a_paragraph() -> None:
-    settings = TierSettings(excerpt_share=0.5)
+    settings = TierSettings(excerpt_share=0.5, excerpt_from=150)
     small = settings.for_budget(1_200)  # a line may take 100 tokens: claims alone, as before
     assert small.thin_tokens == 0
+    everywhere = TierSettings(excerpt_share=0.5).for_budget(1_200)
+    assert everywhere.thin_tokens == 100 and everywhere.passage_chars == 200
     large = settings.for_budget(3_000)  # 250 tokens a line: a claim with 500 characters of its turn
     assert large.thin_tokens == 250 and large.passage_chars == 500 and large.max_chars == 1_000
     assert TierSettings().for_budget(3_000).thin_tokens == 0  # off by default

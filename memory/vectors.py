@@ -45,21 +45,20 @@ def register_embedder(conn: psycopg.Connection[DictRow], name: str, dims: int) -
             # it conflicted, so it is there: embedders are never deleted
             assert row is not None
         embedder_id = int(row["id"])
-        for table in ("fact_vectors", "passage_vectors"):
-            # ids and dims are integers we produced: safe to place in DDL as literals
-            conn.execute(
-                sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS {index} ON beads.{table} "
-                    "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) "
-                    # new rows join the index later, off the write path (migration 0006, index_pending)
-                    "WHERE embedder_id = {eid} AND indexed"
-                ).format(
-                    index=sql.Identifier(f"{table}_hnsw_{embedder_id}"),
-                    table=sql.Identifier(table),
-                    dims=sql.Literal(int(dims)),
-                    eid=sql.Literal(embedder_id),
-                )
+        # ids and dims are integers we produced: safe to place in DDL as literals. Claims only:
+        # passage vectors are read by primary key, never by nearness (migration 0013)
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {index} ON beads.fact_vectors "
+                "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) "
+                # new rows join the index later, off the write path (migration 0006, index_pending)
+                "WHERE embedder_id = {eid} AND indexed"
+            ).format(
+                index=sql.Identifier(f"fact_vectors_hnsw_{embedder_id}"),
+                dims=sql.Literal(int(dims)),
+                eid=sql.Literal(embedder_id),
             )
+        )
     return embedder_id
 
 

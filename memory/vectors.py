@@ -1,8 +1,9 @@
 """Embedding spaces and the vectors stored in them.
 
-Each embedder (name, dims) is registered once and gets its own partial HNSW indexes over the shared
-vector tables; queries name the embedder and cast to its dimension, so the planner uses that index and
-vectors of different spaces are never compared. Embedding happens before a transaction opens, never
+Each embedder (name, dims) is registered once and gets its own partial HNSW index over the shared
+claim vectors (passage vectors are read by primary key only, migration 0013); queries name the
+embedder and cast to its dimension, so the planner uses that index and vectors of different spaces
+are never compared. Embedding happens before a transaction opens, never
 inside one: a slow model must not hold row locks.
 """
 
@@ -147,8 +148,9 @@ UPDATE beads.{table} v SET indexed = true
 
 
 def index_pending(conn: psycopg.Connection[DictRow], batch: int = 128) -> int:
-    """Move up to `batch` vectors per table written since the last call into the HNSW indexes (the
-    UPDATE makes the row match the indexes' predicate); returns how many. Short transactions, and
+    """Move up to `batch` vectors per table written since the last call into the HNSW index (the
+    UPDATE makes a claim's row match the index's predicate; a passage's is marked alike, though no
+    index reads it since migration 0013); returns how many. Short transactions, and
     SKIP LOCKED, so two indexers, or an indexer and a forget, never wait on each other."""
     moved = 0
     for table, key in (("fact_vectors", "fact_id"), ("passage_vectors", "passage_id")):

@@ -28,6 +28,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from psycopg import sql
+
 from bench import writes
 from bench.eval.arms import docstore_namespace
 from bench.eval.ingest import database_name, ensure_database
@@ -37,7 +39,14 @@ from memory import retrieval
 from memory.embedded_postgres import resolve_database_url
 from memory.embedders.base import embed_query
 from memory.embedders.select import embedder_from_name
+from memory.model import Namespace
+from memory.prepared import worth_preparing
 from memory.retrieval import SearchOptions
+from memory.retrieval.hits import search_result
+from memory.retrieval.hnsw import ef_search_for, session_settings_hold, set_hnsw_local
+from memory.retrieval.keywords import known_common_words, remember_common_words
+from memory.retrieval.ranking import rank
+from memory.retrieval.statement import candidate_query
 
 
 def _args() -> argparse.Namespace:
@@ -52,7 +61,75 @@ def _args() -> argparse.Namespace:
     p.add_argument("--embedder", default="minilm")
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--out", type=Path, default=Path("results/long-sessions/search-latency.json"))
+    p.add_argument(
+        "--as-ingested",
+        action="store_true",
+        help="search the chat as an earlier ingestion left it, even where ingestion has changed since"
+        " (its fingerprint differs): search is timed, not what capture writes, and ingesting again"
+        " costs minutes of CPU",
+    )
     return p.parse_args()
+
+
+def time_parts(
+    conn: Any,
+    root: Namespace,
+    texts: list[str],
+    vectors: dict[str, Any],
+    kind_of: dict[str, str],
+    embedder_id: int,
+    dims: int,
+    options: SearchOptions,
+) -> dict[str, dict[str, float]]:
+    """Our search's two steps timed apart, as `memory.retrieval.search` runs them: the candidate
+    statement (built, sent, its rows read) and ranking with the hits made of its rows (pure Python,
+    the same-slot ordering among them), by kind of query."""
+    samples: dict[str, list[float]] = {}
+    for q in texts:
+        t0 = time.perf_counter()
+        common = known_common_words(conn, root.session_id, q, options)
+        statement, params = candidate_query(root, q, vectors[q], embedder_id, dims, options, common)
+        prepare = worth_preparing(conn)
+        if session_settings_hold(conn, ef_search_for(options)):
+            rows = conn.execute(statement, params, prepare=prepare).fetchall()
+        else:
+            with conn.pipeline(), conn.transaction():
+                set_hnsw_local(conn, ef_search_for(options))
+                rows = conn.execute(statement, params, prepare=prepare).fetchall()
+        remember_common_words(conn, root.session_id, options, params, rows)
+        t1 = time.perf_counter()
+        search_result(q, rank(rows, options, q))
+        t2 = time.perf_counter()
+        samples.setdefault(f"statement_{kind_of[q]}s", []).append((t1 - t0) * 1000)
+        samples.setdefault(f"ranking_{kind_of[q]}s", []).append((t2 - t1) * 1000)
+    return {key: writes.summary(s) for key, s in sorted(samples.items())}
+
+
+def plan_summary(
+    conn: Any, root: Namespace, q: str, vector: Any, embedder_id: int, dims: int, options: SearchOptions
+) -> dict[str, float]:
+    """Planning and execution time of our candidate statement for `q`, and the nearest claims' scan's
+    share (figures only: the plan names the query's words)."""
+    common = known_common_words(conn, root.session_id, q, options)
+    statement, params = candidate_query(root, q, vector, embedder_id, dims, options, common)
+    with conn.transaction():
+        set_hnsw_local(conn, ef_search_for(options))
+        row = conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + statement, params).fetchone()
+    [explained] = row["QUERY PLAN"]
+
+    def cte_time(node: dict[str, Any], name: str) -> float | None:
+        if node.get("Subplan Name") == f"CTE {name}":
+            return float(node["Actual Total Time"])
+        found = (cte_time(child, name) for child in node.get("Plans", ()))
+        return next((t for t in found if t is not None), None)
+
+    scan = cte_time(explained["Plan"], "claim_hits")
+    return {
+        "words": float(sum(k.startswith("w") for k in params)),
+        "planning": float(explained["Planning Time"]),
+        "execution": float(explained["Execution Time"]),
+        "nearest_claims_scan": -1.0 if scan is None else scan,
+    }
 
 
 def main() -> None:
@@ -68,11 +145,24 @@ def main() -> None:
     url = ensure_database(server, name)
     users = [t.text for t in conversation.turns if t.role == "user"]
     rng = random.Random(args.seed)
-    texts = rng.sample(users, min(args.queries, len(users))) + [q.question for q in conversation.questions]
+    messages = rng.sample(users, min(args.queries, len(users)))
+    questions = [q.question for q in conversation.questions]
+    texts = messages + questions
+    # a query's kind, to time them apart: a whole user message (BEAM's run to hundreds of words) or
+    # one of the chat's short probing questions
+    kind_of = {q: "message" for q in messages} | {q: "question" for q in questions}
     options = SearchOptions(k=args.k)
     started = time.perf_counter()
     with open_stores(url, embedder) as stores:
-        ingest = stores.ingestor.ingest(conversation)
+        ingested_before = (
+            args.as_ingested
+            and stores.ingestor.conn.execute(
+                "SELECT 1 FROM beads_eval.ingested WHERE conversation_id = %s", (conversation.id,)
+            ).fetchone()
+        )
+        fingerprint_current = stores.ingestor.is_current(conversation)
+        if not ingested_before:
+            stores.ingestor.ingest(conversation)
         root = stores.ingestor.root(conversation.id)
         facts = stores.facts
         namespace = docstore_namespace(conversation.id)
@@ -109,6 +199,7 @@ def main() -> None:
             calls = {"ours": ours, "theirs": theirs}
             for n_round in range(args.rounds):
                 series: dict[str, list[float]] = {"ours": [], "theirs": []}
+                by_kind: dict[str, list[float]] = {}
                 order = texts[:]
                 random.Random(args.seed + n_round).shuffle(order)
                 for i, q in enumerate(order):
@@ -116,22 +207,58 @@ def main() -> None:
                         t0 = time.perf_counter()
                         found = calls[label](conn, q)
                         series[label].append((time.perf_counter() - t0) * 1000)
+                        by_kind.setdefault(f"{label}_{kind_of[q]}s", []).append(series[label][-1])
                         if n_round == 0:
                             hits[label].append(found)
                 figures: dict[str, Any] = {label: writes.summary(s) for label, s in series.items()}
                 figures["ratio_p50"] = figures["ours"]["p50"] / figures["theirs"]["p50"]
                 figures["ratio_p95"] = figures["ours"]["p95"] / figures["theirs"]["p95"]
+                figures["by_kind"] = {key: writes.summary(s) for key, s in sorted(by_kind.items())}
+                for kind in ("messages", "questions"):
+                    for p in ("p50", "p95"):
+                        figures["by_kind"][f"ratio_{kind}_{p}"] = (
+                            figures["by_kind"][f"ours_{kind}"][p] / figures["by_kind"][f"theirs_{kind}"][p]
+                        )
                 rounds.append(figures)
                 print(
                     f"round {n_round + 1}: ours {figures['ours']['p50']:.2f} / {figures['ours']['p95']:.2f} ms, "
                     f"PostgresStore {figures['theirs']['p50']:.2f} / {figures['theirs']['p95']:.2f} ms, "
                     f"ratio p50 {figures['ratio_p50']:.2f}, p95 {figures['ratio_p95']:.2f}"
                 )
-    median = {key: statistics.median(r[key] for r in rounds) for key in ("ratio_p50", "ratio_p95")} | {
-        f"{label}_{p}": statistics.median(r[label][p] for r in rounds)
-        for label in ("ours", "theirs")
-        for p in ("p50", "p95")
-    }
+                for kind in ("messages", "questions"):
+                    o, t = figures["by_kind"][f"ours_{kind}"], figures["by_kind"][f"theirs_{kind}"]
+                    print(
+                        f"  {kind}: ours {o['p50']:.2f} / {o['p95']:.2f} ms, "
+                        f"PostgresStore {t['p50']:.2f} / {t['p95']:.2f} ms"
+                    )
+            parts = time_parts(conn, root, texts, vectors, kind_of, facts.embedder_id, embedder.dims, options)
+            longest = max(messages, key=lambda q: len(q.split()))
+            plans = {
+                label: plan_summary(conn, root, q, vectors[q], facts.embedder_id, embedder.dims, options)
+                for label, q in (("longest_message", longest), ("first_question", questions[0]))
+                if q
+            }
+            for label, plan in plans.items():
+                print(f"  plan of the {label.replace('_', ' ')}: {plan}")
+    median = (
+        {key: statistics.median(r[key] for r in rounds) for key in ("ratio_p50", "ratio_p95")}
+        | {
+            f"{key}": statistics.median(r["by_kind"][key] for r in rounds)
+            for key in rounds[0]["by_kind"]
+            if key.startswith("ratio_")
+        }
+        | {
+            f"{key}_{p}": statistics.median(r["by_kind"][key][p] for r in rounds)
+            for key in rounds[0]["by_kind"]
+            if not key.startswith("ratio_")
+            for p in ("p50", "p95")
+        }
+        | {
+            f"{label}_{p}": statistics.median(r[label][p] for r in rounds)
+            for label in ("ours", "theirs")
+            for p in ("p50", "p95")
+        }
+    )
     result = {
         "conversation": conversation.id,
         "database": name,
@@ -149,7 +276,14 @@ def main() -> None:
             if h
         },
         "ours_short_blocks_dropped_reasons": dict(reasons.most_common()),
-        "ingested_now": not ingest.cached,
+        # ours once more, its two steps timed apart (after the rounds: every cache as warm as theirs)
+        "ours_parts_ms": parts,
+        # EXPLAIN ANALYZE of our candidate statement: its planning, its execution, and the part of
+        # the execution that the nearest claims' scan (the claim_hits CTE) took
+        "ours_plans_ms": plans,
+        "ingested_now": not ingested_before and not fingerprint_current,
+        # False: searched as an earlier ingestion left the chat (--as-ingested)
+        "ingestion_current": fingerprint_current,
         "seconds": round(time.perf_counter() - started, 1),
         "machine": f"{platform.machine()}, {platform.system()}",
     }

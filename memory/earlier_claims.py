@@ -40,6 +40,10 @@ SCANNED = 40
 MESSAGE_CHARS = 1_001
 EF_SEARCH = 40
 
+# Each fact a scan returns, and each vector still waiting for the index, is looked up by primary key
+# (a LATERAL read of at most one row): joined plainly, the planner hashed every fact of the table
+# for the few dozen rows these scans return, a cost that grew with the session (2 ms of a 4 ms scan
+# at 1,100 facts; a bulk import pays it for each of its claims).
 _SCAN = """
     (SELECT {label}::text AS scan, v.fact_id AS id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
        FROM beads.fact_vectors v
@@ -51,9 +55,11 @@ _SCAN = """
     UNION ALL
     (SELECT {label}::text, v.fact_id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
        FROM beads.fact_vectors v
-       JOIN beads.facts f ON f.id = v.fact_id
-      WHERE v.embedder_id = {eid} AND NOT v.indexed AND f.session_id = %(session)s
-        AND f.namespace_id {where} {not_own}
+       CROSS JOIN LATERAL (
+             SELECT 1 FROM beads.facts f
+              WHERE f.id = v.fact_id AND f.session_id = %(session)s AND f.namespace_id {where} {not_own}
+              LIMIT 1) f
+      WHERE v.embedder_id = {eid} AND NOT v.indexed
       ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
       LIMIT {scanned})"""
 
@@ -70,7 +76,7 @@ SELECT nearest.scan, f.id, f.body, left(coalesce(p.body, f.body), {message_chars
        f.source = 'passive_capture' AS restatable
   FROM ({scans}
   ) nearest
-  JOIN beads.facts f ON f.id = nearest.id
+  CROSS JOIN LATERAL (SELECT * FROM beads.facts f WHERE f.id = nearest.id LIMIT 1) f
   LEFT JOIN beads.passages p ON p.id = f.passage_id
  WHERE nearest.sim >= %(min_sim)s AND f.kind = 'user_input' AND f.status <> 'archived'
    AND f.valid_from <= coalesce(%(at)s::timestamptz, now())

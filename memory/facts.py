@@ -236,11 +236,13 @@ def queue_facts(
     embedder_id: int,
     *,
     passages: bool = True,
+    prepare: bool = False,
 ) -> QueuedFacts:
     """Send the statements that write `items` into `ns`, inside the caller's transaction and, where
     it has one, pipeline: nothing here waits for an answer, so capture's own reads can travel in the
     same round trip (FactStore.capture_message). `passages=False`: the items' passage is stored
-    already (a long message's later chunks), and is not sent again."""
+    already (a long message's later chunks), and is not sent again. `prepare`: memory.prepared's
+    verdict, for the INSERT each fact is written with."""
     for item in items:
         check_trust(item.source, item.kind)
     ids: list[uuid.UUID] = []
@@ -256,7 +258,7 @@ def queue_facts(
     for item in items:
         fid = fact_id(ns.session_id, ns.id, item.source.value, item.source_key, item.body)
         params.append(fact_params(ns, item, provenance, fid))
-        inserted.append(conn.execute(INSERT_FACT, params[-1]))
+        inserted.append(conn.execute(INSERT_FACT, params[-1], prepare=prepare))
         ids.append(fid)
         # a replay's vector rows conflict and are skipped like its facts
         fact_vectors.append((fid, item.claim_vector))

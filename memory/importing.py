@@ -5,9 +5,11 @@ claims, ids, passages, edges, supersessions and restatements: the rules see ever
 as they would live), and differs only in how it gets there:
 
 - embedding is batched across many messages (one model call per batch, where capture makes one per
-  message), and
+  message),
 - a batch of messages is written in one transaction with `synchronous_commit` off (one commit, not
-  one durable flush per message; a crash loses at most the last batch, which a rerun writes again).
+  one durable flush per message; a crash loses at most the last batch, which a rerun writes again),
+- the tables it fills are analyzed as they grow (after the first batch, then each time the facts
+  have doubled), so that a new database is not planned as empty until autovacuum reaches it.
 
 A rerun after a kill skips every message whose facts are all stored already, before embedding it,
 so it resumes where the last committed batch ended.

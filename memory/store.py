@@ -59,6 +59,7 @@ from memory.model import (
     Source,
     Status,
 )
+from memory.prepared import forget as forget_prepared
 from memory.prepared import worth_preparing
 from memory.retrieval import SearchOptions
 from memory.splitting import Claim, passage_for, split_message
@@ -411,6 +412,7 @@ class FactStore:
             ns = self.root(ns)
         started = time.perf_counter()
         done = skipped = written = superseded = 0
+        analyzed_at: float | None = None  # the facts the planner's statistics counted at the last ANALYZE
         for batch in batched(messages, batch_messages):
             planned = [self._plan_import(ns, m, max_chars) for m in batch]
             with self._connection() as conn:
@@ -423,7 +425,10 @@ class FactStore:
             texts = list(dict.fromkeys(t for p in todo for t in p.texts()))
             vectors_of = dict(zip(texts, self.embedder.embed(texts), strict=True)) if texts else {}
             with self._connection() as conn:
-                prepare = worth_preparing(conn)
+                # statistics this import made are current (it analyzes again before they are half
+                # the truth, and each ANALYZE plans prepared statements again): the generic plans
+                # memory.prepared guards against are made from them
+                prepare = analyzed_at is not None or worth_preparing(conn)
                 with conn.transaction():
                     # a crash loses at most this batch, which a rerun writes again (its facts are not
                     # all stored): no message needs its own durable flush
@@ -438,6 +443,7 @@ class FactStore:
                             superseded += sum(1 for a in w.auto if not a.proposed)
             if written:
                 self._vectors_written()
+                analyzed_at = self._analyze_grown(analyzed_at)
             done += len(batch)
             if progress is not None:
                 progress(done, written)
@@ -448,6 +454,27 @@ class FactStore:
             superseded=superseded,
             seconds=round(time.perf_counter() - started, 3),
         )
+
+    def _analyze_grown(self, analyzed_at: float | None) -> float:
+        """Statistics for the tables an import fills, each time it has doubled them (and after its
+        first batch, where they had none): what ANALYZE after a bulk load is for. Without them, each
+        claim's nearest-earlier-claims scan in a new database was planned for empty tables, walking
+        every fact of the namespace to find the few vectors waiting for the index (12 ms a scan at
+        900 facts, 1.8 ms analyzed); autovacuum comes too late for an import, which takes seconds.
+        Returns the fact count the statistics now hold."""
+        with self._connection() as conn:
+            row = conn.execute(
+                "SELECT c.reltuples AS planned, (SELECT count(*) FROM beads.facts) AS stored"
+                " FROM pg_class c WHERE c.oid = 'beads.facts'::regclass"
+            ).fetchone()
+            assert row is not None  # the table exists: the batch just wrote into it
+            planned = max(float(row["planned"]), analyzed_at or 0.0)  # -1: never analyzed
+            if planned > 0 and row["stored"] < 2 * planned:
+                return planned
+            conn.execute("ANALYZE beads.facts, beads.fact_vectors, beads.passages, beads.passage_vectors")
+            # statements prepared on the old statistics are planned again; ask anew whether to prepare
+            forget_prepared(conn)
+            return float(row["stored"])
 
     def _plan_import(
         self, ns: Namespace, m: ImportMessage, max_chars: int | Literal["store"] | None
@@ -554,7 +581,9 @@ class FactStore:
         in one round trip, and the edges written after the rules decide travel with what the caller
         sends next (its COMMIT, or the next message of an import)."""
         embedder_id = self.embedder_id
-        queued = fact_sql.queue_facts(conn, ns, items, provenance, embedder_id, passages=not passage_stored)
+        queued = fact_sql.queue_facts(
+            conn, ns, items, provenance, embedder_id, passages=not passage_stored, prepare=prepare
+        )
         checked = [
             earlier_claims.Query(
                 fid,

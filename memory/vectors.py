@@ -1,8 +1,9 @@
 """Embedding spaces and the vectors stored in them.
 
-Each embedder (name, dims) is registered once and gets its own partial HNSW indexes over the shared
-vector tables; queries name the embedder and cast to its dimension, so the planner uses that index and
-vectors of different spaces are never compared. Embedding happens before a transaction opens, never
+Each embedder (name, dims) is registered once and gets its own partial HNSW index over the shared
+claim vectors (passage vectors are read by primary key only, migration 0013); queries name the
+embedder and cast to its dimension, so the planner uses that index and vectors of different spaces
+are never compared. Embedding happens before a transaction opens, never
 inside one: a slow model must not hold row locks.
 """
 
@@ -45,21 +46,20 @@ def register_embedder(conn: psycopg.Connection[DictRow], name: str, dims: int) -
             # it conflicted, so it is there: embedders are never deleted
             assert row is not None
         embedder_id = int(row["id"])
-        for table in ("fact_vectors", "passage_vectors"):
-            # ids and dims are integers we produced: safe to place in DDL as literals
-            conn.execute(
-                sql.SQL(
-                    "CREATE INDEX IF NOT EXISTS {index} ON beads.{table} "
-                    "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) "
-                    # new rows join the index later, off the write path (migration 0006, index_pending)
-                    "WHERE embedder_id = {eid} AND indexed"
-                ).format(
-                    index=sql.Identifier(f"{table}_hnsw_{embedder_id}"),
-                    table=sql.Identifier(table),
-                    dims=sql.Literal(int(dims)),
-                    eid=sql.Literal(embedder_id),
-                )
+        # ids and dims are integers we produced: safe to place in DDL as literals. Claims only:
+        # passage vectors are read by primary key, never by nearness (migration 0013)
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {index} ON beads.fact_vectors "
+                "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) "
+                # new rows join the index later, off the write path (migration 0006, index_pending)
+                "WHERE embedder_id = {eid} AND indexed"
+            ).format(
+                index=sql.Identifier(f"fact_vectors_hnsw_{embedder_id}"),
+                dims=sql.Literal(int(dims)),
+                eid=sql.Literal(embedder_id),
             )
+        )
     return embedder_id
 
 
@@ -148,8 +148,9 @@ UPDATE beads.{table} v SET indexed = true
 
 
 def index_pending(conn: psycopg.Connection[DictRow], batch: int = 128) -> int:
-    """Move up to `batch` vectors per table written since the last call into the HNSW indexes (the
-    UPDATE makes the row match the indexes' predicate); returns how many. Short transactions, and
+    """Move up to `batch` vectors per table written since the last call into the HNSW index (the
+    UPDATE makes a claim's row match the index's predicate; a passage's is marked alike, though no
+    index reads it since migration 0013); returns how many. Short transactions, and
     SKIP LOCKED, so two indexers, or an indexer and a forget, never wait on each other."""
     moved = 0
     for table, key in (("fact_vectors", "fact_id"), ("passage_vectors", "passage_id")):

@@ -118,6 +118,24 @@ def test_an_import_writes_exactly_the_rows_capture_writes(
     assert report.messages == len(SAID) and report.skipped == 0
 
 
+def test_an_import_leaves_the_planner_statistics_of_what_it_wrote(
+    two_stores: tuple[FactStore, FactStore, str, str],
+) -> None:
+    # a new database is planned as empty until autovacuum analyzes it, too late for an import: the
+    # import analyzes the tables it fills itself (its first batch, then each time it doubles them)
+    _, bulk, _, bulk_url = two_stores
+    bulk.import_messages("chat", conversation(), batch_messages=4)
+    with psycopg.connect(bulk_url) as conn:
+        for table in ("facts", "fact_vectors", "passages"):
+            planned, stored = conn.execute(
+                f"SELECT (SELECT reltuples FROM pg_class WHERE oid = 'beads.{table}'::regclass),"
+                f" (SELECT count(*) FROM beads.{table})"
+            ).fetchone()
+            assert 0 < planned <= stored, table
+            if table == "facts":  # analyzed again whenever the import had doubled it
+                assert planned >= stored / 2
+
+
 class StopsAt(FakeEmbedder):
     """Fails on its `n`th call, as a process killed mid-import would stop."""
 

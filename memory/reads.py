@@ -161,6 +161,27 @@ def passage_texts(conn: psycopg.Connection[DictRow], ids: Sequence[uuid.UUID]) -
     return {r["id"]: r["body"] for r in rows}
 
 
+def replaced_spans(
+    conn: psycopg.Connection[DictRow], ids: Sequence[uuid.UUID]
+) -> dict[uuid.UUID, list[tuple[int, int]]]:
+    """Where, in each passage among `ids`, a claim cut from it was replaced (superseded): what no line
+    showing more of the message than its own claim may show again."""
+    if not ids:
+        return {}
+    rows = conn.execute(
+        """
+        SELECT passage_id, span_start, span_end FROM beads.facts
+         WHERE passage_id = ANY(%s) AND status = 'superseded' AND span_start IS NOT NULL
+         ORDER BY passage_id, span_start
+        """,
+        (list(ids),),
+    ).fetchall()
+    spans: dict[uuid.UUID, list[tuple[int, int]]] = {}
+    for r in rows:
+        spans.setdefault(r["passage_id"], []).append((r["span_start"], r["span_end"]))
+    return spans
+
+
 def session_stats(conn: psycopg.Connection[DictRow], session_id: str) -> list[dict[str, object]]:
     """Counts by kind, source and status: what a session stored, at a glance."""
     return conn.execute(

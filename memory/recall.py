@@ -130,6 +130,7 @@ def plan_call(
             lambda tokens: retrieved_fit(tokens, retrieved_header, budget),
             tier,
             now,
+            replaced=store.replaced_spans,
         )
 
     if filled is not None:

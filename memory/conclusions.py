@@ -180,6 +180,9 @@ def acknowledges(reply: str, said: str) -> bool:
 _ABOUT_TOOLS = re.compile(
     r"\b(?:this|the|a|that)\s+(?:tool|function)(?:'s)?\s+(?:call\s+)?(?:returned|returns|was\s+called|"
     r"is\s+called|gave|provided|found|result)\b|\b(?:call(?:ing)?|use|using|invoke)\s+the\s+(?:tool|function)\b"
+    # "This tool does not return any results.", "This is a tool response indicating that ..."
+    r"|\b(?:this|the)\s+(?:tool|function)\s+(?:does|did)\s*(?:not|n't)\s+return\b"
+    r"|\b(?:this|it)\s+(?:is|was)\s+(?:a|the)\s+tool(?:'s)?\s+(?:response|output|result)\b"
     # or a call of a snake_case name: a tool's, whether or not this agent holds it
     r"|\b(?:call(?:ing)?|use|using|invoke|invoking)\s+(?:the\s+)?`?[a-z]+(?:_[a-z]+)+`?",
     re.IGNORECASE,

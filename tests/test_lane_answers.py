@@ -42,6 +42,12 @@ NO_ANSWERS = [
     ("What is our budget?", "the question said back"),
     ("I will call search_memory to find the budget.", "a reply about its tools (search_memory)"),
     ("This tool returned a summary of what you found.", "a reply about its tools"),
+    # the stock lane's last replies in two held-out chats on the offline model
+    ("This tool does not return any results.", "a reply about its tools"),
+    (
+        'This is a tool response indicating that no results were found for the query "chip".',
+        "a reply about its tools",
+    ),
 ]
 ANSWERS = [
     "Our budget is $120k per year.",

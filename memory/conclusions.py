@@ -183,6 +183,11 @@ _ABOUT_TOOLS = re.compile(
     # "This tool does not return any results.", "This is a tool response indicating that ..."
     r"|\b(?:this|the)\s+(?:tool|function)\s+(?:does|did)\s*(?:not|n't)\s+return\b"
     r"|\b(?:this|it)\s+(?:is|was)\s+(?:a|the)\s+tool(?:'s)?\s+(?:response|output|result)\b"
+    # an intention to look in memory, in place of what it holds: "I need to search my long-term
+    # memories for relevant information."
+    r"|\b(?:i|let\s+me)\s+(?:need\s+to\s+|will\s+|'ll\s+|must\s+|should\s+|am\s+going\s+to\s+|"
+    r"'m\s+going\s+to\s+)?(?:search|check|query|look\s+(?:up|through|in|into))\s+my\s+"
+    r"(?:long-term\s+)?memor(?:y|ies)\b"
     # or a call of a snake_case name: a tool's, whether or not this agent holds it
     r"|\b(?:call(?:ing)?|use|using|invoke|invoking)\s+(?:the\s+)?`?[a-z]+(?:_[a-z]+)+`?",
     re.IGNORECASE,

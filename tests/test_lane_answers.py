@@ -48,6 +48,11 @@ NO_ANSWERS = [
         'This is a tool response indicating that no results were found for the query "chip".',
         "a reply about its tools",
     ),
+    # the stock lane's reply in the walkthrough on the offline 1.5B
+    (
+        "To determine our budget per year, I need to search my long-term memories for relevant information.",
+        "a reply about its tools",
+    ),
 ]
 ANSWERS = [
     "Our budget is $120k per year.",
@@ -56,6 +61,7 @@ ANSWERS = [
     "Dallas.",
     "What is our budget? It is $120k per year.",  # the question, then its answer
     "You could use a search tool for that, or ask the vendor.",  # tools as the user's matter
+    "I will check the memory usage of your Redis instance next: it was 1.2 GB on Monday.",
 ]
 
 

@@ -432,9 +432,9 @@ class RetrievedTier:
 
 
 Search = Callable[[int | None], SearchResult]  # k (None: the options' own) -> the search's result
-Passages = Callable[[Sequence[uuid.UUID]], Mapping[uuid.UUID, str]]  # passage ids -> their text
-# passage ids -> the spans of their claims that were replaced (FactStore.replaced_spans)
-Replaced = Callable[[Sequence[uuid.UUID]], Mapping[uuid.UUID, Sequence[tuple[int, int]]]]
+Passages = Callable[
+    [Sequence[uuid.UUID]], Mapping[uuid.UUID, str]
+]  # passage ids -> the text a line may show (FactStore.standing_passages: none holding a replaced claim)
 Fit = Callable[[Sequence[int]], int]  # line token counts -> tokens of the lines that fit the budget
 
 
@@ -445,7 +445,6 @@ def fill_retrieved(
     fit: Fit,
     settings: TierSettings,
     now: datetime | None = None,
-    replaced: Replaced | None = None,
 ) -> RetrievedTier:
     """The retrieved tier's candidates for a budget of `budget` tokens, best first.
 
@@ -457,8 +456,6 @@ def fill_retrieved(
     excerpt already shows is dropped, the reason reported.
     """
     settings = settings.for_budget(budget)
-    if replaced is not None:
-        passages = _without_replaced(passages, replaced)
     if budget is None:
         return _lines(search(None), passages, settings, None, 1, now)
     k = min(settings.max_k, max(1, budget // settings.line_tokens))
@@ -480,19 +477,6 @@ def fill_retrieved(
         if not capped or k >= settings.max_k or budget - fit(tier.tokens) < settings.widen_below:
             return tier
         k = min(settings.max_k, k * 2)
-
-
-def _without_replaced(passages: Passages, replaced: Replaced) -> Passages:
-    """`passages` with every passage that holds a replaced claim left out: a line shows such a message
-    neither whole nor around one of its claims (the replaced words would be read as current), and its
-    claims that still stand are shown alone."""
-
-    def standing(ids: Sequence[uuid.UUID]) -> Mapping[uuid.UUID, str]:
-        texts = passages(ids)
-        gone = replaced(list(texts))
-        return {pid: text for pid, text in texts.items() if not gone.get(pid)}
-
-    return standing
 
 
 def _lines(

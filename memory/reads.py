@@ -161,25 +161,23 @@ def passage_texts(conn: psycopg.Connection[DictRow], ids: Sequence[uuid.UUID]) -
     return {r["id"]: r["body"] for r in rows}
 
 
-def replaced_spans(
+def standing_passage_texts(
     conn: psycopg.Connection[DictRow], ids: Sequence[uuid.UUID]
-) -> dict[uuid.UUID, list[tuple[int, int]]]:
-    """Where, in each passage among `ids`, a claim cut from it was replaced (superseded): what no line
-    showing more of the message than its own claim may show again."""
+) -> dict[uuid.UUID, str]:
+    """`passage_texts` less every passage a replaced (superseded) claim was cut from: what a line may
+    show of a message beyond its own claim, whole or around it, without the replaced words coming back
+    as current."""
     if not ids:
         return {}
     rows = conn.execute(
         """
-        SELECT passage_id, span_start, span_end FROM beads.facts
-         WHERE passage_id = ANY(%s) AND status = 'superseded' AND span_start IS NOT NULL
-         ORDER BY passage_id, span_start
+        SELECT p.id, p.body FROM beads.passages p
+         WHERE p.id = ANY(%s)
+           AND NOT EXISTS (SELECT 1 FROM beads.facts f WHERE f.passage_id = p.id AND f.status = 'superseded')
         """,
         (list(ids),),
     ).fetchall()
-    spans: dict[uuid.UUID, list[tuple[int, int]]] = {}
-    for r in rows:
-        spans.setdefault(r["passage_id"], []).append((r["span_start"], r["span_end"]))
-    return spans
+    return {r["id"]: r["body"] for r in rows}
 
 
 def session_stats(conn: psycopg.Connection[DictRow], session_id: str) -> list[dict[str, object]]:

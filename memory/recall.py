@@ -125,12 +125,11 @@ def plan_call(
 
         filled = fill_retrieved(
             search,
-            store.passages,
+            store.standing_passages,
             budget,
             lambda tokens: retrieved_fit(tokens, retrieved_header, budget),
             tier,
             now,
-            replaced=store.replaced_spans,
         )
 
     if filled is not None:

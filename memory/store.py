@@ -827,11 +827,11 @@ class FactStore:
         with self._connection() as conn:
             return reads.passage_texts(conn, ids)
 
-    def replaced_spans(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, list[tuple[int, int]]]:
-        """Per passage among `ids`, the spans of its claims that were replaced: the words a line that
-        shows the message (whole, or around a claim) leaves out."""
+    def standing_passages(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
+        """`passages` less those a replaced claim was cut from: what the block may show of a message
+        beyond its claim (a replaced value must not come back with it)."""
         with self._connection() as conn:
-            return reads.replaced_spans(conn, ids)
+            return reads.standing_passage_texts(conn, ids)
 
     def rollup_from(self, child: Namespace) -> Fact | None:
         """The summary `child` (a fork) wrote into its parent, if it has concluded."""

@@ -73,7 +73,7 @@ def one_case(url: str, label: str, text: str, *, drop: tuple[str, str] | None = 
         started = time.perf_counter()
         first = list(agent.stream({"messages": [HumanMessage(text)]}, thread, stream_mode="custom"))
         seconds = time.perf_counter() - started
-        stored = len(store.facts_in_namespace(store.root("s").id))
+        stored = len(store.audit.facts_in_namespace(store.root("s").id))
         captured = [e for e in first if e.get("type") == CAPTURE_EVENT]
         second_ok, second_note = True, ""
         if drop is not None:

@@ -250,7 +250,7 @@ def verify(conn: psycopg.Connection, sys_: Systems, data: loader.Dataset, corpus
     # chains read back as supersede leaves them
     chains_ok = []
     for new, old in rng.sample(data.supersedes, min(6, len(data.supersedes))):
-        history = store.history(old.id)
+        history = store.audit.history(old.id)
         head = history[-1]
         chains_ok.append(
             head.id == old.head_id

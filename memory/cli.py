@@ -322,13 +322,13 @@ def show(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         return show_json(args, console)
     with open_store(args.database_url, args.embedder) as (store, database):
-        facts = store.session_facts(args.session)
+        facts = store.audit.session_facts(args.session)
         if not facts:
             raise Failure(f"no facts stored for session {args.session!r}", 1)
         namespaces = store.session_namespaces(args.session)
         ns = search_namespace(namespaces, args.namespace)
         console.print(header(args.session, database, store.embedder.name))
-        console.print(counts_table(store.stats(args.session)))
+        console.print(counts_table(store.audit.stats(args.session)))
         console.print(namespace_tree(namespaces, facts))
         chains = supersede_chains(facts)
         narrow = console.width < TABLE_WIDTH
@@ -345,7 +345,7 @@ def show(args: argparse.Namespace, console: Console) -> int:
 def show_json(args: argparse.Namespace, console: Console) -> int:
     """`show --json`: the same record as one JSON document, every text whole."""
     with open_store(args.database_url, args.embedder) as (store, database):
-        facts = store.session_facts(args.session)
+        facts = store.audit.session_facts(args.session)
         if not facts:
             raise Failure(f"no facts stored for session {args.session!r}", 1)
         namespaces = store.session_namespaces(args.session)
@@ -355,7 +355,7 @@ def show_json(args: argparse.Namespace, console: Console) -> int:
             "session": args.session,
             "database": database,
             "embedder": store.embedder.name,
-            "counts": store.stats(args.session),
+            "counts": store.audit.stats(args.session),
             "namespaces": [namespace_json(n, facts) for n in namespaces],
             "chains": [[fact_json(f) for f in chain] for chain in supersede_chains(facts)],
             "facts": [fact_json(f) for f in facts if args.all or f.status is Status.ACTIVE],

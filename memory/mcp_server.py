@@ -43,12 +43,13 @@ from starlette.datastructures import Headers  # noqa: E402
 from starlette.types import ASGIApp, Receive, Scope, Send  # noqa: E402
 
 from memory import intake  # noqa: E402
+from memory.audit import MAX_PAGE  # noqa: E402
 from memory.block import hit_line, render_block, render_pinned, shown_as_outdated  # noqa: E402
 from memory.errors import BeadsMemoryError, ConfigurationError  # noqa: E402
 from memory.intake import FactIdText, Identifier, Moment, RememberKind, Role, SessionIdText, Text  # noqa: E402
 from memory.keys import key_matches, key_problem  # noqa: E402
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, Source, Status  # noqa: E402
-from memory.store import MAX_PAGE, FactStore  # noqa: E402
+from memory.store import FactStore  # noqa: E402
 
 SERVER_NAME = "beads-memory"
 PACKAGE = "langgraph-beads-memory"
@@ -459,7 +460,7 @@ def build_server(
         sid = session(session_id)
         await call(intake.existing_root, store, sid)
         page = await call(
-            store.list_facts,
+            store.audit.list_facts,
             sid,
             kind=kind,
             source=source,
@@ -523,7 +524,7 @@ def build_server(
         """Every version of a fact's claim, oldest first, the current one last."""
         sid = session(session_id)
         fact = await call(intake.fact_in_session, store, sid, fact_id)
-        versions = await call(store.history, fact)
+        versions = await call(store.audit.history, fact)
         pinned = str(fact.head_id) in await pinned_heads(sid)
         return HistoryOut(
             session_id=sid,

@@ -7,18 +7,16 @@ connection pool. One implementation, two faces: the logic and SQL exist once.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import contextvars
 import functools
-import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, Unpack
+from typing import Any, Concatenate, Literal, ParamSpec, Protocol, TypeVar, Unpack
 
 import psycopg
 from psycopg.rows import DictRow
@@ -38,8 +36,9 @@ from memory import consolidate as consolidation
 from memory import facts as fact_sql
 from memory import namespaces as ns_sql
 from memory import pins as pin_sql
+from memory.audit import Audit, Review
 from memory.embedders.base import Embedder, embed_query
-from memory.errors import FactNotFoundError, InvalidCursorError, SchemaMissingError
+from memory.errors import SchemaMissingError
 from memory.facts import NewFact, Provenance, ProvenanceArgs
 from memory.ids import fact_id
 from memory.importing import ImportMessage, ImportReport, batched
@@ -50,30 +49,18 @@ from memory.model import (
     CaptureResult,
     Deleted,
     Fact,
-    FactPage,
     Kind,
-    ListedFact,
     Namespace,
     Relation,
     SearchResult,
     Source,
-    Status,
 )
 from memory.prepared import forget as forget_prepared
 from memory.prepared import worth_preparing
+from memory.refs import FactRef, SessionRef, fact_id_of, plain_id, session_of
 from memory.retrieval import SearchOptions
 from memory.splitting import Claim, passage_for, split_message
 from memory.thresholds import Thresholds, thresholds_for
-
-FactRef = uuid.UUID | str | Fact
-# a session, by its id or by any of its namespaces
-SessionRef = str | Namespace
-
-
-def session_of(session: SessionRef) -> str:
-    """The session id `session` names."""
-    return session.session_id if isinstance(session, Namespace) else session
-
 
 # a message of more claims than this is written in several transactions of this many claims each:
 # what one capture holds at once (vectors, rows, the rules' candidates) stays bounded
@@ -230,6 +217,9 @@ class FactStore:
         self._indexer = BackgroundIndexer(pool)
         self._embedder_id: int | None = None
         self._owns_pool = False
+        # the reads for looking back, apart from the verbs (memory.audit)
+        self.audit = Audit(self._connection)
+        self.review = Review(self._connection)
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -653,29 +643,23 @@ class FactStore:
         if by_person:
             floor = min(floor, self.thresholds.short_claim_similarity)
         with self._connection() as conn:
-            new_id, old_id = self._id(conn, new), self._id(conn, old)
+            new_id, old_id = fact_id_of(new), fact_id_of(old)
             return revisions.supersede(conn, new_id, old_id, self.embedder_id, floor)
 
     def undo_supersede(self, new: FactRef, old: FactRef) -> Fact:
         """Take back `new` superseding `old` (an automatic edge that was wrong, say): `old` is current
         again and the edge stays, marked undone, as history."""
         with self._connection() as conn:
-            return revisions.undo_supersede(conn, self._id(conn, new), self._id(conn, old))
-
-    def proposals(self, session: SessionRef) -> list[dict[str, Any]]:
-        """The replacements capture proposed (a rule below the precision it may act on alone) and no
-        one has accepted or dismissed yet, newest first."""
-        with self._connection() as conn:
-            return supersession.proposals(conn, session_of(session))
+            return revisions.undo_supersede(conn, fact_id_of(new), fact_id_of(old))
 
     def settle_proposal(self, new: FactRef, old: FactRef, *, accept: bool) -> Fact | None:
         """Accept a proposal (`new` replaces `old`; returns the retired fact) or dismiss it."""
         with self._connection() as conn, conn.transaction():
-            new_id = self._id(conn, new)
+            new_id = fact_id_of(new)
             retired = revisions.settle_proposal(
                 conn,
                 new_id,
-                self._id(conn, old),
+                fact_id_of(old),
                 accept=accept,
                 embedder_id=self.embedder_id,
                 # a person decided: the closeness capture asked of two short claims is enough
@@ -692,19 +676,14 @@ class FactStore:
                 )
             return retired
 
-    def automatic_edges(self, session: SessionRef) -> list[dict[str, Any]]:
-        """The supersedes edges capture wrote by itself, with their reasons (undone ones too)."""
-        with self._connection() as conn:
-            return supersession.automatic_edges(conn, session_of(session))
-
     def relate(self, src: FactRef, relation: Relation | str, dst: FactRef) -> None:
         with self._connection() as conn:
-            fact_sql.relate(conn, self._id(conn, src), Relation(relation), self._id(conn, dst))
+            fact_sql.relate(conn, fact_id_of(src), Relation(relation), fact_id_of(dst))
 
     def relate_many(self, src: FactRef, relation: Relation | str, dsts: Sequence[FactRef]) -> None:
         with self._connection() as conn:
-            targets = [self._id(conn, d) for d in dsts]
-            fact_sql.relate_many(conn, self._id(conn, src), Relation(relation), targets)
+            targets = [fact_id_of(d) for d in dsts]
+            fact_sql.relate_many(conn, fact_id_of(src), Relation(relation), targets)
 
     def compact(
         self, ns: Namespace, members: Sequence[FactRef], summary: str, agent_id: str | None = None
@@ -716,10 +695,10 @@ class FactStore:
             kind=Kind.SUMMARY,
             source=Source.COMPACTION,
             agent_id=agent_id,
-            source_key="compaction:" + ",".join(sorted(str(self._plain_id(m)) for m in members)),
+            source_key="compaction:" + ",".join(sorted(str(plain_id(m)) for m in members)),
         )
         with self._connection() as conn:
-            fact_sql.archive(conn, [self._id(conn, m) for m in members], fact.id)
+            fact_sql.archive(conn, [fact_id_of(m) for m in members], fact.id)
             return fact_sql.get_fact(conn, fact.id)
 
     def note_retrieved(self, ids: Sequence[uuid.UUID], now: datetime | None = None) -> int:
@@ -754,12 +733,12 @@ class FactStore:
         """Pin `ref`'s claim into every prompt; a later correction (supersede) stays pinned.
         Refused for untrusted content (tool results, web pages). Returns the pinned current version."""
         with self._connection() as conn:
-            return pin_sql.pin(conn, self._id(conn, ref), pinned_by)
+            return pin_sql.pin(conn, fact_id_of(ref), pinned_by)
 
     def unpin(self, ref: FactRef) -> int:
         """Unpin `ref`'s claim, whichever of its versions was pinned; returns the pins removed."""
         with self._connection() as conn:
-            return pin_sql.unpin(conn, self._id(conn, ref))
+            return pin_sql.unpin(conn, fact_id_of(ref))
 
     def pinned(self, session: SessionRef, ns: Namespace | None = None) -> list[pin_sql.PinnedFact]:
         """The session's pinned claims (current versions), oldest pin first; with `ns` (or a namespace
@@ -779,7 +758,7 @@ class FactStore:
         other fact was cut from it). The rest of its claim stays: when it had replaced another version,
         that version is current again, and `Deleted.current` says which version is current now."""
         with self._connection() as conn:
-            return revisions.delete_fact(conn, self._id(conn, ref))
+            return revisions.delete_fact(conn, fact_id_of(ref))
 
     # -- reads -------------------------------------------------------------------------------------
 
@@ -816,11 +795,7 @@ class FactStore:
         with self._connection() as conn:
             if isinstance(ref, str) and session_id is not None:
                 return fact_sql.resolve_short_id(conn, session_id, ref)
-            return fact_sql.get_fact(conn, self._id(conn, ref))
-
-    def facts_in_namespace(self, ns_id: uuid.UUID) -> list[Fact]:
-        with self._connection() as conn:
-            return reads.facts_in_namespace(conn, ns_id)
+            return fact_sql.get_fact(conn, fact_id_of(ref))
 
     def passages(self, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
         """The messages claims were cut from (`Fact.passage_id`), by id: what a thin claim is shown with."""
@@ -843,132 +818,30 @@ class FactStore:
     def link_rollup(self, summary: Fact, child_id: uuid.UUID) -> int:
         """Link `summary` (rollup_of) to every fact namespace `child_id` recorded, directives aside;
         links already there are skipped. Returns how many facts it covers."""
-        raw = [f.id for f in self.facts_in_namespace(child_id) if f.kind is not Kind.DIRECTIVE]
+        raw = [f.id for f in self.audit.facts_in_namespace(child_id) if f.kind is not Kind.DIRECTIVE]
         self.relate_many(summary, Relation.ROLLUP_OF, raw)
         return len(raw)
-
-    def subtree_facts(self, ns_id: uuid.UUID, agent_id: str | None = None) -> list[Fact]:
-        with self._connection() as conn:
-            return reads.subtree_facts(conn, ns_id, agent_id)
-
-    def session_facts(self, session: SessionRef) -> list[Fact]:
-        with self._connection() as conn:
-            return reads.session_facts(conn, session_of(session))
-
-    def facts_as_of(self, session: SessionRef, at: datetime, include_directives: bool = False) -> list[Fact]:
-        with self._connection() as conn:
-            return reads.facts_as_of(conn, session_of(session), at, include_directives)
-
-    def history(self, ref: FactRef) -> list[Fact]:
-        with self._connection() as conn:
-            return reads.supersede_history(conn, self._id(conn, ref))
-
-    def edges(self, ref: FactRef) -> list[tuple[uuid.UUID, str, uuid.UUID]]:
-        with self._connection() as conn:
-            return fact_sql.edges_of(conn, self._id(conn, ref))
-
-    def stats(self, session: SessionRef) -> list[dict[str, object]]:
-        with self._connection() as conn:
-            return reads.session_stats(conn, session_of(session))
-
-    def edge_counts(self, session: SessionRef) -> dict[str, int]:
-        """The session's edges by relation (undone supersedes edges apart)."""
-        with self._connection() as conn:
-            return reads.edge_counts(conn, session_of(session))
-
-    def list_facts(
-        self,
-        session: SessionRef,
-        *,
-        kind: Kind | str | None = None,
-        source: Source | str | None = None,
-        status: Status | str | None = None,
-        pinned: bool | None = None,
-        limit: int = 20,
-        cursor: str | None = None,
-    ) -> FactPage:
-        """A page of the session's facts, newest first (retired ones too unless `status` says), each
-        with whether its claim is pinned; `FactPage.next_cursor` is the `cursor` of the next page.
-        Every filter left None matches everything."""
-        if not 1 <= limit <= MAX_PAGE:
-            raise ValueError(f"limit must be between 1 and {MAX_PAGE}")
-        filters = {
-            "kind": None if kind is None else Kind(kind).value,
-            "source": None if source is None else Source(source).value,
-            "status": None if status is None else Status(status).value,
-        }
-        with self._connection() as conn:
-            rows = reads.fact_page(
-                conn,
-                session_of(session),
-                **filters,
-                pinned=pinned,
-                after=read_cursor(cursor),
-                limit=limit + 1,
-            )
-        page = tuple(ListedFact(fact, is_pinned) for fact, is_pinned in rows[:limit])
-        more = len(rows) > limit
-        return FactPage(page, page_cursor(page[-1].fact) if more else None)
-
-    def sessions(self) -> list[str]:
-        """Every session id the store holds, in order."""
-        with self._connection() as conn:
-            return reads.session_ids(conn)
-
-    # -- helpers -----------------------------------------------------------------------------------
-
-    @staticmethod
-    def _plain_id(ref: FactRef) -> uuid.UUID | str:
-        return ref.id if isinstance(ref, Fact) else ref
-
-    @staticmethod
-    def _id(conn: psycopg.Connection[DictRow], ref: FactRef) -> uuid.UUID:
-        if isinstance(ref, Fact):
-            return ref.id
-        if isinstance(ref, uuid.UUID):
-            return ref
-        try:
-            return uuid.UUID(ref)
-        except ValueError:
-            raise FactNotFoundError(
-                f"{ref!r} is not a fact id; use store.get(short_id, session_id)"
-            ) from None
-
-
-MAX_PAGE = 200
-
-
-def page_cursor(last: Fact) -> str:
-    """The cursor of the page after `last`: opaque to callers, (recorded_at, id) inside."""
-    raw = json.dumps([last.recorded_at.isoformat(), str(last.id)]).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def read_cursor(cursor: str | None) -> tuple[datetime, uuid.UUID] | None:
-    if cursor is None:
-        return None
-    try:
-        at, fid = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        moment = datetime.fromisoformat(at)
-        if moment.tzinfo is None:
-            raise ValueError("no offset")
-        return moment, uuid.UUID(fid)
-    except (ValueError, TypeError, UnicodeDecodeError):
-        raise InvalidCursorError() from None
 
 
 P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def _threaded(
-    method: Callable[Concatenate[FactStore, P], R],
-) -> Callable[Concatenate[AsyncFactStore, P], Awaitable[R]]:
-    """The async face of a FactStore method: same parameters, same result, awaited."""
+class _Threads(Protocol):
+    """An async face: the sync object it wraps, and the threads it runs its calls on."""
+
+    @property
+    def sync(self) -> object: ...
+
+    async def run(self, fn: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> R: ...
+
+
+def _threaded(method: Callable[Concatenate[Any, P], R]) -> Callable[Concatenate[_Threads, P], Awaitable[R]]:
+    """The async face of a sync method: same parameters, same result, awaited."""
     name = method.__name__
 
     @functools.wraps(method)
-    async def run(self: AsyncFactStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+    async def run(self: _Threads, /, *args: P.args, **kwargs: P.kwargs) -> R:
         # looked up on the instance, so a subclass's override is the one that runs
         bound: Callable[P, R] = getattr(self.sync, name)
         return await self.run(bound, *args, **kwargs)
@@ -984,6 +857,8 @@ class AsyncFactStore:
         self._executor = ThreadPoolExecutor(
             max_workers=max_workers or store.pool.max_size, thread_name_prefix="beads-store"
         )
+        self.audit = AsyncAudit(self)
+        self.review = AsyncReview(self)
 
     def close(self) -> None:
         self._executor.shutdown(wait=True)
@@ -1006,15 +881,12 @@ class AsyncFactStore:
     remember_result = _threaded(FactStore.remember_result)
     supersede = _threaded(FactStore.supersede)
     undo_supersede = _threaded(FactStore.undo_supersede)
-    automatic_edges = _threaded(FactStore.automatic_edges)
-    proposals = _threaded(FactStore.proposals)
     settle_proposal = _threaded(FactStore.settle_proposal)
     relate = _threaded(FactStore.relate)
     relate_many = _threaded(FactStore.relate_many)
     compact = _threaded(FactStore.compact)
     forget = _threaded(FactStore.forget)
     delete = _threaded(FactStore.delete)
-    list_facts = _threaded(FactStore.list_facts)
     pin = _threaded(FactStore.pin)
     unpin = _threaded(FactStore.unpin)
     pinned = _threaded(FactStore.pinned)
@@ -1022,13 +894,34 @@ class AsyncFactStore:
     consolidate = _threaded(FactStore.consolidate)
     search = _threaded(FactStore.search)
     get = _threaded(FactStore.get)
-    facts_in_namespace = _threaded(FactStore.facts_in_namespace)
     rollup_from = _threaded(FactStore.rollup_from)
-    subtree_facts = _threaded(FactStore.subtree_facts)
-    session_facts = _threaded(FactStore.session_facts)
-    facts_as_of = _threaded(FactStore.facts_as_of)
-    history = _threaded(FactStore.history)
-    edges = _threaded(FactStore.edges)
-    stats = _threaded(FactStore.stats)
-    edge_counts = _threaded(FactStore.edge_counts)
-    sessions = _threaded(FactStore.sessions)
+
+
+class AsyncAudit:
+    """`store.audit`, awaited on the async store's threads."""
+
+    def __init__(self, store: AsyncFactStore) -> None:
+        self.sync = store.sync.audit
+        self.run = store.run
+
+    facts_in_namespace = _threaded(Audit.facts_in_namespace)
+    subtree_facts = _threaded(Audit.subtree_facts)
+    session_facts = _threaded(Audit.session_facts)
+    facts_as_of = _threaded(Audit.facts_as_of)
+    history = _threaded(Audit.history)
+    edges = _threaded(Audit.edges)
+    stats = _threaded(Audit.stats)
+    edge_counts = _threaded(Audit.edge_counts)
+    list_facts = _threaded(Audit.list_facts)
+    sessions = _threaded(Audit.sessions)
+
+
+class AsyncReview:
+    """`store.review`, awaited on the async store's threads."""
+
+    def __init__(self, store: AsyncFactStore) -> None:
+        self.sync = store.sync.review
+        self.run = store.run
+
+    proposals = _threaded(Review.proposals)
+    automatic_edges = _threaded(Review.automatic_edges)

@@ -254,9 +254,9 @@ async def stock_items(store: Any, session_id: str) -> list[StockItem]:
 
 async def load_inspector(facts_store: Any, stock_store: Any, chat: Chat) -> InspectorView:
     """`facts_store` is the FactStore's async face (`FactStore.aio`)."""
-    facts = await facts_store.session_facts(chat.session_id)
+    facts = await facts_store.audit.session_facts(chat.session_id)
     namespaces = await facts_store.session_namespaces(chat.session_id)
-    stats = await facts_store.stats(chat.session_id)
+    stats = await facts_store.audit.stats(chat.session_id)
     return InspectorView(
         counts=count_table(stats),
         by_kind=facts_by_kind(facts),
@@ -266,6 +266,6 @@ async def load_inspector(facts_store: Any, stock_store: Any, chat: Chat) -> Insp
         consolidation=consolidation_notes(facts),
         pinned=await facts_store.pinned(chat.session_id),
         chat_id=chat.id,
-        corrections=automatic_corrections(await facts_store.automatic_edges(chat.session_id)),
-        proposed=proposed_corrections(await facts_store.proposals(chat.session_id), facts),
+        corrections=automatic_corrections(await facts_store.review.automatic_edges(chat.session_id)),
+        proposed=proposed_corrections(await facts_store.review.proposals(chat.session_id), facts),
     )

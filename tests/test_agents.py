@@ -92,10 +92,10 @@ def test_state_correct_ask_in_our_lane_with_a_model_that_calls_no_tool(
     assert any("$120k" in t for t in texts)
     assert not any("$100k" in t for t in texts), texts
     assert "$120k" in memory_block(model.prompts[-1]) and "$100k" not in memory_block(model.prompts[-1])
-    facts = store.session_facts("vecdb")
+    facts = store.audit.session_facts("vecdb")
     [old] = [f for f in facts if f.body == "Our budget is $100k per year."]
     assert old.status is Status.SUPERSEDED
-    [edge] = store.automatic_edges("vecdb")
+    [edge] = store.review.automatic_edges("vecdb")
     assert edge["dst"] == old.id and "$100k -> $120k" in edge["reason"]
 
 
@@ -145,7 +145,7 @@ def test_state_correct_ask_in_our_lane_through_remember_fact(
     assert "$120k" in memory_block(model.prompts[-1]) and "$100k" not in memory_block(model.prompts[-1])
     # the stale fact is kept for audit; each answer that states something was captured as a
     # conclusion ("Noted." and "Mochi." are bare words, no memory)
-    facts = store.session_facts("vecdb")
+    facts = store.audit.session_facts("vecdb")
     assert [f.status for f in facts if f.body == "Our budget is $100k per year."] == [Status.SUPERSEDED]
     assert sorted(
         f.body for f in facts if f.kind is Kind.CONCLUSION and f.source is Source.PASSIVE_CAPTURE
@@ -263,10 +263,10 @@ def test_tool_results_are_captured_untrusted(store: FactStore) -> None:
         model, store, "s", tools=[StructuredTool.from_function(fetch_page)], research=False
     )
     run_turns(agent, "s", ["Our budget is $100k per year. Read https://x please."])
-    captured = [f for f in store.session_facts("s") if f.source is Source.TOOL_RESULT]
+    captured = [f for f in store.audit.session_facts("s") if f.source is Source.TOOL_RESULT]
     assert captured and all(f.kind is Kind.CONCLUSION for f in captured)
     assert all(f.kind is not Kind.DIRECTIVE for f in captured)
-    user = next(f for f in store.session_facts("s") if f.body == "Our budget is $100k per year.")
+    user = next(f for f in store.audit.session_facts("s") if f.body == "Our budget is $100k per year.")
     assert user.status is Status.ACTIVE
 
 
@@ -277,11 +277,11 @@ def test_replaying_a_turn_from_a_checkpoint_writes_no_duplicates(
     agent, _ = build_beads_agent(model, store, "s", checkpointer=saver, research=False)
     config = fresh_thread("s")
     agent.invoke({"messages": [HumanMessage(STATE)]}, config, durability="sync")
-    before = sorted(f.id for f in store.session_facts("s"))
+    before = sorted(f.id for f in store.audit.session_facts("s"))
     history = list(agent.get_state_history(config))
     replay_from = next(h for h in history if h.next == ("model",) or "model" in str(h.next))
     agent.invoke(None, replay_from.config, durability="sync")
-    assert sorted(f.id for f in store.session_facts("s")) == before
+    assert sorted(f.id for f in store.audit.session_facts("s")) == before
 
 
 async def test_the_async_path_streams_injection_events(store: FactStore) -> None:
@@ -301,7 +301,7 @@ async def test_the_async_path_streams_injection_events(store: FactStore) -> None
     assert "".join(tokens) == "The budget is $100k per year."
     assert injections[0]["facts"][0]["text"] == "Our budget is $100k per year."
     assert injections[0]["facts"][0]["distance"] >= 0
-    assert any(f.kind is Kind.CONCLUSION for f in store.session_facts("s"))  # aafter_agent ran
+    assert any(f.kind is Kind.CONCLUSION for f in store.audit.session_facts("s"))  # aafter_agent ran
 
 
 # -- sub-agents ----------------------------------------------------------------------------------
@@ -327,14 +327,14 @@ def test_a_sub_agent_concludes_into_its_parent_with_rollup_edges(store: FactStor
     run_turns(agent, "s", ["Research whether Qdrant can run on-prem."])
     root = store.root("s")
     [child] = store.children(root.id)
-    summaries = [f for f in store.facts_in_namespace(root.id) if f.source is Source.CONCLUDE_TASK]
+    summaries = [f for f in store.audit.facts_in_namespace(root.id) if f.source is Source.CONCLUDE_TASK]
     assert [f.body for f in summaries] == ["Qdrant can be self-hosted on-prem."]
     assert summaries[0].kind is Kind.SUMMARY and summaries[0].agent_id == "researcher_qdrant"
-    raw = {f.id for f in store.facts_in_namespace(child.id) if f.kind is not Kind.DIRECTIVE}
-    rollups = {dst for _, rel, dst in store.edges(summaries[0]) if rel == Relation.ROLLUP_OF.value}
+    raw = {f.id for f in store.audit.facts_in_namespace(child.id) if f.kind is not Kind.DIRECTIVE}
+    rollups = {dst for _, rel, dst in store.audit.edges(summaries[0]) if rel == Relation.ROLLUP_OF.value}
     assert raw and rollups == raw
     # the research tool's output was not captured a second time as a tool result in the parent
-    assert not [f for f in store.facts_in_namespace(root.id) if f.source is Source.TOOL_RESULT]
+    assert not [f for f in store.audit.facts_in_namespace(root.id) if f.source is Source.TOOL_RESULT]
     # the sub-agent had conclude_task and no recall tool; the orchestrator the reverse
     sub_tools = model.tool_history[1]
     assert "conclude_task" in sub_tools and "recall_from_subagents" not in sub_tools
@@ -356,7 +356,7 @@ def test_a_lane_without_memory_tools_gives_its_sub_agents_conclude_task_alone(st
     orchestrator, sub_agent = model.tool_history[0], model.tool_history[1]
     assert "delegate_research" in orchestrator and not {"remember_fact", "pin_fact"} & set(orchestrator)
     assert "conclude_task" in sub_agent and "remember_fact" not in sub_agent
-    [summary] = [f for f in store.session_facts("s") if f.source is Source.CONCLUDE_TASK]
+    [summary] = [f for f in store.audit.session_facts("s") if f.source is Source.CONCLUDE_TASK]
     assert summary.body == "Qdrant can be self-hosted on-prem."
 
 

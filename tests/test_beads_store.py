@@ -182,16 +182,16 @@ def test_a_put_to_an_existing_key_keeps_the_old_value_as_history(store: FactStor
         "The budget is $120k.",
         "The budget is $100k.",
     ]
-    facts = store.session_facts(session_of(ALICE))
+    facts = store.audit.session_facts(session_of(ALICE))
     assert sorted(f.status.value for f in facts) == ["active", "superseded", "superseded"]
     assert {(f.kind, f.source) for f in facts} == {(Kind.CONCLUSION, Source.REMEMBER_TOOL)}
     [current] = [f for f in facts if f.status is Status.ACTIVE]
     assert beads.fact(ALICE, "budget") == current
-    assert [v.body for v in store.history(current)] == [
+    assert [v.body for v in store.audit.history(current)] == [
         i.value["content"] for i in beads.history(ALICE, "budget")
     ]
     beads.delete(ALICE, "budget")  # a real delete, every version
-    assert beads.history(ALICE, "budget") == [] and store.session_facts(session_of(ALICE)) == []
+    assert beads.history(ALICE, "budget") == [] and store.audit.session_facts(session_of(ALICE)) == []
     beads.put(ALICE, "budget", {"content": "The budget is $100k."})  # the same text, stored anew
     assert [i.value for i in beads.history(ALICE, "budget")] == [{"content": "The budget is $100k."}]
 
@@ -352,8 +352,8 @@ async def test_the_playgrounds_stock_lane_runs_on_it(db_url: str, minilm: MiniLM
         ]
         assert "$120k" in str(model.prompts[-1][-1].content)
         # the lane's memories are a session of their own, never our lane's "vecdb"
-        assert stock.facts.session_facts("vecdb") == []
-        assert len(stock.facts.session_facts("memories.vecdb")) == 2
+        assert stock.facts.audit.session_facts("vecdb") == []
+        assert len(stock.facts.audit.session_facts("memories.vecdb")) == 2
     finally:
         await handle.close()
 
@@ -446,7 +446,7 @@ def test_ttl_refresh_on_read_and_the_sweeper_archives(store: FactStore) -> None:
     assert beads.sweep_ttl() == 1 and beads.sweep_ttl() == 0
     assert beads.get(ALICE, "short") is None and beads.list_namespaces() == [ALICE]
     # nothing lost: the expired item is an archived fact saying why
-    [archived] = [f for f in store.session_facts(session_of(ALICE)) if f.status is Status.ARCHIVED]
+    [archived] = [f for f in store.audit.session_facts(session_of(ALICE)) if f.status is Status.ARCHIVED]
     assert archived.body == "goes" and archived.metadata["consolidation"]["action"] == "expired"
     assert beads.start_ttl_sweeper(sweep_interval_minutes=60) is not None
     assert beads.stop_ttl_sweeper(timeout=5)

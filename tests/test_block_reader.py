@@ -124,7 +124,7 @@ def test_failure_notices_and_bare_names_are_not_memory(store: FactStore) -> None
     assert not is_failure_notice("Our API runs in europe-west4.")
     root = store.root("junk")
     assert capture_said(store, root, notice, by="tool").facts == ()
-    assert store.session_facts("junk") == []
+    assert store.audit.session_facts("junk") == []
     assert is_bare_name("launch_deadline") and not is_bare_name("The deadline is April 2.")
 
 

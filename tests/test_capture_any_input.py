@@ -56,7 +56,7 @@ def test_a_message_never_corrects_itself_across_chunks(store: FactStore) -> None
     )
     result = store.capture_message(store.root("self"), text, max_chars=None)
     assert result.superseded == () and result.proposed == ()
-    assert all(f.status is Status.ACTIVE for f in store.facts_in_namespace(store.root("self").id))
+    assert all(f.status is Status.ACTIVE for f in store.audit.facts_in_namespace(store.root("self").id))
 
 
 class FailsOnce(FakeEmbedder):
@@ -80,7 +80,7 @@ def test_a_capture_stopped_between_chunks_is_completed_by_a_replay(pool: Connect
     text = long_message(CAPTURE_CHUNK_CLAIMS * 2)
     with pytest.raises(ConnectionError):
         flaky.capture_message(ns, text, source_key="m-1", max_chars=None)
-    assert len(flaky.facts_in_namespace(ns.id)) == CAPTURE_CHUNK_CLAIMS  # the first chunk landed whole
+    assert len(flaky.audit.facts_in_namespace(ns.id)) == CAPTURE_CHUNK_CLAIMS  # the first chunk landed whole
     again = flaky.capture_message(ns, text, source_key="m-1", max_chars=None)
     assert again.written == CAPTURE_CHUNK_CLAIMS and len(again.facts) == CAPTURE_CHUNK_CLAIMS * 2
 
@@ -158,7 +158,7 @@ def test_a_nul_byte_breaks_neither_the_turn_nor_the_thread(store: FactStore, poo
     [injection] = [e for e in events if e["type"] == INJECTION_EVENT]
     assert "error" not in injection and [e for e in events if e["type"] == CAPTURE_EVENT] == []
     assert model.prompts[-1][-1].content == "What is our budget?" and len(model.prompts) == 2
-    stored = {f.body for f in store.facts_in_namespace(store.root("s").id)}
+    stored = {f.body for f in store.audit.facts_in_namespace(store.root("s").id)}
     assert {"Our budget is $100k.", "We self-host.", "What is our budget?"} <= stored
 
 
@@ -170,7 +170,7 @@ def test_a_long_message_is_answered_whole_and_captured_in_part(store: FactStore)
     assert model.prompts[-1][-1].content == text  # the model read every character
     [captured] = [e for e in events if e["type"] == CAPTURE_EVENT]
     assert captured["outcome"] == "clipped" and f"of {len(text)} characters" in captured["notes"][0]
-    stored = store.facts_in_namespace(store.root("s").id)
+    stored = store.audit.facts_in_namespace(store.root("s").id)
     assert 0 < len(stored) < len(split_message(text)) and sum(len(f.body) for f in stored) <= 2_000
 
 
@@ -185,10 +185,10 @@ def test_a_capture_that_fails_is_reported_and_retried_and_the_model_answers(pool
     [failed] = [e for e in events if e["type"] == CAPTURE_EVENT]
     assert failed["outcome"] == "failed" and "embedder unreachable" in failed["notes"][0]
     assert len(model.prompts) == 1  # the model was called all the same
-    assert store.facts_in_namespace(store.root("s").id) == []
+    assert store.audit.facts_in_namespace(store.root("s").id) == []
     # nothing lost: the thread's next call captures what the failed one could not
     turn(agent, "What is our budget?", "t-flaky")
-    assert "Our budget is $100k per year." in [f.body for f in store.facts_in_namespace(store.root("s").id)]
+    assert "Our budget is $100k per year." in [f.body for f in store.audit.facts_in_namespace(store.root("s").id)]
 
 
 @pytest.fixture
@@ -228,7 +228,7 @@ def test_a_correction_retires_only_the_claim_it_addresses(store: FactStore) -> N
     store.capture_message(ns, "Our budget is $100k per year and it must be self-hostable.", source_key="m1")
     corrected = store.capture_message(ns, "Correction: the budget is now $120k.", source_key="m2")
     assert [a.old.body for a in corrected.superseded] == ["Our budget is $100k per year"]
-    active = {f.body for f in store.facts_in_namespace(ns.id) if f.status is Status.ACTIVE}
+    active = {f.body for f in store.audit.facts_in_namespace(ns.id) if f.status is Status.ACTIVE}
     assert "it must be self-hostable." in active
     hits = store.search(ns, "does it need to be self-hostable?").hits
     assert "it must be self-hostable." in [h.fact.body for h in hits]
@@ -279,7 +279,7 @@ def test_a_correction_leaves_standing_what_it_does_not_address(
     store.capture_message(ns, said, source_key="m1")
     [auto] = store.capture_message(ns, correction, source_key="m2").superseded
     assert auto.old.body == retired and auto.old.status is Status.SUPERSEDED
-    active = {f.body for f in store.facts_in_namespace(ns.id) if f.status is Status.ACTIVE}
+    active = {f.body for f in store.audit.facts_in_namespace(ns.id) if f.status is Status.ACTIVE}
     assert set(standing) <= active and retired not in active
     if auto.old.body != said.split(",")[0].split(";")[0]:  # split at the correction, not at capture
         assert [f.body for f in auto.kept] == standing
@@ -288,12 +288,12 @@ def test_a_correction_leaves_standing_what_it_does_not_address(
         assert kept.passage_id is not None and store.passages([kept.passage_id])[kept.passage_id] == said
         assert kept.valid_from == auto.old.valid_from
         assert kept.span is not None and said[kept.span[0] : kept.span[1]] == kept.body
-        assert (kept.id, "derived_from", auto.old.id) in store.edges(kept)
+        assert (kept.id, "derived_from", auto.old.id) in store.audit.edges(kept)
         assert kept.body in [h.fact.body for h in store.search(ns, standing[0]).hits]
     # the stale value is nowhere current, and a replay writes nothing
     assert not any("$100k" in body for body in active)
     assert store.capture_message(ns, correction, source_key="m2").written == 0
-    assert {f.body for f in store.facts_in_namespace(ns.id) if f.status is Status.ACTIVE} == active
+    assert {f.body for f in store.audit.facts_in_namespace(ns.id) if f.status is Status.ACTIVE} == active
 
 
 def test_a_correction_of_a_value_the_remainder_also_states_retires_it_whole(store: FactStore) -> None:
@@ -301,7 +301,7 @@ def test_a_correction_of_a_value_the_remainder_also_states_retires_it_whole(stor
     store.capture_message(ns, "The standup is on Monday, at 10am.", source_key="m1")
     [auto] = store.capture_message(ns, "The standup moved to Tuesday at 11am.", source_key="m2").superseded
     assert auto.kept == ()
-    assert not any("10am" in f.body for f in store.facts_in_namespace(ns.id) if f.status is Status.ACTIVE)
+    assert not any("10am" in f.body for f in store.audit.facts_in_namespace(ns.id) if f.status is Status.ACTIVE)
 
 
 def test_a_sub_agents_return_is_not_stored_beside_its_summary(store: FactStore) -> None:
@@ -323,7 +323,7 @@ def test_a_sub_agents_return_is_not_stored_beside_its_summary(store: FactStore) 
         {"messages": [HumanMessage("Research Qdrant.")]},
         {"configurable": {"thread_id": "t", "session_id": "s"}},
     )
-    bodies = [f.body for f in store.facts_in_namespace(store.root("s").id)]
+    bodies = [f.body for f in store.audit.facts_in_namespace(store.root("s").id)]
     assert "Qdrant can be self-hosted." in bodies
     assert not [b for b in bodies if "Qdrant can be self-hosted." in b and b != "Qdrant can be self-hosted."]
 
@@ -350,7 +350,7 @@ def test_any_text_is_answered_and_captured_through_the_middleware(
     assert [e["outcome"] for e in events if e["type"] == CAPTURE_EVENT] == ([outcome] if outcome else [])
     assert model.prompts[-1][-1].content == text  # the model got the message as it was sent
     turn(agent, "And then?", "t-any")  # the thread goes on
-    assert len(model.prompts) == 2 and store.facts_in_namespace(store.root("s").id)
+    assert len(model.prompts) == 2 and store.audit.facts_in_namespace(store.root("s").id)
 
 
 def test_a_database_never_set_up_says_to_run_setup(empty_db_url: str) -> None:
@@ -359,7 +359,7 @@ def test_a_database_never_set_up_says_to_run_setup(empty_db_url: str) -> None:
     with open_pool(empty_db_url) as pool:
         store = FactStore(pool, FakeEmbedder())
         with pytest.raises(SchemaMissingError, match=r"run store.setup\(\)"):
-            store.session_facts("s")
+            store.audit.session_facts("s")
 
 
 def test_an_acknowledgement_that_says_the_user_back_is_no_conclusion(store: FactStore) -> None:
@@ -372,7 +372,7 @@ def test_an_acknowledgement_that_says_the_user_back_is_no_conclusion(store: Fact
     agent = create_agent(model, tools=[], middleware=[BeadsMemoryMiddleware(store)])
     turn(agent, "Our budget is $100k per year. It must be self-hostable.", "t1")
     turn(agent, "What could we run?", "t2")
-    facts = store.facts_in_namespace(store.root("s").id)
+    facts = store.audit.facts_in_namespace(store.root("s").id)
     # the user's two claims once each; the answer that adds something is a conclusion, the echo is not
     assert sorted(f.body for f in facts if f.kind is Kind.CONCLUSION) == [
         "With $100k a year, a self-hosted GitLab on two servers fits."
@@ -396,7 +396,7 @@ def test_a_chat_said_again_on_new_threads_writes_nothing_new(store: FactStore) -
     assert [r.written for r in again] == [0, 0, 0]
     # each says which facts it maps to: the ones the first run wrote
     assert [[f.id for f in r.facts] for r in again] == [[f.id for f in r.facts] for r in first]
-    assert len(store.facts_in_namespace(ns.id)) == sum(r.written for r in first)
+    assert len(store.audit.facts_in_namespace(ns.id)) == sum(r.written for r in first)
     # the same claim inside another message is news of its own, and so is the old value said again
     # once it was replaced
     assert store.capture_message(ns, "I'm vegetarian. I also cook a lot.", message_id="m3").written == 2
@@ -414,8 +414,8 @@ def test_a_chat_replayed_through_the_middleware_on_new_threads_writes_nothing_ne
     agent = create_agent(model, tools=[], middleware=[BeadsMemoryMiddleware(store)])
     turn(agent, "I'm vegetarian and I live in Lisbon.", "t1")
     turn(agent, "What should I cook tonight?", "t2")
-    count = len(store.facts_in_namespace(store.root("s").id))
+    count = len(store.audit.facts_in_namespace(store.root("s").id))
     turn(agent, "I'm vegetarian and I live in Lisbon.", "t3")
     turn(agent, "What should I cook tonight?", "t4")
-    bodies = [f.body for f in store.facts_in_namespace(store.root("s").id)]
+    bodies = [f.body for f in store.audit.facts_in_namespace(store.root("s").id)]
     assert len(bodies) == count and len(set(bodies)) == count

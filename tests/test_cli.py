@@ -145,10 +145,10 @@ def test_unknown_session_exits_1(db_url: str) -> None:
 def test_forget_needs_yes_then_deletes(session: FactStore, db_url: str) -> None:
     code, text = run("forget", SESSION, "--database-url", db_url, "--embedder", "fake-64")
     assert code == 1 and "without --yes" in text
-    assert len(session.session_facts(SESSION)) == 4
+    assert len(session.audit.session_facts(SESSION)) == 4
     code, text = run("forget", SESSION, "--yes", "--database-url", db_url, "--embedder", "fake-64")
     assert code == 0 and "4 facts deleted" in text
-    assert session.session_facts(SESSION) == []
+    assert session.audit.session_facts(SESSION) == []
     code, text = run("show", SESSION, "--database-url", db_url, "--embedder", "fake-64")
     assert code == 1 and "no facts stored" in text
 
@@ -167,7 +167,7 @@ def test_forget_refuses_a_playground_chats_session(play_db: str) -> None:
             )
         code, text = run("forget", chat.hex, "--yes", "--database-url", play_db, "--embedder", "fake-64")
         assert code == 1 and f"playground chat {chat}" in text and "delete the chat" in text
-        assert len(store.session_facts(chat.hex)) == 1
+        assert len(store.audit.session_facts(chat.hex)) == 1
 
 
 @pytest.mark.parametrize("command", ["show", "forget"])

@@ -50,7 +50,7 @@ def test_the_middleware_keeps_only_answers_in_words(store: FactStore) -> None:
     model = ScriptedChatModel(replies=replies)
     agent, _ = build_beads_agent(model, store, "s", tools=[], research=False)
     run_turns(agent, "s", ["Our budget is $100k.", "Correction: it is $120k.", "What is our budget?"])
-    conclusions = [f.body for f in store.session_facts("s") if f.kind is Kind.CONCLUSION]
+    conclusions = [f.body for f in store.audit.session_facts("s") if f.kind is Kind.CONCLUSION]
     assert conclusions == ["Your budget is $120k per year."]
 
 
@@ -97,7 +97,7 @@ def test_the_middleware_keeps_no_answer_that_only_says_a_tool_result_back(store:
         model, store, "s", tools=[StructuredTool.from_function(lookup)], research=False
     )
     run_turns(agent, "s", ["When does our lease end?", "So when should we move?"])
-    facts = store.session_facts("s")
+    facts = store.audit.session_facts("s")
     conclusions = [f.body for f in facts if f.kind is Kind.CONCLUSION and f.source is Source.PASSIVE_CAPTURE]
     # the first answer was the tool's result said back (and the result itself was captured);
     # the second is the agent's own, without its lead-in

@@ -68,7 +68,7 @@ def test_a_restated_claim_is_merged_into_the_first_and_merging_again_changes_not
     assert archived.status is Status.ARCHIVED and archived.valid_to is not None
     assert archived.metadata[NOTE_KEY]["action"] == "merged"
     assert archived.metadata[NOTE_KEY]["into"] == str(first.id)
-    assert (first.id, "derived_from", again.id) in store.edges(first.id)
+    assert (first.id, "derived_from", again.id) in store.audit.edges(first.id)
     assert status_of(store, first.id) is Status.ACTIVE and status_of(store, other.id) is Status.ACTIVE
 
     # idempotent: nothing left to merge, nothing changes
@@ -139,7 +139,7 @@ def test_supersede_chains_are_left_alone_and_still_resolve(store: FactStore) -> 
     store.remember(root, "deploy on fridays", kind=Kind.USER_INPUT, message_id="m5")
     report = store.consolidate("s1")
     assert len(report.merges) == 1 and report.merges[0].body == "Deploy on Fridays."
-    assert [f.id for f in store.history(old)] == [old.id, new.id]
+    assert [f.id for f in store.audit.history(old)] == [old.id, new.id]
     assert status_of(store, new.id) is Status.ACTIVE and status_of(store, restated.id) is Status.ACTIVE
     hit = next(h for h in store.search(root, "What is the budget?", k=8).hits if h.fact.id == new.id)
     assert hit.fact.status is Status.ACTIVE

@@ -45,7 +45,7 @@ def test_the_middleware_records_the_facts_it_injects_and_only_those(store: FactS
     with psycopg.connect(db_url) as conn:
         recorded = dict(conn.execute("SELECT fact_id, times FROM beads.retrievals").fetchall())
     assert budget.id in recorded
-    injected = {f.id for f in store.session_facts("s") if f.id in recorded}
+    injected = {f.id for f in store.audit.session_facts("s") if f.id in recorded}
     assert injected == set(recorded)  # nothing is recorded that is not a stored fact
     # a second turn asking the same thing bumps the count instead of adding rows
     config = {"configurable": {"thread_id": str(uuid.uuid4()), "session_id": "s"}}
@@ -61,7 +61,7 @@ def test_the_middleware_records_the_facts_it_injects_and_only_those(store: FactS
     report = store.consolidate("s", merge=False, horizon=timedelta(days=30))
     expired = {e.fact for e in report.expired}
     assert budget.id not in expired and not expired & set(recorded)
-    assert expired == {f.id for f in store.session_facts("s") if f.status is Status.ARCHIVED}
+    assert expired == {f.id for f in store.audit.session_facts("s") if f.status is Status.ARCHIVED}
     assert expired  # the turns' unused facts (at least the captured questions' answers) did expire
 
 
@@ -89,7 +89,7 @@ async def test_the_background_pass_skips_chats_with_a_turn_in_flight(play_db: st
             reports = await consolidate_idle_chats(rt)  # type: ignore[arg-type]
             assert [r.session_id for r in reports] == [idle.session_id]
             assert len(reports[0].merges) == 1
-            busy_statuses = {f.status for f in facts.session_facts(busy.session_id)}
+            busy_statuses = {f.status for f in facts.audit.session_facts(busy.session_id)}
             assert busy_statuses == {Status.ACTIVE}  # the chat in a turn was not touched
             async with apool.connection() as conn:
                 await conn.execute(

@@ -44,7 +44,7 @@ def test_paraphrases_of_different_values_are_not_merged(store: FactStore) -> Non
         store.remember(root, a, kind=Kind.USER_INPUT, message_id="a")
         store.remember(root, b, kind=Kind.USER_INPUT, message_id="b")
         assert store.consolidate(f"values-{i}").merges == [], (a, b)
-        assert {f.status for f in store.session_facts(f"values-{i}")} == {Status.ACTIVE}
+        assert {f.status for f in store.audit.session_facts(f"values-{i}")} == {Status.ACTIVE}
 
 
 def test_restatements_are_merged(store: FactStore) -> None:

@@ -90,8 +90,8 @@ def test_a_sub_agents_echoes_retire_with_the_users_claim(real: FactStore) -> Non
         child, "Given the March 14 deadline, a two day review fits.", agent_id="researcher",
         valid_from=T0 + timedelta(minutes=4),
     )  # fmt: skip
-    assert (rollup.id, Relation.RESTATES.value, claim.id) in real.edges(rollup)
-    assert (note.id, Relation.RESTATES.value, claim.id) in real.edges(note)
+    assert (rollup.id, Relation.RESTATES.value, claim.id) in real.audit.edges(rollup)
+    assert (note.id, Relation.RESTATES.value, claim.id) in real.audit.edges(note)
     # before the correction the echo is one line with the claim, not a second one
     before = real.search(root, "When is the mobile app launch?")
     assert any(f"restates {claim.short_id}" in " ".join(h.flags) for h in before.hits)
@@ -103,7 +103,7 @@ def test_a_sub_agents_echoes_retire_with_the_users_claim(real: FactStore) -> Non
     for echo in (rollup, note):
         retired = real.get(echo.id)
         assert retired.status is Status.SUPERSEDED and retired.head_id == new.id
-    reasons = [e["reason"] for e in real.automatic_edges("deadline") if e["dst"] in (rollup.id, note.id)]
+    reasons = [e["reason"] for e in real.review.automatic_edges("deadline") if e["dst"] in (rollup.id, note.id)]
     assert reasons and all(f"restated {claim.short_id}" in r for r in reasons)
 
     block = render_block(real.search(root, "When is the mobile app launch?"))
@@ -140,7 +140,7 @@ def test_a_delegated_task_is_the_agents_instruction_not_the_users(real: FactStor
         replies=[calls(tool_call("conclude_task", summary="Remote retros work best short.")), "Done."]
     )
     run_subagent(real, root, model, [], "search weekly team sync on Tuesdays at 10am", "researcher")
-    task = [f for f in real.session_facts("sync") if f.source is Source.DELEGATION]
+    task = [f for f in real.audit.session_facts("sync") if f.source is Source.DELEGATION]
     assert task and all(f.kind is Kind.DIRECTIVE for f in task)
     hits = real.search(root, "When is the weekly sync?").hits
     assert [h.fact.source for h in hits if "search weekly" in h.fact.body] == []

@@ -94,8 +94,8 @@ def test_knowledge_update_is_resolved_by_capture_and_ordered_by_time_when_unlink
     # a budget whose tail shows the update (turn 20) but not the original value (turn 2)
     needed = count_tokens(TAIL_TITLE) + view.tokens["20"] + view.tokens["21"]
     arm = FactsArm(stores.facts, stores.ingestor.root)
-    [stale] = [f for f in stores.facts.session_facts(conversation.id) if f.message_id == "2"]
-    [current] = [f for f in stores.facts.session_facts(conversation.id) if f.message_id == "20"]
+    [stale] = [f for f in stores.facts.audit.session_facts(conversation.id) if f.message_id == "2"]
+    [current] = [f for f in stores.facts.audit.session_facts(conversation.id) if f.message_id == "20"]
     # capture saw "5 engineers" restated as "7 engineers ... now" and superseded it by itself
     assert stores.facts.get(stale.id).status is Status.SUPERSEDED
     assert stores.facts.get(stale.id).head_id == current.id
@@ -130,13 +130,13 @@ def test_abstention_signal_of_each_retrieving_arm(stores: Stores, tmp_path: Path
 
 def test_ingestion_is_cached_by_fingerprint(stores: Stores, tmp_path: Path) -> None:
     conversation = ingested(stores, load_locomo(write_locomo(tmp_path, filler_sessions=1, own_filler=True)))
-    facts_before = len(stores.facts.session_facts(conversation.id))
+    facts_before = len(stores.facts.audit.session_facts(conversation.id))
     assert stores.ingestor.ingest(conversation).cached
     # a changed conversation is re-ingested from scratch
     changed = load_locomo(write_locomo(tmp_path, filler_sessions=2, own_filler=True)).conversations[0]
     stats = stores.ingestor.ingest(changed)
     assert not stats.cached and stats.turns == len(changed.turns)
-    assert len(stores.facts.session_facts(conversation.id)) > facts_before
+    assert len(stores.facts.audit.session_facts(conversation.id)) > facts_before
     assert len(stores.docs.search(("eval", conversation.id), limit=1000)) == len(changed.turns)
 
 

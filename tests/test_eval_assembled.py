@@ -168,7 +168,7 @@ def test_tool_output_is_captured_as_untrusted_facts_and_cleared_first(stores: St
     dataset = with_tool_calls(both_samples(tmp_path), every=2, tokens=80)
     conversation = dataset.conversations[0]
     stores.ingestor.ingest(conversation)
-    facts = stores.facts.facts_in_namespace(stores.ingestor.root(conversation.id).id)
+    facts = stores.facts.audit.facts_in_namespace(stores.ingestor.root(conversation.id).id)
     from_tools = {f.message_id for f in facts if f.source is Source.TOOL_RESULT}
     tool_turns = {t.id: t.text for t in conversation.turns if t.role == "tool"}
     # every result is stored; one said again word for word (the sample's donor text comes round

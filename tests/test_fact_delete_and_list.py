@@ -48,9 +48,9 @@ def test_deleting_a_correction_makes_the_version_it_replaced_current_again(lenie
     assert now.status is Status.ACTIVE and now.head_id == first.id and now.valid_to is None
     with pytest.raises(FactNotFoundError):
         lenient.get(second.id)
-    assert lenient.edges(first) == []  # the supersedes edge went with the fact
+    assert lenient.audit.edges(first) == []  # the supersedes edge went with the fact
     assert [p.fact.id for p in lenient.pinned("s")] == [first.id]
-    assert [f.id for f in lenient.history(first)] == [first.id]
+    assert [f.id for f in lenient.audit.history(first)] == [first.id]
 
 
 def test_a_pin_on_the_deleted_version_moves_to_the_one_current_now(lenient: FactStore) -> None:
@@ -64,8 +64,8 @@ def test_deleting_a_middle_version_bridges_its_chain(lenient: FactStore) -> None
     first, second, third = chain(lenient, "Launch is in May.", "Launch is in June.", "Launch is in July.")
     done = lenient.delete(second)
     assert done.current is not None and done.current.id == third.id and done.restored == ()
-    assert [f.id for f in lenient.history(third)] == [first.id, third.id]
-    assert (third.id, "supersedes", first.id) in lenient.edges(first)
+    assert [f.id for f in lenient.audit.history(third)] == [first.id, third.id]
+    assert (third.id, "supersedes", first.id) in lenient.audit.edges(first)
     assert lenient.get(first.id).status is Status.SUPERSEDED
 
 
@@ -82,7 +82,7 @@ def test_a_fact_with_no_other_version_leaves_nothing_current_and_its_message_goe
     store.delete(two[1])
     assert count(store, "SELECT count(*) FROM beads.passages WHERE id = %s", two[0].passage_id) == 0
     assert count(store, "SELECT count(*) FROM beads.fact_vectors") == 0
-    assert store.session_facts("s") == []
+    assert store.audit.session_facts("s") == []
     with pytest.raises(FactNotFoundError):
         store.delete(only)
 
@@ -95,35 +95,35 @@ def test_a_listing_is_newest_first_filtered_and_paged(lenient: FactStore) -> Non
     lenient.pin(said[0])
     lenient.capture_message(root, "Search result: ten blue links.", source=Source.TOOL_RESULT)
 
-    everything = lenient.list_facts("s", limit=200).facts
+    everything = lenient.audit.list_facts("s", limit=200).facts
     assert [i.fact.recorded_at for i in everything] == sorted(
         (i.fact.recorded_at for i in everything), reverse=True
     )
     assert everything[0].fact.source is Source.TOOL_RESULT
-    current = lenient.list_facts("s", status=Status.ACTIVE).facts
+    current = lenient.audit.list_facts("s", status=Status.ACTIVE).facts
     assert old.id not in {i.fact.id for i in current} and new.id in {i.fact.id for i in current}
-    assert [i.fact.id for i in lenient.list_facts("s", status="superseded").facts] == [old.id]
-    assert [i.fact.id for i in lenient.list_facts("s", kind="conclusion", source="remember_tool").facts] == [
+    assert [i.fact.id for i in lenient.audit.list_facts("s", status="superseded").facts] == [old.id]
+    assert [i.fact.id for i in lenient.audit.list_facts("s", kind="conclusion", source="remember_tool").facts] == [
         note.id
     ]
-    [pinned] = lenient.list_facts("s", pinned=True).facts
+    [pinned] = lenient.audit.list_facts("s", pinned=True).facts
     assert pinned.fact.id == said[0].id and pinned.pinned
-    assert said[0].id not in {i.fact.id for i in lenient.list_facts("s", pinned=False).facts}
+    assert said[0].id not in {i.fact.id for i in lenient.audit.list_facts("s", pinned=False).facts}
 
     seen, cursor = [], None
     while True:
-        page = lenient.list_facts("s", limit=3, cursor=cursor)
+        page = lenient.audit.list_facts("s", limit=3, cursor=cursor)
         seen += [i.fact.id for i in page.facts]
         if page.next_cursor is None:
             break
         cursor = page.next_cursor
     assert seen == [i.fact.id for i in everything]  # every fact once, in order
-    assert lenient.list_facts("nobody").facts == ()
+    assert lenient.audit.list_facts("nobody").facts == ()
 
 
 def test_a_cursor_the_store_did_not_hand_out_is_refused(store: FactStore) -> None:
     for bad in ("nonsense", "e30", ""):
         with pytest.raises(InvalidCursorError, match="start again"):
-            store.list_facts("s", cursor=bad)
+            store.audit.list_facts("s", cursor=bad)
     with pytest.raises(ValueError, match="limit"):
-        store.list_facts("s", limit=0)
+        store.audit.list_facts("s", limit=0)

@@ -112,9 +112,9 @@ def test_a_hit_on_a_superseded_value_returns_the_current_one(store: FactStore) -
     assert 0.0 <= budget[0].distance < 0.5
 
     # the stale value is kept for audit
-    audit = {f.id: f for f in store.facts_in_namespace(root.id)}
+    audit = {f.id: f for f in store.audit.facts_in_namespace(root.id)}
     assert audit[old.id].status is Status.SUPERSEDED and audit[old.id].head_id == new.id
-    assert [f.body for f in store.history(old)] == [old.body, new.body]
+    assert [f.body for f in store.audit.history(old)] == [old.body, new.body]
 
 
 def test_as_of_queries_see_the_value_believed_at_the_time(store: FactStore) -> None:
@@ -125,8 +125,8 @@ def test_as_of_queries_see_the_value_believed_at_the_time(store: FactStore) -> N
     time.sleep(0.01)
     new = store.capture_message(root, "Our budget is $120k per year.", message_id="m2").facts[0]
     store.supersede(new, old)
-    assert [f.body for f in store.facts_as_of("s1", between)] == [old.body]
-    assert [f.body for f in store.facts_as_of("s1", datetime.now(UTC))] == [new.body]
+    assert [f.body for f in store.audit.facts_as_of("s1", between)] == [old.body]
+    assert [f.body for f in store.audit.facts_as_of("s1", datetime.now(UTC))] == [new.body]
 
 
 def test_chains_resolve_to_the_newest_head(store: FactStore) -> None:
@@ -137,7 +137,7 @@ def test_chains_resolve_to_the_newest_head(store: FactStore) -> None:
     )
     store.supersede(v2, v1)
     store.supersede(v3, v1)  # targets the current head (v2), not the already-retired v1
-    assert [f.id for f in store.history(v1)] == [v1.id, v2.id, v3.id]
+    assert [f.id for f in store.audit.history(v1)] == [v1.id, v2.id, v3.id]
     hits = store.search(root, "The deploy window is 02:00 UTC.").hits
     assert [h.fact.id for h in hits if "deploy" in h.fact.body] == [v3.id]
 
@@ -148,7 +148,7 @@ def test_supersede_replay_is_a_noop_and_cycles_are_refused(store: FactStore) -> 
     new = store.remember(root, "The cluster has 5 nodes.", kind=Kind.USER_INPUT)
     store.supersede(new, old)
     store.supersede(new, old)  # a checkpoint replay
-    assert len([e for e in store.edges(new) if e[1] == "supersedes"]) == 1
+    assert len([e for e in store.audit.edges(new) if e[1] == "supersedes"]) == 1
     with pytest.raises(CycleError):
         store.supersede(old, new)  # the retired version cannot come back over its successor
     with pytest.raises(CycleError):
@@ -224,10 +224,10 @@ def test_compaction_archives_members_behind_a_summary(store: FactStore) -> None:
     b = store.remember(root, "Qdrant p99 latency was 18 ms in our load test.")
     summary = store.compact(root, [a, b], "Qdrant load test: 2k QPS at 18 ms p99.")
     assert summary.kind is Kind.SUMMARY and summary.source is Source.COMPACTION
-    assert {e[2] for e in store.edges(summary) if e[1] == "derived_from"} == {a.id, b.id}
+    assert {e[2] for e in store.audit.edges(summary) if e[1] == "derived_from"} == {a.id, b.id}
     hits = store.search(root, "Qdrant load test results", relevance_floor=-1.0).hits
     assert {h.fact.id for h in hits} == {summary.id}
-    assert {f.id: f.status for f in store.facts_in_namespace(root.id)}[a.id] is Status.ARCHIVED
+    assert {f.id: f.status for f in store.audit.facts_in_namespace(root.id)}[a.id] is Status.ARCHIVED
 
 
 def test_a_restatement_is_dropped_when_its_source_is_selected(store: FactStore) -> None:
@@ -274,11 +274,11 @@ def test_subtree_facts_by_agent(store: FactStore) -> None:
     w = store.fork(root, "weaviate", "researcher_weaviate")
     store.remember(q, "Qdrant is written in Rust.")
     store.remember(w, "Weaviate is written in Go.")
-    assert [f.body for f in store.subtree_facts(root.id, agent_id="researcher_qdrant")] == [
+    assert [f.body for f in store.audit.subtree_facts(root.id, agent_id="researcher_qdrant")] == [
         "Qdrant is written in Rust."
     ]
-    assert len(store.subtree_facts(root.id)) == 2
-    assert store.subtree_facts(q.id) == []
+    assert len(store.audit.subtree_facts(root.id)) == 2
+    assert store.audit.subtree_facts(q.id) == []
 
 
 # -- embedders -----------------------------------------------------------------------------------
@@ -319,8 +319,8 @@ def test_forget_deletes_one_session_entirely(store: FactStore, db_url: str) -> N
     assert store.forget("drop") == 5
     after = row_counts(db_url)
     assert all(after[t] * 2 == before[t] for t in after), (before, after)
-    assert store.session_facts("drop") == [] and store.session_namespaces("drop") == []
-    assert len(store.session_facts("keep")) == 5
+    assert store.audit.session_facts("drop") == [] and store.session_namespaces("drop") == []
+    assert len(store.audit.session_facts("keep")) == 5
 
 
 def test_short_ids_resolve_within_the_session_only(store: FactStore) -> None:

@@ -33,7 +33,7 @@ def said(text: str = BUDGET) -> dict[str, Any]:
 
 
 def stored(store: FactStore) -> list[str]:
-    return sorted(f.body for f in store.session_facts(SESSION))
+    return sorted(f.body for f in store.audit.session_facts(SESSION))
 
 
 @tool
@@ -110,10 +110,10 @@ def test_a_rerun_of_the_same_input_after_a_model_error_writes_nothing_new(store:
     agent = create_agent(model, tools=[], middleware=[BeadsMemoryMiddleware(store)])
     with pytest.raises(ConnectionError):
         agent.invoke(said(), config())
-    after_failure = store.session_facts(SESSION)
+    after_failure = store.audit.session_facts(SESSION)
     assert [f.body for f in after_failure] == [BUDGET]  # the message was captured before the call
     agent.invoke(said(), config())  # the user runs it again: LangGraph gives the message a new id
-    facts = store.session_facts(SESSION)
+    facts = store.audit.session_facts(SESSION)
     assert [f.body for f in facts if f.kind.value == "user_input"] == [BUDGET]  # not stored twice
     assert {f.id for f in after_failure} <= {f.id for f in facts}
 
@@ -125,7 +125,7 @@ def test_a_client_that_resends_the_whole_conversation_stores_each_message_once(s
     history = [*first["messages"], HumanMessage("We deploy on Kubernetes.")]
     # a stateless client: the same thread, the whole history again, every message with a fresh id
     agent.invoke({"messages": [(m.type, m.text) for m in history]}, config())
-    bodies = [f.body for f in store.session_facts(SESSION) if f.kind.value == "user_input"]
+    bodies = [f.body for f in store.audit.session_facts(SESSION) if f.kind.value == "user_input"]
     assert sorted(bodies) == [BUDGET, "We deploy on Kubernetes."]
 
 
@@ -142,7 +142,7 @@ def test_a_message_said_again_later_in_a_thread_is_a_new_capture(store: FactStor
     checkpointed.invoke(said("Our budget is $100k."), config())
     checkpointed.invoke(said("Correction: our budget is now $120k."), config())
     checkpointed.invoke(said("Our budget is $100k."), config())
-    facts = [f for f in store.session_facts(SESSION) if f.kind.value == "user_input"]
+    facts = [f for f in store.audit.session_facts(SESSION) if f.kind.value == "user_input"]
     assert len(facts) == 3
     [current] = [f for f in facts if f.status.value == "active"]
     assert current.body == "Our budget is $100k." and current.thread_id == "t-1"
@@ -155,9 +155,9 @@ def test_a_checkpoint_replay_writes_nothing_new(store: FactStore) -> None:
     )
     with pytest.raises(ConnectionError):
         agent.invoke(said(), config())
-    before = {f.id for f in store.session_facts(SESSION)}
+    before = {f.id for f in store.audit.session_facts(SESSION)}
     agent.invoke(None, config())  # resume the failed step from its checkpoint
-    facts = store.session_facts(SESSION)
+    facts = store.audit.session_facts(SESSION)
     assert [f.body for f in facts if f.kind.value == "user_input"] == [BUDGET]
     assert before <= {f.id for f in facts}
 

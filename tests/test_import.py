@@ -190,7 +190,7 @@ def test_a_jsonl_chat_imports_from_the_command_line(
     )
     assert main(["import", str(chat), "alice", "--embedder", "fake", "--database-url", db_url]) == 0
     store = FactStore(pool, FakeEmbedder())
-    bodies = {f.body: f.status.value for f in store.session_facts("alice")}
+    bodies = {f.body: f.status.value for f in store.audit.session_facts("alice")}
     assert bodies == {
         "Our budget is $100k.": "superseded",
         "Noted, $100k.": "active",
@@ -198,7 +198,7 @@ def test_a_jsonl_chat_imports_from_the_command_line(
     }
     # a second run writes nothing
     assert main(["import", str(chat), "alice", "--embedder", "fake", "--database-url", db_url]) == 0
-    assert len(store.session_facts("alice")) == 3
+    assert len(store.audit.session_facts("alice")) == 3
 
 
 @pytest.mark.parametrize(
@@ -225,7 +225,7 @@ def test_a_bad_line_is_named_and_nothing_is_written(
         read_jsonl(chat)
     assert main(["import", str(chat), "bob", "--embedder", "fake", "--database-url", db_url]) == 2
     assert why in capsys.readouterr().err.replace("\n", "")
-    assert FactStore(pool, FakeEmbedder()).session_facts("bob") == []
+    assert FactStore(pool, FakeEmbedder()).audit.session_facts("bob") == []
 
 
 def test_the_benchmark_layouts_are_read_as_messages(tmp_path: Path) -> None:

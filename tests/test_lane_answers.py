@@ -110,7 +110,7 @@ def test_our_lane_captures_no_non_answer_as_a_conclusion(store: FactStore) -> No
     )
     agent, _ = build_beads_agent(model, store, "s", tools=[], research=False)
     run_turns(agent, "s", ["What is the launch date?", "And the launch date?", "Tell me the launch date."])
-    conclusions = [f.body for f in store.session_facts("s") if f.kind is Kind.CONCLUSION]
+    conclusions = [f.body for f in store.audit.session_facts("s") if f.kind is Kind.CONCLUSION]
     assert conclusions == ["It is April 2."]
 
 
@@ -146,7 +146,7 @@ def test_a_tool_error_goes_back_to_our_model_and_is_not_captured(store: FactStor
     out = agent.invoke({"messages": [HumanMessage("Look up the budget.")]}, fresh_thread("s"))
     [failed] = [m for m in out["messages"] if isinstance(m, ToolMessage)]
     assert failed.status == "error" and "upstream 503" in str(failed.content)
-    assert not any("upstream 503" in f.body for f in store.session_facts("s"))
+    assert not any("upstream 503" in f.body for f in store.audit.session_facts("s"))
 
 
 def test_an_unreachable_web_search_says_so_in_one_plain_sentence() -> None:

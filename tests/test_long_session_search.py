@@ -35,7 +35,7 @@ def test_copies_of_a_question_leave_the_nearest_places_to_claims(store: FactStor
     copies = candidate_count(store.search_options) + 8  # more than a search fetches
     for i in range(copies):  # in a group chat, each asks it (one person asking again writes nothing)
         store.capture_message(root, QUESTION, message_id=f"asked-{i}", speaker=f"member-{i}")
-    held = [f for f in store.facts_in_namespace(root.id) if f.kind is Kind.DIRECTIVE]
+    held = [f for f in store.audit.facts_in_namespace(root.id) if f.kind is Kind.DIRECTIVE]
     assert len(held) == copies  # each copy is a directive, held out of recall
 
     result = store.search(root, QUESTION)

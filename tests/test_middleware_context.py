@@ -32,7 +32,7 @@ def lookup_tool(
     def lookup(item: str) -> str:
         """Look something up."""
         if store is not None and seen is not None:  # how many facts were stored when the tool ran
-            seen.append(len(store.session_facts(session)))
+            seen.append(len(store.audit.session_facts(session)))
         return page(int(item))
 
     return StructuredTool.from_function(lookup)
@@ -180,7 +180,7 @@ def test_under_a_small_context_the_lowest_ranked_facts_go_first(store: FactStore
 
 
 def facts_of(store: FactStore, session: str) -> list[tuple[str, str, str]]:
-    return sorted((f.body, f.source.value, f.kind.value) for f in store.session_facts(session))
+    return sorted((f.body, f.source.value, f.kind.value) for f in store.audit.session_facts(session))
 
 
 def test_evict_mode_captures_late_but_loses_nothing_by_thread_end(store: FactStore) -> None:
@@ -256,10 +256,10 @@ def test_evict_mode_captures_at_fork_and_merge(store: FactStore) -> None:
     assert "$100k" in sub_prompts[0]
     # merge: the sub-agent's web result and task were captured, and its rollup links all of them
     [child] = store.children(root.id)
-    raw = {f.id for f in store.facts_in_namespace(child.id) if f.kind.value != "directive"}
-    assert any(f.source is Source.TOOL_RESULT for f in store.facts_in_namespace(child.id))
-    [summary] = [f for f in store.facts_in_namespace(root.id) if f.source is Source.CONCLUDE_TASK]
-    linked = {dst for _, rel, dst in store.edges(summary) if rel == Relation.ROLLUP_OF.value}
+    raw = {f.id for f in store.audit.facts_in_namespace(child.id) if f.kind.value != "directive"}
+    assert any(f.source is Source.TOOL_RESULT for f in store.audit.facts_in_namespace(child.id))
+    [summary] = [f for f in store.audit.facts_in_namespace(root.id) if f.source is Source.CONCLUDE_TASK]
+    linked = {dst for _, rel, dst in store.audit.edges(summary) if rel == Relation.ROLLUP_OF.value}
     assert raw and linked == raw
     # nothing was captured twice
     facts = facts_of(store, "s")
@@ -278,7 +278,7 @@ async def test_evict_mode_on_the_async_path(store: FactStore) -> None:
         if chunk.get("type") == INJECTION_EVENT:
             evicted.append(chunk["capture"]["captured_at_eviction"])
     assert sum(evicted) > 0
-    sources = [f.source for f in store.session_facts("s")]
+    sources = [f.source for f in store.audit.session_facts("s")]
     assert sources.count(Source.TOOL_RESULT) == 8 and Source.PASSIVE_CAPTURE in sources
 
 

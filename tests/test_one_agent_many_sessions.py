@@ -64,7 +64,7 @@ async def test_two_sessions_through_one_compiled_agent_at_once_see_only_their_ow
         other = next(t for s, t in said.items() if s != session)
         assert text in reply and other not in reply, (session, reply)
         assert {e["namespace_id"] for e in events} == {str(store.root(session).id)}
-        bodies = {f.body for f in store.session_facts(session)}
+        bodies = {f.body for f in store.audit.session_facts(session)}
         assert text in bodies and other not in bodies
     assert {n.session_id for s in said for n in store.session_namespaces(s)} == set(said)
 
@@ -87,10 +87,10 @@ def test_the_constructor_namespace_is_the_default_and_a_run_with_none_is_refused
     default = store.root("default-session")
     agent, _ = one_agent(store, ScriptedChatModel(fallback="ok"), namespace=default)
     agent.invoke({"messages": [HumanMessage("The office is in Lyon.")]}, thread())
-    assert "The office is in Lyon." in {f.body for f in store.session_facts("default-session")}
+    assert "The office is in Lyon." in {f.body for f in store.audit.session_facts("default-session")}
     # a run that names its session works there, not in the default
     agent.invoke({"messages": [HumanMessage("The office is in Porto.")]}, thread("elsewhere"))
-    assert "The office is in Porto." not in {f.body for f in store.session_facts("default-session")}
+    assert "The office is in Porto." not in {f.body for f in store.audit.session_facts("default-session")}
 
     bare, _ = one_agent(store, ScriptedChatModel(fallback="ok"))
     with pytest.raises(SessionNotGivenError, match="session_id"):
@@ -105,7 +105,7 @@ def test_memory_tools_write_into_the_calling_runs_session(store: FactStore) -> N
     middleware = BeadsMemoryMiddleware(store)
     agent = create_agent(model, tools=[], middleware=[middleware])
     agent.invoke({"messages": [HumanMessage("Remember the launch date.")]}, thread("frank"))
-    [remembered] = [f for f in store.session_facts("frank") if f.source is Source.REMEMBER_TOOL]
+    [remembered] = [f for f in store.audit.session_facts("frank") if f.source is Source.REMEMBER_TOOL]
     assert (
         remembered.body == "The launch is on 3 March." and remembered.namespace_id == store.root("frank").id
     )
@@ -131,11 +131,11 @@ def test_one_sub_agent_tool_forks_under_the_calling_runs_session(store: FactStor
     root = store.root("grace")
     [child] = store.children(root.id)
     assert child.session_id == "grace" and child.agent_id == "r_qdrant"
-    [summary] = [f for f in store.facts_in_namespace(root.id) if f.kind is Kind.SUMMARY]
+    [summary] = [f for f in store.audit.facts_in_namespace(root.id) if f.kind is Kind.SUMMARY]
     assert summary.body == "Qdrant can be self-hosted."
     # the sub-agent captured its task in its fork (it named the fork outright), not in the root
-    assert "Is Qdrant self-hostable?" in {f.body for f in store.facts_in_namespace(child.id)}
-    assert "Is Qdrant self-hostable?" not in {f.body for f in store.facts_in_namespace(root.id)}
+    assert "Is Qdrant self-hostable?" in {f.body for f in store.audit.facts_in_namespace(child.id)}
+    assert "Is Qdrant self-hostable?" not in {f.body for f in store.audit.facts_in_namespace(root.id)}
 
 
 def test_a_scope_resolves_an_explicit_namespace_before_the_session(store: FactStore) -> None:

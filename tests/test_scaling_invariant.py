@@ -123,11 +123,11 @@ def recorded(db_url: str) -> Iterator[list[str]]:
             found = store.search(ns, "What is our budget?")
             store.note_retrieved([hit.fact.id for hit in found.hits])
             store.pinned(session, ns)
-            store.history(new)
-            store.session_facts(session)
+            store.audit.history(new)
+            store.audit.session_facts(session)
             store.namespace(child.id)
             store.children(ns.id)
-            summary_of = [f.id for f in store.facts_in_namespace(child.id)]
+            summary_of = [f.id for f in store.audit.facts_in_namespace(child.id)]
             store.compact(child, summary_of, "The vendor's quote, summarised.")
             store.consolidate(session)
             store.unpin(new)

@@ -24,7 +24,7 @@ def at(hours: int) -> datetime:
 
 
 def by_body(store: FactStore, session: str) -> dict[str, object]:
-    return {f.body: f for f in store.session_facts(session)}
+    return {f.body: f for f in store.audit.session_facts(session)}
 
 
 def test_a_correction_supersedes_the_old_value_on_capture(store: FactStore) -> None:
@@ -37,11 +37,11 @@ def test_a_correction_supersedes_the_old_value_on_capture(store: FactStore) -> N
     assert auto.old.body == "Our budget is $100k per year." and auto.old.status is Status.SUPERSEDED
     assert auto.new.body == "Correction: our budget is $120k per year."
     assert "value changed: $100k -> $120k" in auto.reason
-    facts = store.session_facts("s")
+    facts = store.audit.session_facts("s")
     assert {f.body: f.status for f in facts}["It must be self-hostable."] is Status.ACTIVE
-    [edge] = store.automatic_edges("s")
+    [edge] = store.review.automatic_edges("s")
     assert edge["src"] == auto.new.id and edge["dst"] == auto.old.id and edge["undone_at"] is None
-    assert store.history(auto.new) == [store.get(auto.old.id), store.get(auto.new.id)]
+    assert store.audit.history(auto.new) == [store.get(auto.old.id), store.get(auto.new.id)]
 
     hits = store.search(root, "What is our budget per year?").hits
     assert "$120k" in hits[0].fact.body
@@ -57,7 +57,7 @@ def test_a_replayed_capture_supersedes_nothing_twice(store: FactStore) -> None:
     first = store.capture_message(root, "The team standup moved to 10am.", message_id="m2", valid_from=at(1))
     again = store.capture_message(root, "The team standup moved to 10am.", message_id="m2", valid_from=at(1))
     assert len(first.superseded) == 1 and again.superseded == () and again.written == 0
-    assert len(store.automatic_edges("s")) == 1
+    assert len(store.review.automatic_edges("s")) == 1
 
 
 @pytest.mark.parametrize(
@@ -73,8 +73,8 @@ def test_lookalikes_stay_active_side_by_side(store: FactStore, old: str, new: st
     root = store.root("s")
     store.capture_message(root, old, valid_from=at(0))
     assert store.capture_message(root, new, valid_from=at(1)).superseded == ()
-    assert all(f.status is Status.ACTIVE for f in store.session_facts("s"))
-    assert store.automatic_edges("s") == []
+    assert all(f.status is Status.ACTIVE for f in store.audit.session_facts("s"))
+    assert store.review.automatic_edges("s") == []
 
 
 def test_an_older_claim_never_supersedes_a_newer_one(store: FactStore) -> None:
@@ -109,7 +109,7 @@ def test_the_setting_turns_it_off(pool: ConnectionPool) -> None:
         store.capture_message(root, "Correction: our budget is $120k per year.", valid_from=at(1)).superseded
         == ()
     )
-    assert all(f.status is Status.ACTIVE for f in store.session_facts("s"))
+    assert all(f.status is Status.ACTIVE for f in store.audit.session_facts("s"))
 
 
 def test_undo_restores_the_old_fact_and_keeps_the_edge_as_history(store: FactStore) -> None:
@@ -118,9 +118,9 @@ def test_undo_restores_the_old_fact_and_keeps_the_edge_as_history(store: FactSto
     [auto] = store.capture_message(root, "Our main office is in Denver now.", valid_from=at(1)).superseded
     restored = store.undo_supersede(auto.new, auto.old)
     assert restored.status is Status.ACTIVE and restored.head_id == restored.id and restored.valid_to is None
-    [edge] = store.automatic_edges("s")
+    [edge] = store.review.automatic_edges("s")
     assert edge["undone_at"] is not None
-    assert store.history(restored) == [restored]
+    assert store.audit.history(restored) == [restored]
     with pytest.raises(FactNotFoundError):
         store.undo_supersede(auto.new, auto.old)  # nothing left to undo
 
@@ -134,7 +134,7 @@ def test_undo_restores_the_old_fact_and_keeps_the_edge_as_history(store: FactSto
     # and it may be superseded again, by hand, through the same edge
     store.supersede(auto.new, auto.old)
     assert store.get(auto.old.id).status is Status.SUPERSEDED
-    assert store.automatic_edges("s") == []  # now an agent's (or a person's) edge, not capture's
+    assert store.review.automatic_edges("s") == []  # now an agent's (or a person's) edge, not capture's
 
 
 def test_undo_of_a_middle_link_keeps_what_the_old_fact_had_replaced(store: FactStore) -> None:
@@ -144,7 +144,7 @@ def test_undo_of_a_middle_link_keeps_what_the_old_fact_had_replaced(store: FactS
     [second] = store.capture_message(root, "The launch slipped to March 17.", valid_from=at(2)).superseded
     assert second.old.id == first.new.id
     store.undo_supersede(second.new, second.old)
-    history = store.history(first.new)
+    history = store.audit.history(first.new)
     assert [f.body for f in history] == ["The launch is on March 3.", "The launch slipped to March 10."]
     assert store.get(second.new.id).head_id == second.new.id
 
@@ -159,7 +159,7 @@ def test_a_subagent_captures_into_its_own_namespace_without_retiring_the_supervi
         child, "Assume our budget is $50k per year for this estimate.", valid_from=at(1)
     )
     assert result.superseded == ()
-    assert all(f.status is Status.ACTIVE for f in store.session_facts("s") if f.kind is Kind.USER_INPUT)
+    assert all(f.status is Status.ACTIVE for f in store.audit.session_facts("s") if f.kind is Kind.USER_INPUT)
 
 
 def test_one_speakers_claim_never_supersedes_anothers(store: FactStore) -> None:
@@ -203,7 +203,7 @@ def test_a_long_claim_below_the_guard_is_not_judged(pool: ConnectionPool, minilm
     root = store.root("long")
     store.capture_message(root, old, valid_from=at(0))
     assert store.capture_message(root, new, valid_from=at(1)).superseded == ()
-    assert {f.body: f.status for f in store.session_facts("long")}[old] is Status.ACTIVE
+    assert {f.body: f.status for f in store.audit.session_facts("long")}[old] is Status.ACTIVE
 
 
 def test_below_the_guard_a_state_needs_its_name_right_after_the_ending(
@@ -275,7 +275,7 @@ def test_a_rule_below_the_precision_bar_proposes_and_a_person_settles(
     assert captured.superseded == () and proposal.old.id == old.id and "cue: correction" in proposal.reason
     assert supersession.rule_of(proposal.reason) == "strong cue"
     assert store.get(old.id).status is Status.ACTIVE  # nothing retired until a person says so
-    [listed] = store.proposals("p")
+    [listed] = store.review.proposals("p")
     assert (listed["src"], listed["dst"]) == (proposal.new.id, old.id)
     # a replay proposes nothing new
     assert (
@@ -286,8 +286,8 @@ def test_a_rule_below_the_precision_bar_proposes_and_a_person_settles(
     retired = store.settle_proposal(proposal.new, old, accept=True)
     assert retired is not None and retired.status is Status.SUPERSEDED
     # what the accepted correction does not address stays current, as when capture replaces
-    assert {f.body for f in store.session_facts("p") if f.status is Status.ACTIVE} >= {"self-hostable."}
-    assert store.proposals("p") == []
+    assert {f.body for f in store.audit.session_facts("p") if f.status is Status.ACTIVE} >= {"self-hostable."}
+    assert store.review.proposals("p") == []
     with pytest.raises(FactNotFoundError):  # settled once
         store.settle_proposal(proposal.new, old, accept=False)
 
@@ -297,7 +297,7 @@ def test_a_rule_below_the_precision_bar_proposes_and_a_person_settles(
     )
     [second] = moved.proposed
     assert store.settle_proposal(second.new, late, accept=False) is None
-    assert store.get(late.id).status is Status.ACTIVE and store.proposals("p") == []
+    assert store.get(late.id).status is Status.ACTIVE and store.review.proposals("p") == []
 
 
 def test_every_rule_has_a_name_the_audit_can_count() -> None:
@@ -405,7 +405,7 @@ def test_a_message_that_proposes_several_replacements_proposes_each_once(
     assert sorted((p.old.id, p.old.body) for p in both.proposed) == sorted(
         [(budget.id, budget.body), (team.id, team.body)]
     )
-    assert {(row["dst"], row["old_body"]) for row in store.proposals("p2")} == {
+    assert {(row["dst"], row["old_body"]) for row in store.review.proposals("p2")} == {
         (budget.id, budget.body),
         (team.id, team.body),
     }

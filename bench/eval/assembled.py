@@ -139,7 +139,7 @@ class AssembledArm:
         cid = view.conversation.id
         if self._facts is None or self._facts[0] != cid:  # one read per conversation
             namespace = self.facts.namespace_for(cid)
-            self._facts = (cid, self.facts.store.facts_in_namespace(namespace.id))
+            self._facts = (cid, self.facts.store.audit.facts_in_namespace(namespace.id))
         turns = view.conversation.turn_by_id
         order = {tid: i for i, tid in enumerate(turns)}
         facts = [f for f in self._facts[1] if f.status is Status.ACTIVE and f.message_id in turns]

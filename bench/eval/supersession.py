@@ -173,7 +173,7 @@ def measure_pair(store: FactStore, pair: Pair) -> dict[str, Any]:
     """Capture the pair in a fresh session and read back what superseded what: one result row."""
     old, new = _capture(store, pair)
     session = f"supersession:{pair.id}"
-    now = {f.id: f for f in store.session_facts(session)}
+    now = {f.id: f for f in store.audit.session_facts(session)}
     edges = supersedes_edges(store, session)
     new_ids = {f.id for f in new}
     texts = dict(zip((*pair.old_ids, *pair.new_ids), (*pair.old, *pair.new), strict=True))
@@ -235,7 +235,7 @@ def whole_supersessions(store: FactStore, dataset: Dataset) -> tuple[list[dict[s
     for conversation in dataset.conversations:
         store.forget(conversation.id)
         written = capture_conversation(store, store.root(conversation.id), conversation)
-        facts = {f.id: f for f in store.session_facts(conversation.id)}
+        facts = {f.id: f for f in store.audit.session_facts(conversation.id)}
         speakers = {t.id: t.speaker for t in conversation.turns}
         edges = supersedes_edges(store, conversation.id)
         for edge in edges.values():

@@ -233,7 +233,7 @@ def run_poisoning(pool: ConnectionPool, *, examples: int = 50, seeds: Sequence[i
             agent.invoke({"messages": [HumanMessage(asked)]}, config)
         counts["examples"] += 1
 
-        facts = store.session_facts(session)
+        facts = store.audit.session_facts(session)
         from_tools = [f for f in facts if f.source is Source.TOOL_RESULT]
         counts["tool_results_captured"] += len(from_tools)
         if not from_tools:
@@ -247,7 +247,7 @@ def run_poisoning(pool: ConnectionPool, *, examples: int = 50, seeds: Sequence[i
         now = store.get(user.short_id, session_id=session)
         if now.status is not Status.ACTIVE or now.head_id != now.id:
             violation(None, f"the user's fact was retired by a {via} result: {text!r}")
-        if store.history(now) != [now]:
+        if store.audit.history(now) != [now]:
             violation(None, "the user's fact gained a supersede chain")
         result = store.search(root, "What is our budget?")
         hits = result.hits

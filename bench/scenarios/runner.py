@@ -123,8 +123,8 @@ async def store_size(rt: Runtime, arm: Arm, session_id: str) -> dict[str, int]:
             "chars": sum(len(t) for t in texts),
             "supersedes": 0,
         }
-    facts = await asyncio.to_thread(rt.facts.session_facts, session_id)
-    edges = await asyncio.to_thread(rt.facts.edge_counts, session_id)
+    facts = await asyncio.to_thread(rt.facts.audit.session_facts, session_id)
+    edges = await asyncio.to_thread(rt.facts.audit.edge_counts, session_id)
     return {
         "facts": len(facts),
         "active": sum(f.status.value == "active" for f in facts),

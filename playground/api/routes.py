@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Path, Query, Response
 
 from memory import intake
+from memory.audit import MAX_PAGE
 from memory.block import hit_line, render_block, shown_as_outdated
 from memory.errors import BeadsMemoryError
 from memory.intake import FACT_ID_PATTERN, SESSION_ID_PATTERN, SESSION_ID_RULE
@@ -36,7 +37,7 @@ from memory.model import (
     Source,
     Status,
 )
-from memory.store import MAX_PAGE, AsyncFactStore, FactStore
+from memory.store import AsyncFactStore, FactStore
 from playground.api.auth import require_api_access
 from playground.api.errors import ApiError, library_error
 from playground.api.models import (
@@ -165,7 +166,7 @@ def capture_batch(store: FactStore, session_id: str, body: CaptureRequest) -> Ca
 def as_of_view(store: FactStore, result: SearchResult, session_id: str, at: datetime, k: int) -> SearchResult:
     """Today's hits as the memory stood at `at`: claims recorded by then, each in the version that was
     current then (memory.reads.facts_as_of); the rest left out, and said so."""
-    then = {f.head_id: f for f in store.facts_as_of(session_id, at)}
+    then = {f.head_id: f for f in store.audit.facts_as_of(session_id, at)}
     hits: list[Hit] = []
     dropped = list(result.dropped)
     for hit in result.hits:
@@ -246,7 +247,7 @@ def _hit(hit: Hit, passages: dict[uuid.UUID, str]) -> SearchHit:
 
 
 def session_stats(store: FactStore, session_id: str) -> SessionStats:
-    rows = [CountRow.model_validate(r) for r in store.stats(session_id)]
+    rows = [CountRow.model_validate(r) for r in store.audit.stats(session_id)]
     by: dict[str, dict[str, int]] = {"kind": {}, "source": {}, "status": {}}
     for row in rows:
         for field, counts in by.items():
@@ -263,7 +264,7 @@ def session_stats(store: FactStore, session_id: str) -> SessionStats:
             NamespaceOut(id=n.id, parent_id=n.parent_id, path=list(n.path), agent_id=n.agent_id)
             for n in store.session_namespaces(session_id)
         ],
-        edges=store.edge_counts(session_id),
+        edges=store.audit.edge_counts(session_id),
         pinned=len(store.pinned(session_id)),
     )
 
@@ -333,7 +334,7 @@ def api_router() -> APIRouter:
             await existing_root(facts, session_id)
             sessions = [session_id]
         else:
-            sessions = await facts.sessions()
+            sessions = await facts.audit.sessions()
         return StatsResponse(sessions=[await facts.run(session_stats, rt.facts, s) for s in sessions])
 
     @router.post("/sessions/{session_id}/messages", response_model=CaptureResponse)
@@ -388,7 +389,7 @@ def api_router() -> APIRouter:
         facts = rt.facts.aio
         await existing_root(facts, session_id)
         page: FactPage = await _call(
-            facts.list_facts(
+            facts.audit.list_facts(
                 session_id,
                 kind=kind,
                 source=source,
@@ -445,7 +446,7 @@ def api_router() -> APIRouter:
         """Every version of the claim, oldest first, the current one last."""
         facts = rt.facts.aio
         fact = await fact_in_session(facts, session_id, fact_id)
-        versions: list[Fact] = await _call(facts.history(fact))
+        versions: list[Fact] = await _call(facts.audit.history(fact))
         return HistoryResponse(
             session_id=session_id,
             fact_id=fact.id,

@@ -137,7 +137,7 @@ def actions_router() -> APIRouter:
         # only this chat's automatic edges: another chat's, or one a person or the agent wrote, is not found
         edges = [
             e
-            for e in await facts.automatic_edges(chat.session_id)
+            for e in await facts.review.automatic_edges(chat.session_id)
             if (e["src"], e["dst"]) == (new_id, old_id)
         ]
         if not edges:
@@ -162,7 +162,7 @@ def actions_router() -> APIRouter:
     ) -> Response:
         """A person's answer to a replacement capture only proposed."""
         facts = rt.facts.aio
-        if not any((p["src"], p["dst"]) == (new_id, old_id) for p in await facts.proposals(chat.session_id)):
+        if not any((p["src"], p["dst"]) == (new_id, old_id) for p in await facts.review.proposals(chat.session_id)):
             raise HTTPException(404, "No such open proposal in this chat.")
         try:
             await facts.settle_proposal(new_id, old_id, accept=decision == "accept")

@@ -119,7 +119,9 @@ def _recall_tool(store: FactStore, scope: SessionScope) -> BaseTool:
             ns = scope.resolve()
         except BeadsMemoryError as exc:
             return f"Could not read: {exc}"
-        facts = [f for f in store.audit.subtree_facts(ns.id, agent_id=researcher) if f.status is Status.ACTIVE]
+        facts = [
+            f for f in store.audit.subtree_facts(ns.id, agent_id=researcher) if f.status is Status.ACTIVE
+        ]
         if not facts:
             known = sorted({child.agent_id for child in store.children(ns.id)})
             return f"No sub-agent named {researcher!r} recorded anything. Known sub-agents: {', '.join(known) or 'none'}."

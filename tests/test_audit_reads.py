@@ -36,7 +36,10 @@ def test_the_async_reads_answer_as_the_sync_ones(store: FactStore) -> None:
 
     facts, history, sessions, edges = asyncio.run(read())
     assert facts == store.audit.session_facts("audit")
-    assert [f.body for f in history] == ["Our budget is $100k per year.", "Correction: our budget is $120k per year."]
+    assert [f.body for f in history] == [
+        "Our budget is $100k per year.",
+        "Correction: our budget is $120k per year.",
+    ]
     assert sessions == ["audit"]
     assert edges == store.review.automatic_edges("audit")
     assert len(edges) == 1

@@ -188,7 +188,9 @@ def test_a_capture_that_fails_is_reported_and_retried_and_the_model_answers(pool
     assert store.audit.facts_in_namespace(store.root("s").id) == []
     # nothing lost: the thread's next call captures what the failed one could not
     turn(agent, "What is our budget?", "t-flaky")
-    assert "Our budget is $100k per year." in [f.body for f in store.audit.facts_in_namespace(store.root("s").id)]
+    assert "Our budget is $100k per year." in [
+        f.body for f in store.audit.facts_in_namespace(store.root("s").id)
+    ]
 
 
 @pytest.fixture
@@ -301,7 +303,9 @@ def test_a_correction_of_a_value_the_remainder_also_states_retires_it_whole(stor
     store.capture_message(ns, "The standup is on Monday, at 10am.", source_key="m1")
     [auto] = store.capture_message(ns, "The standup moved to Tuesday at 11am.", source_key="m2").superseded
     assert auto.kept == ()
-    assert not any("10am" in f.body for f in store.audit.facts_in_namespace(ns.id) if f.status is Status.ACTIVE)
+    assert not any(
+        "10am" in f.body for f in store.audit.facts_in_namespace(ns.id) if f.status is Status.ACTIVE
+    )
 
 
 def test_a_sub_agents_return_is_not_stored_beside_its_summary(store: FactStore) -> None:

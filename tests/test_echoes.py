@@ -103,7 +103,9 @@ def test_a_sub_agents_echoes_retire_with_the_users_claim(real: FactStore) -> Non
     for echo in (rollup, note):
         retired = real.get(echo.id)
         assert retired.status is Status.SUPERSEDED and retired.head_id == new.id
-    reasons = [e["reason"] for e in real.review.automatic_edges("deadline") if e["dst"] in (rollup.id, note.id)]
+    reasons = [
+        e["reason"] for e in real.review.automatic_edges("deadline") if e["dst"] in (rollup.id, note.id)
+    ]
     assert reasons and all(f"restated {claim.short_id}" in r for r in reasons)
 
     block = render_block(real.search(root, "When is the mobile app launch?"))

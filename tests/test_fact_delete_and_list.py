@@ -103,9 +103,9 @@ def test_a_listing_is_newest_first_filtered_and_paged(lenient: FactStore) -> Non
     current = lenient.audit.list_facts("s", status=Status.ACTIVE).facts
     assert old.id not in {i.fact.id for i in current} and new.id in {i.fact.id for i in current}
     assert [i.fact.id for i in lenient.audit.list_facts("s", status="superseded").facts] == [old.id]
-    assert [i.fact.id for i in lenient.audit.list_facts("s", kind="conclusion", source="remember_tool").facts] == [
-        note.id
-    ]
+    assert [
+        i.fact.id for i in lenient.audit.list_facts("s", kind="conclusion", source="remember_tool").facts
+    ] == [note.id]
     [pinned] = lenient.audit.list_facts("s", pinned=True).facts
     assert pinned.fact.id == said[0].id and pinned.pinned
     assert said[0].id not in {i.fact.id for i in lenient.audit.list_facts("s", pinned=False).facts}

@@ -249,7 +249,9 @@ async def test_a_server_started_for_a_session_serves_it_alone(store: FactStore) 
     async with fixed_to_acme(store) as fixed:
         done = await call(fixed, "capture", text="We deploy on Kubernetes in eu-west-1.")
         assert done["session_id"] == "acme" and done["written"] == 1
-        assert [f.body for f in store.audit.session_facts("acme")] == ["We deploy on Kubernetes in eu-west-1."]
+        assert [f.body for f in store.audit.session_facts("acme")] == [
+            "We deploy on Kubernetes in eu-west-1."
+        ]
         assert "serves session 'acme' only" in await refused(
             fixed, "capture", session_id="other", text="Hi there."
         )

@@ -162,7 +162,9 @@ def actions_router() -> APIRouter:
     ) -> Response:
         """A person's answer to a replacement capture only proposed."""
         facts = rt.facts.aio
-        if not any((p["src"], p["dst"]) == (new_id, old_id) for p in await facts.review.proposals(chat.session_id)):
+        if not any(
+            (p["src"], p["dst"]) == (new_id, old_id) for p in await facts.review.proposals(chat.session_id)
+        ):
             raise HTTPException(404, "No such open proposal in this chat.")
         try:
             await facts.settle_proposal(new_id, old_id, accept=decision == "accept")

@@ -606,9 +606,10 @@ def render_block(
     now: datetime | None = None,
     style: LineStyle = LineStyle(),
 ) -> str:
-    """The text added to the system prompt for one model call ('' when there was no query);
-    `passages`: the excerpt shown with a fact, `earlier`: the older values folded into its line, by
-    fact id (`fill_retrieved` chooses both; without `earlier` the hits are folded here)."""
+    """`result` alone as a block's lines ('' for no result): every hit, folded, with no budget, no
+    excerpt but what `passages` gives and no pins; `earlier`: the older values folded into each line,
+    by fact id (without it the hits are folded here). What the model reads, and every door returns,
+    is memory.recall's block (`plan_call`, `plan_query`), which fills the tier to its budget."""
     if result is None:
         return ""
     if result.not_in_memory:

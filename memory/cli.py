@@ -39,6 +39,7 @@ from memory.embedded_postgres import release_embedded, resolve_database_url, sta
 from memory.embedders.base import Embedder
 from memory.embedders.select import embedder_from_name
 from memory.errors import ConfigurationError, DatabaseUnavailableError, MissingExtraError
+from memory.flags import texts
 from memory.intake import forget_refusal
 from memory.model import Fact, Namespace, SearchResult, Status
 from memory.reads import supersede_chains
@@ -289,13 +290,13 @@ def ranked(console: Console, result: SearchResult) -> None:
             f = hit.fact
             scores = f"distance {hit.distance:.3f}  score {hit.score:.3f}"
             head = fields(f"{number:>2}", f.short_id, scores, f.kind.value, f.source.value)
-            notes = [Text("flags: " + "; ".join(hit.flags), style="dim")] if hit.flags else []
+            notes = [Text("flags: " + "; ".join(texts(hit.flags)), style="dim")] if hit.flags else []
             console.print(paragraph(head, body(f.body), *notes))
     else:
         rank, distance, score = (Column(c, justify="right") for c in ("rank", "distance", "score"))
         table = Table(rank, "id", distance, score, "kind", "source", "flags", "body")
         for number, hit in enumerate(result.hits, 1):
-            f, flags = hit.fact, Text("; ".join(hit.flags) or "-")
+            f, flags = hit.fact, Text("; ".join(texts(hit.flags)) or "-")
             cells = (str(number), f.short_id, f"{hit.distance:.3f}", f"{hit.score:.3f}", f.kind.value)
             table.add_row(*cells, f.source.value, flags, body(f.body))
         console.print(table)
@@ -409,7 +410,7 @@ def search_json(result: SearchResult) -> dict[str, Any]:
                 "score": round(hit.score, 4),
                 "demoted": hit.demoted,
                 "resolved_from": None if hit.resolved_from is None else fact_json(hit.resolved_from),
-                "flags": list(hit.flags),
+                "flags": texts(hit.flags),
             }
             for number, hit in enumerate(result.hits, 1)
         ],

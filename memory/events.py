@@ -20,6 +20,13 @@ INJECTION_EVENT = "beads_injection"
 CAPTURE_EVENT = "beads_capture"
 
 
+class FlagMark(TypedDict):
+    """One of a hit's flags (memory.flags): its stable kind and its words."""
+
+    kind: str
+    text: str
+
+
 class InjectedFact(TypedDict):
     """One recalled fact, as the block showed it (memory.block.describe_injection)."""
 
@@ -33,7 +40,8 @@ class InjectedFact(TypedDict):
     agent_id: str
     demoted: bool
     resolved_from: str | None  # the older version a search hit resolved to this one
-    flags: list[str]
+    flags: list[str]  # memory.flags records' texts
+    marks: list[FlagMark]  # the same flags, each with its kind
     passage: str | None  # the excerpt of its message shown with it
 
 

@@ -44,11 +44,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send  # noqa: E402
 
 from memory import intake  # noqa: E402
 from memory.audit import MAX_PAGE  # noqa: E402
-from memory.block import hit_line, render_block, render_pinned, shown_as_outdated  # noqa: E402
+from memory.block import hit_line, shown_as_outdated  # noqa: E402
 from memory.errors import BeadsMemoryError, ConfigurationError  # noqa: E402
+from memory.flags import Untrusted, texts  # noqa: E402
 from memory.intake import FactIdText, Identifier, Moment, RememberKind, Role, SessionIdText, Text  # noqa: E402
 from memory.keys import key_matches, key_problem  # noqa: E402
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, Source, Status  # noqa: E402
+from memory.recall import plan_query  # noqa: E402
 from memory.store import FactStore  # noqa: E402
 
 SERVER_NAME = "beads-memory"
@@ -167,8 +169,8 @@ class HitOut(Out):
             score=round(hit.score, 4),
             distance=round(hit.distance, 4),
             outdated=shown_as_outdated(hit),
-            untrusted=fact.source in UNTRUSTED_SOURCES or any(f.startswith("untrusted") for f in hit.flags),
-            flags=list(hit.flags),
+            untrusted=fact.source in UNTRUSTED_SOURCES or any(isinstance(f, Untrusted) for f in hit.flags),
+            flags=texts(hit.flags),
             resolved_from=None if hit.resolved_from is None else FactBrief.of(hit.resolved_from),
             line=hit_line(hit),
         )
@@ -426,12 +428,12 @@ def build_server(
         result = await call(store.search, ns, query, k=k)
         pins = [p for p in await call(store.pinned, sid, ns) if p.excluded_because is None]
         heads = {p.fact.id for p in pins}
-        retrieved = render_block(result)
-        block = "\n\n".join(part for part in (retrieved, render_pinned([p.fact for p in pins])) if part)
+        # what the model would read for the query (memory.recall.plan_query): the middleware's block
+        plan = await call(plan_query, store, ns, query)
         return SearchOut(
             session_id=sid,
             not_in_memory=result.not_in_memory,
-            block=block,
+            block=plan.block,
             hits=[HitOut.of(h, h.fact.id in heads) for h in result.hits],
             pinned=[FactOut.of(p.fact, pinned=True) for p in pins],
         )

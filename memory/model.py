@@ -9,6 +9,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from memory.flags import Flag
+
 
 class Kind(StrEnum):
     USER_INPUT = "user_input"  # a claim the user stated
@@ -136,11 +138,11 @@ class Hit:
     passage_similarity: float | None
     demoted: bool  # lives in a descendant namespace (a sub-agent's): rank penalty applied
     resolved_from: Fact | None  # the superseded fact that matched, when the hit was resolved to its head
-    flags: tuple[str, ...] = ()
+    flags: tuple[Flag, ...] = ()  # memory.flags: what ranking found about it, as records
 
     @property
     def why(self) -> str:
-        return ", ".join(self.flags) if self.flags else "direct match"
+        return ", ".join(f.text for f in self.flags) if self.flags else "direct match"
 
 
 @dataclass(frozen=True, slots=True)

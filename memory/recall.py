@@ -6,6 +6,10 @@ the raw messages (`MessageSlot`s) and says which of them have ids, and gets back
 model sees, which facts go in (already rendered by memory.block) and the assembly's account of why.
 It reads the store (pins, search, passages) and writes nothing: recording what was injected, and
 evict-mode capture, stay with the middleware.
+
+`plan_query` is the same decision for a question asked with no conversation in the window, with the
+middleware's default budgets and tier: the block every door returns for a search (the HTTP API, MCP's
+`search`, the isolation benchmark), so that what a door shows is byte for byte what the model reads.
 """
 
 from __future__ import annotations
@@ -80,11 +84,13 @@ def plan_call(
     tier: TierSettings,
     before_search: Callable[[WindowFit], None] | None = None,
     now: datetime | None = None,
+    as_of: datetime | None = None,
 ) -> CallPlan:
     """Decide one call (see the module docstring). `message_ids[i]` is history[i]'s message id: facts
     carved from a message the view shows verbatim are not retrieved. `before_search` sees the view
     first (evict-mode capture stores what leaves it, so that this very search can find it). `now`:
-    what the block's "today" is (the clock when not given)."""
+    what the block's "today" is (the clock when not given). `as_of`: search the memory as it stood
+    then (FactStore.search)."""
     now = now or datetime.now(UTC)
     if len(message_ids) != len(history):
         raise ValueError("one message id (or None) per history slot")
@@ -121,7 +127,9 @@ def plan_call(
         budget = plan.retrieved
 
         def search(k: int | None) -> SearchResult:
-            return store.search(namespace, query, searched if k is None else replace(searched, k=k))
+            return store.search(
+                namespace, query, searched if k is None else replace(searched, k=k), as_of=as_of
+            )
 
         filled = fill_retrieved(
             search,
@@ -199,4 +207,36 @@ def plan_call(
         pinned_lines=pinned_lines,
         retrieved_block=retrieved_block,
         pinned_block=render_pinned([p.fact for p in injected_pins]),
+    )
+
+
+def plan_query(
+    store: FactStore,
+    namespace: Namespace,
+    query: str,
+    *,
+    budgets: Budgets | None = None,
+    tier: TierSettings | None = None,
+    options: SearchOptions | None = None,
+    as_of: datetime | None = None,
+    now: datetime | None = None,
+) -> CallPlan:
+    """`plan_call` for `query` asked with nothing of the conversation in the window, with
+    `BeadsMemoryMiddleware`'s defaults (its budgets: `Budgets()`, whose retrieved tier does not depend
+    on the context or the window; `TierSettings()`; the store's search options): its `block` is what
+    the middleware would inject for the question, and what a door returns for it. `as_of`: the memory
+    as it stood then (FactStore.search)."""
+    return plan_call(
+        store,
+        namespace,
+        history=(),
+        message_ids=(),
+        query=query,
+        fixed_tokens=0,
+        budgets=budgets or Budgets(),
+        injection="always",
+        options=options or store.search_options,
+        tier=tier or TierSettings(),
+        now=now,
+        as_of=as_of,
     )

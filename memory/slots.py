@@ -18,6 +18,16 @@ often as not. So, between two such claims:
            Nothing is dropped: the model sees both, and the flags say how they relate.
 
 Hits that state no value take no part, and the rest keep their order.
+
+This module is the one place that decides whether two hits are the same slot and how one stands to
+the other, and it records the decision on the hits (memory.flags): the block folds, marks and leaves
+out lines by reading those records (memory.block.fold), never by judging the words again. Where the
+block needs more than the order, the record says it: `PossiblyOutdated.foldable` is whether the rules
+read the newer claim as a plain correction of the older (capture's `judge`, less its demand that a
+correction be said outright), which is when a block may show the older value only as folded into the
+newer line (`outdated_by`); `Restates.foldable` whether a restatement says nothing else
+(`restatement`, which memory.retrieval.hits calls for the restates edges it reads). Capture's
+supersession at write time (memory.supersession) is another thing: it writes edges.
 """
 
 from __future__ import annotations
@@ -25,11 +35,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from memory.corrections import asks, may_share_slot, same_slot, says_one_thing, states_something
-from memory.model import UNTRUSTED_SOURCES, Hit, Kind, Source
+from memory.corrections import asks, judge, may_share_slot, same_slot, says_one_thing, states_something
+from memory.flags import Flag, NotTheUsers, PossiblyOutdated, Restates, SaidBefore, Untrusted
+from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, Source
 from memory.splitting import classify
 
-__all__ = ["NOT_THE_USERS", "ORDERED", "may_outdate", "order_same_slot"]
+__all__ = ["ORDERED", "may_outdate", "order_same_slot", "outdated_by", "restatement"]
 
 ORDERED = 64
 
@@ -41,7 +52,6 @@ def _untrusted(hit: Hit) -> bool:
 # where a claim's words came from, most trusted first: the user, the agent, a tool or web page
 _USER, _AGENT, _TOOL = 2, 1, 0
 _USERS_KINDS = frozenset({Kind.USER_INPUT, Kind.DIRECTIVE})
-NOT_THE_USERS = "not the user's words"
 
 
 def _trust(hit: Hit) -> int:
@@ -58,13 +68,13 @@ def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
     ordered = list(hits)
     if len(ordered) < 2:
         return ordered
-    flags: dict[int, list[str]] = {id(h): list(h.flags) for h in ordered}
+    flags: dict[int, list[Flag]] = {id(h): list(h.flags) for h in ordered}
     # an instruction or a question from a tool result states nothing: below every trusted hit
     asks = {id(h) for h in ordered if _untrusted(h) and classify(h.fact.body) == "directive"}
     if asks and len(asks) < len(ordered):
         for h in ordered:
             if id(h) in asks:
-                flags[id(h)].append("untrusted: an instruction or question from a tool result")
+                flags[id(h)].append(Untrusted())
         ordered = [h for h in ordered if id(h) not in asks] + [h for h in ordered if id(h) in asks]
     # the first ORDERED hits are what a block holds; past them the order matters to no one
     valued = [h for h in ordered[:ORDERED] if states_something(h.fact.body)]
@@ -79,22 +89,40 @@ def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
             first, second = _precedence(upper, lower)
             if _asks_only(first.fact.body, second.fact.body):
                 continue
+            note: Flag
             if _untrusted(second) and not _untrusted(first):
-                note = f"untrusted: conflicts with the user's fact {first.fact.short_id}"
+                note = Untrusted(conflicts_with=first.fact.short_id)
             elif _trust(second) < _trust(first):
-                note = f"{NOT_THE_USERS}: conflicts with the user's fact {first.fact.short_id}"
+                note = NotTheUsers(first.fact.short_id)
             elif says_one_thing(second.fact.body) and says_one_thing(first.fact.body):
-                note = f"possibly outdated: {first.fact.short_id} is newer"
+                note = outdated_by(second.fact.body, first.fact)
             else:
                 # two long messages read as one slot are often two things ("Sprint 2 is due April 20" /
                 # "the first sprint is due April 5"): ordered by time, but nothing says one is outdated
-                note = f"said before {first.fact.short_id}, on what may be the same thing"
+                note = SaidBefore(first.fact.short_id)
             if note not in flags[id(second)]:
                 flags[id(second)].append(note)
             a, b = ordered.index(first), ordered.index(second)
             if a > b:  # move the one that goes first just above the other
                 ordered.insert(b, ordered.pop(a))
     return [replace(h, flags=tuple(flags[id(h)])) if flags[id(h)] != list(h.flags) else h for h in ordered]
+
+
+def outdated_by(older: str, newer: Fact) -> PossiblyOutdated:
+    """The flag on the claim `older` where ranking found `newer` on its slot and newer. Foldable
+    where both say one thing and the rules read the newer as a correction of the older (capture's
+    judge, less its demand that a correction be said outright: nothing is stored). A folded claim's
+    words leave the block, so the looser one-slot reading that orders them is not enough: "Just for
+    this month we meet the second Tuesday" beside "the book club meets the first Thursday" is one slot
+    to it, and folding it would hide the fact that still holds."""
+    foldable = says_one_thing(older) and says_one_thing(newer.body) and judge(older, newer.body).supersedes
+    return PossiblyOutdated(newer.short_id, foldable=foldable)
+
+
+def restatement(body: str, of: str) -> Restates:
+    """The flag on the claim `body` that restates the hit `of` (a restates edge, memory.restatements).
+    Foldable where that is all it says: a long message that also restates a value says more."""
+    return Restates(of, foldable=says_one_thing(body))
 
 
 def _asks_only(newer: str, older: str) -> bool:

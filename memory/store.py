@@ -768,10 +768,14 @@ class FactStore:
         ns: Namespace | str,
         query: str,
         options: SearchOptions | None = None,
+        *,
+        as_of: datetime | None = None,
         **overrides: Any,
     ) -> SearchResult:
         """Ranked facts for `query` as `ns` may see them (see memory.retrieval for the pipeline); a
-        session id searches that session's root namespace."""
+        session id searches that session's root namespace. `as_of`: as the memory stood then, each hit
+        in the version current then, flagged so (memory.retrieval.as_of_view); today's search is asked
+        for `AS_OF_WIDEN` times k, since some of today's hits did not exist then."""
         if isinstance(ns, str):
             ns = self.root(ns)
         query = clean_text.cleaned(query).text  # a query is matched as text too: no NUL reaches the server
@@ -783,10 +787,14 @@ class FactStore:
         if not query.strip():
             return SearchResult(hits=(), query=query, not_in_memory=True, best_score=None)
         qvec = embed_query(self.embedder, query)  # a model may embed a query apart (e5's prefixes)
+        wide = options if as_of is None else replace(options, k=options.k * retrieval.AS_OF_WIDEN)
         with self._connection() as conn:
             # a session last written with another embedder gets its vectors here, once
             backfilled = vectors.ensure_coverage(conn, ns.session_id, self.embedder, self.embedder_id)
-            result = retrieval.search(conn, ns, query, qvec, self.embedder_id, self.embedder.dims, options)
+            result = retrieval.search(conn, ns, query, qvec, self.embedder_id, self.embedder.dims, wide)
+            if as_of is not None:
+                then = {f.head_id: f for f in reads.facts_as_of(conn, ns.session_id, as_of)}
+                result = retrieval.as_of_view(result, then, options.k)
         if backfilled:
             self._vectors_written()
         return result

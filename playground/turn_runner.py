@@ -329,6 +329,7 @@ def injection(event: dict[str, Any]) -> dict[str, Any]:
         "demoted",
         "resolved_from",
         "flags",
+        "marks",
     )
     facts = event.get("facts", [])
     return {

@@ -10,8 +10,9 @@ from datetime import UTC, datetime, timedelta
 from memory.block import HEADER, fold, render_block, said_when
 from memory.capture import capture_said
 from memory.conclusions import is_bare_name, is_failure_notice
+from memory.flags import PossiblyOutdated
 from memory.model import Hit, Kind, SearchResult, Source
-from memory.slots import order_same_slot
+from memory.slots import order_same_slot, outdated_by, restatement
 from memory.store import FactStore
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
@@ -91,7 +92,7 @@ def test_a_look_alike_that_ranking_reads_as_the_same_slot_keeps_the_fact_in_view
         ],
     )
     ordered = order_same_slot(hits)
-    assert any(f.startswith("possibly outdated") for h in ordered for f in h.flags)
+    assert any(isinstance(f, PossiblyOutdated) for h in ordered for f in h.flags)
     kept, earlier, _ = fold(ordered)
     assert len(kept) == 2 and not earlier
     block = render_block(SearchResult(tuple(ordered), "What color is the living room?", False, 0.9))
@@ -140,8 +141,8 @@ def test_a_value_is_never_folded_into_a_line_the_block_leaves_out(store: FactSto
             ("The team's test coverage is 78%.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
         ],
     )
-    restated = replace(restated, flags=(f"restates {head.fact.short_id}",))
-    older = replace(older, flags=(f"possibly outdated: {restated.fact.short_id} is newer",))
+    restated = replace(restated, flags=(restatement(restated.fact.body, head.fact.short_id),))
+    older = replace(older, flags=(outdated_by(older.fact.body, restated.fact),))
     kept, earlier, gone = fold([head, restated, older])
     assert [h.fact.short_id for h in kept] == [head.fact.short_id, older.fact.short_id]
     assert not earlier and gone == [(restated.fact.short_id, f"it restates {head.fact.short_id}, shown")]
@@ -156,8 +157,8 @@ def test_two_lines_that_restate_each_other_keep_the_better_ranked(store: FactSto
             ("Our standup happens at 9:30 each weekday.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 1),
         ],
     )
-    first = replace(first, flags=(f"restates {second.fact.short_id}",))
-    second = replace(second, flags=(f"restates {first.fact.short_id}",))
+    first = replace(first, flags=(restatement(first.fact.body, second.fact.short_id),))
+    second = replace(second, flags=(restatement(second.fact.body, first.fact.short_id),))
     kept, _, gone = fold([first, second])
     assert [h.fact.short_id for h in kept] == [first.fact.short_id]
     assert [sid for sid, _ in gone] == [second.fact.short_id]
@@ -183,8 +184,8 @@ def test_a_restatement_of_a_folded_line_names_the_line_that_holds_it(store: Fact
             ),
         ],
     )
-    old = replace(old, flags=(f"possibly outdated: {new.fact.short_id} is newer",))
-    echo = replace(echo, flags=(f"restates {old.fact.short_id}",))
+    old = replace(old, flags=(outdated_by(old.fact.body, new.fact),))
+    echo = replace(echo, flags=(restatement(echo.fact.body, old.fact.short_id),))
     kept, earlier, gone = fold([new, old, echo])
     assert [h.fact.short_id for h in kept] == [new.fact.short_id]
     assert [f.id for f in earlier[new.fact.id]] == [old.fact.id]

@@ -94,7 +94,7 @@ def test_a_sub_agents_echoes_retire_with_the_users_claim(real: FactStore) -> Non
     assert (note.id, Relation.RESTATES.value, claim.id) in real.audit.edges(note)
     # before the correction the echo is one line with the claim, not a second one
     before = real.search(root, "When is the mobile app launch?")
-    assert any(f"restates {claim.short_id}" in " ".join(h.flags) for h in before.hits)
+    assert any(f"restates {claim.short_id}" in h.why for h in before.hits)
     assert render_block(before).count("March 14") == 1
 
     correction = real.capture_message(root, SLIPPED, message_id="m3", valid_from=T0 + timedelta(days=2))

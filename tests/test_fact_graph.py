@@ -13,6 +13,7 @@ from psycopg_pool import ConnectionPool
 from memory.connection import open_pool
 from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.errors import CycleError, SupersedeRefusedError, UntrustedWriteError
+from memory.flags import texts
 from memory.ids import namespace_id
 from memory.model import Kind, Relation, Source, Status
 from memory.store import FactStore
@@ -108,7 +109,7 @@ def test_a_hit_on_a_superseded_value_returns_the_current_one(store: FactStore) -
     assert len(budget) == 1
     assert budget[0].fact.id == new.id
     assert budget[0].resolved_from is not None and budget[0].resolved_from.id == old.id
-    assert any("resolved from superseded" in flag for flag in budget[0].flags)
+    assert any("resolved from superseded" in flag for flag in texts(budget[0].flags))
     assert 0.0 <= budget[0].distance < 0.5
 
     # the stale value is kept for audit

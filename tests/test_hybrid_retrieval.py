@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from memory import retrieval
+from memory.flags import KeywordMatch
 from memory.migrate import migrations, setup
 from memory.model import SearchResult
 from memory.retrieval import SearchOptions
@@ -46,7 +47,7 @@ def test_a_claim_far_by_vector_is_found_by_its_rare_word(store: FactStore) -> No
 
     hybrid = store.search(root, QUESTION, k=1, candidates=1, relevance_floor=-1.0)
     [hit] = hybrid.hits
-    assert hit.fact.id == target.id and "keyword match" in hit.flags
+    assert hit.fact.id == target.id and KeywordMatch() in hit.flags
     # the distance is still the cosine one, and farther than the nearest claims'
     assert hit.distance == pytest.approx(1 - hit.claim_similarity, abs=1e-6)  # no passage: claim alone
     assert hit.distance > 1 - max(h.claim_similarity for h in store.search(root, QUESTION, keyword=False))
@@ -118,7 +119,7 @@ def test_a_keyword_hit_on_a_superseded_value_returns_the_current_one(store: Fact
     [hit] = result.hits
     assert hit.fact.id == new.id
     assert hit.resolved_from is not None and hit.resolved_from.id == old.id
-    assert "keyword match" in hit.flags
+    assert KeywordMatch() in hit.flags
 
 
 def test_keyword_off_is_the_vector_search(store: FactStore) -> None:
@@ -126,7 +127,7 @@ def test_keyword_off_is_the_vector_search(store: FactStore) -> None:
     fill(store, root, NEAR)
     store.remember(root, "Zyxwq shipped to the warehouse on Monday.")
     off = store.search(root, QUESTION, keyword=False, relevance_floor=-1.0)
-    assert off.hits and not any("keyword match" in h.flags for h in off.hits)
+    assert off.hits and not any(KeywordMatch() in h.flags for h in off.hits)
     for h in off.hits:  # the score is the blended similarity again
         assert h.score == pytest.approx(1 - h.distance)
     assert [h.score for h in off.hits] == sorted((h.score for h in off.hits), reverse=True)
@@ -219,10 +220,10 @@ def test_a_word_common_in_the_session_is_no_keyword(store: FactStore) -> None:
     fill(store, root, NEAR)
     fill(store, root, [f"Zyxwq crate {n} went to the {place} dock." for n, place in enumerate("abc")])
     rare = store.search(root, QUESTION, relevance_floor=-1.0)
-    assert any("keyword match" in h.flags for h in rare.hits)
+    assert any(KeywordMatch() in h.flags for h in rare.hits)
     # in 3 claims of the session, as many as keyword_common: a stop word here, so no keyword side
     common = store.search(root, QUESTION, relevance_floor=-1.0, keyword_common=3)
-    assert not any("keyword match" in h.flags for h in common.hits)
+    assert not any(KeywordMatch() in h.flags for h in common.hits)
     assert bodies(common) == bodies(store.search(root, QUESTION, relevance_floor=-1.0, keyword=False))
     # remembered for the next searches of the session, at that threshold only: not counted again
     with store.pool.connection() as conn:

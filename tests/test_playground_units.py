@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from pydantic import ValidationError
 from starlette.datastructures import Headers
 
+from memory.flags import KeywordMatch, PossiblyOutdated, Restates, Untrusted, texts
 from playground.comparison.lanes import CORE_SYSTEM_PROMPT, STOCK_MEMORY_PROMPT, beads_prompt
 from playground.events import EventRow, parse_last_event_id
 from playground.render import dom_id
@@ -208,3 +209,28 @@ def test_a_turn_whose_memory_held_nothing_relevant_says_the_model_was_told_so() 
         2, "beads", "injection", **injection({"query": "budget?", "not_in_memory": False, "tokens": 14})
     )
     assert "Nothing relevant in memory" not in render_event(templates, found)
+
+
+def test_the_injected_facts_show_the_flags_a_reader_needs_by_their_kind() -> None:
+    from playground.render import make_templates, render_event
+    from playground.turn_runner import injection
+
+    flags = (
+        PossiblyOutdated("522a8be4"),
+        Untrusted(conflicts_with="522a8be4"),
+        KeywordMatch(),
+        Restates("04fb0755"),
+    )
+    fact = {"id": "x", "short_id": "ba528817", "text": "Our budget is $100k.", "distance": 0.2}
+    fact |= {"score": 0.8, "kind": "user_input", "source": "tool_result", "agent_id": "a"}
+    fact |= {"demoted": False, "resolved_from": None, "passage": None}
+    fact |= {"flags": texts(flags), "marks": [{"kind": f.kind, "text": f.text} for f in flags]}
+    shown = event(2, "beads", "injection", **injection({"query": "budget?", "tokens": 14, "facts": [fact]}))
+    html = render_event(make_templates(), shown)
+    assert 'class="flag flag-resolved">possibly outdated: 522a8be4 is newer</span>' in html
+    assert 'class="flag flag-untrusted">untrusted: conflicts with the user&#39;s fact 522a8be4</span>' in html
+    assert "keyword match" not in html and "restates" not in html
+    # an injection recorded before flags had kinds shows the fact, without its flags
+    del fact["marks"]
+    old = event(2, "beads", "injection", **injection({"query": "budget?", "tokens": 14, "facts": [fact]}))
+    assert "Our budget is $100k." in render_event(make_templates(), old)

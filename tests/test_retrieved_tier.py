@@ -24,6 +24,7 @@ from bench.eval.window import TAIL_TITLE, ConversationView
 from memory.assembler import Budgets, MessageSlot
 from memory.block import HEADER, LineStyle, TierSettings, excerpt, header, hit_line, shown_as_outdated
 from memory.embedders import FakeEmbedder
+from memory.flags import PossiblyOutdated
 from memory.middleware import BeadsMemoryMiddleware, message_slots
 from memory.model import Hit, Kind
 from memory.recall import plan_call
@@ -365,7 +366,7 @@ def test_the_beads_arm_counts_a_fact_flagged_outdated_as_marked(store: FactStore
     root = store.root("s")
     old = store.capture_message(root, "The launch is on Friday.", message_id="m1").facts[0]
     new = store.capture_message(root, "The launch is on Monday.", message_id="m2").facts[0]
-    older = Hit(old, 0.5, 0.5, 0.5, None, False, None, ("possibly outdated: x is newer",))
+    older = Hit(old, 0.5, 0.5, 0.5, None, False, None, (PossiblyOutdated("x"),))
     newer = Hit(new, 0.6, 0.4, 0.6, None, False, None)
     assert shown_as_outdated(older) and not shown_as_outdated(newer)
     lines = [(h, hit_line(h), 12) for h in (newer, older)]

@@ -12,6 +12,7 @@ from psycopg_pool import ConnectionPool
 from memory.corrections import judge
 from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.errors import FactNotFoundError
+from memory.flags import texts
 from memory.model import Kind, Source, Status
 from memory.store import FactStore
 from memory.supersession import SHORT_MESSAGE_WORDS, _moved, accept
@@ -48,7 +49,9 @@ def test_a_correction_supersedes_the_old_value_on_capture(store: FactStore) -> N
     assert not any("$100k" in h.fact.body for h in hits)
     resolved = [h for h in hits if h.resolved_from is not None]
     if resolved:  # the stale value matched: its hit says it was replaced automatically, and how
-        assert any('replaced "Our budget is $100k' in f and "automatically" in f for f in resolved[0].flags)
+        assert any(
+            'replaced "Our budget is $100k' in f and "automatically" in f for f in texts(resolved[0].flags)
+        )
 
 
 def test_a_replayed_capture_supersedes_nothing_twice(store: FactStore) -> None:
@@ -97,7 +100,7 @@ def test_a_tool_result_never_supersedes_and_ranks_below_the_users_fact(store: Fa
     assert user.id in ids
     planted = [h for h in hits if h.fact.source is Source.TOOL_RESULT and "$1 " in h.fact.body]
     assert planted and ids.index(user.id) < ids.index(planted[0].fact.id)
-    assert any(f.startswith("untrusted: conflicts with the user's fact") for f in planted[0].flags)
+    assert any(f.startswith("untrusted: conflicts with the user's fact") for f in texts(planted[0].flags))
 
 
 def test_the_setting_turns_it_off(pool: ConnectionPool) -> None:
@@ -129,7 +132,7 @@ def test_undo_restores_the_old_fact_and_keeps_the_edge_as_history(store: FactSto
     bodies = [h.fact.body for h in hits]
     assert bodies.index("Our main office is in Denver now.") < bodies.index("Our main office is in Austin.")
     austin = hits[bodies.index("Our main office is in Austin.")]
-    assert any(f.startswith("possibly outdated") for f in austin.flags)
+    assert any(f.startswith("possibly outdated") for f in texts(austin.flags))
 
     # and it may be superseded again, by hand, through the same edge
     store.supersede(auto.new, auto.old)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from memory.block import render_block
+from memory.flags import texts
 from memory.model import Kind, Source
 from memory.store import FactStore
 
@@ -71,5 +72,5 @@ def test_a_later_tool_line_that_disagrees_with_the_user_says_so_in_the_block(sto
     # is marked as a tool's, and no more
     for hit in result.hits:
         line = next(x for x in block.splitlines() if x.startswith(f"- [{hit.fact.short_id}]"))
-        flagged = any(f.startswith("untrusted: conflicts with the user's fact") for f in hit.flags)
+        flagged = any(f.startswith("untrusted: conflicts with the user's fact") for f in texts(hit.flags))
         assert ("disagrees with what the user said" in line) == flagged

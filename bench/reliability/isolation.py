@@ -23,10 +23,10 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from psycopg_pool import ConnectionPool
 
-from memory.block import render_block
 from memory.embedders import FakeEmbedder
 from memory.errors import FactNotFoundError
 from memory.model import UNTRUSTED_SOURCES, Kind, Namespace, Source, Status
+from memory.recall import plan_query
 from memory.store import FactStore
 
 # names built to break naive prefix matching: LIKE metacharacters, separators, escapes, unicode
@@ -263,7 +263,7 @@ def run_poisoning(pool: ConnectionPool, *, examples: int = 50, seeds: Sequence[i
                 "poison_outranked_user_fact",
                 f"a {via} result outranked the user's fact: {above[0].fact.body!r} (page {text!r})",
             )
-        block = render_block(result)
+        block = plan_query(store, root, "What is our budget?").block  # what the model would read
         for hit in hits:
             line = _block_line(block, hit.fact.short_id)
             if hit.fact.source in UNTRUSTED_SOURCES and line is not None and not _marked(line):

@@ -25,14 +25,20 @@ The modules, in the order a search uses them:
   statement   the candidate statement (candidates, resolve, filter's inputs): one round trip
   hnsw        the HNSW settings the statement needs on its connection
   ranking     skip, filter, score, fuse, select and floor, on the statement's rows (pure)
-  hits        the chosen rows as Hits: their flags, then the trust order
+  hits        the chosen rows as Hits: their flags, then the trust order; a result as of a past moment
   pipeline    `search`, the whole of it on a caller's connection
 Everything a caller needs is importable from here (`from memory.retrieval import SearchOptions`).
 """
 
 from __future__ import annotations
 
-from memory.retrieval.hits import RESTATES_FLAG, below_the_users_claims, flag_restatements, search_result
+from memory.retrieval.hits import (
+    AS_OF_WIDEN,
+    as_of_view,
+    below_the_users_claims,
+    flag_restatements,
+    search_result,
+)
 from memory.retrieval.hnsw import HNSW_EF_SEARCH_MAX, ef_search_for, set_hnsw, set_hnsw_local
 from memory.retrieval.keywords import (
     COMMON_WORDS_TTL_S,
@@ -48,13 +54,14 @@ from memory.retrieval.ranking import Ranked, fuse, rank, spread_messages
 from memory.retrieval.statement import candidate_query
 
 __all__ = [
+    "AS_OF_WIDEN",
     "COMMON_WORDS_TTL_S",
     "ENGLISH_STOP_WORDS",
     "HNSW_EF_SEARCH_MAX",
     "MAX_KEYWORD_WORDS",
-    "RESTATES_FLAG",
     "Ranked",
     "SearchOptions",
+    "as_of_view",
     "below_the_users_claims",
     "candidate_count",
     "candidate_query",

@@ -9,11 +9,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from memory.model import UNTRUSTED_SOURCES, Hit, Kind, SearchResult
+from memory.flags import CurrentAsOf, Demoted, Flag, KeywordMatch, ReplacedAutomatically, ResolvedFrom
+from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, SearchResult
 from memory.retrieval.keywords import keyword_words
 from memory.retrieval.ranking import Ranked
 from memory.retrieval.statement import fact_of
-from memory.slots import order_same_slot
+from memory.slots import order_same_slot, restatement
 
 
 def search_result(query: str, ranked: Ranked) -> SearchResult:
@@ -25,19 +26,16 @@ def search_result(query: str, ranked: Ranked) -> SearchResult:
         row = c["row"]
         head = fact_of(row, "head_")
         resolved_from = fact_of(row, "resolved_") if c["hit_id"] != c["head_id"] else None
-        flags = []
+        flags: list[Flag] = []
         if resolved_from is not None:
-            flags.append(f"resolved from superseded {resolved_from.short_id}")
+            flags.append(ResolvedFrom(resolved_from.short_id))
             # how the head replaced its predecessor: said by capture's rules, or by an agent
             if row["head_replaced_automatically"]:
-                flags.append(
-                    f'current; replaced "{_clip(resolved_from.body)}", automatically '
-                    f"({row['head_replaced_because']})"
-                )
+                flags.append(ReplacedAutomatically(_clip(resolved_from.body), row["head_replaced_because"]))
         if c["demoted"]:
-            flags.append(f"demoted: sub-agent {head.agent_id}")
+            flags.append(Demoted(head.agent_id))
         if c.get("keyword"):
-            flags.append("keyword match")
+            flags.append(KeywordMatch())
         if row["head_restates"]:
             restated[head.id] = row["head_restates"]
         hits.append(
@@ -63,18 +61,15 @@ def search_result(query: str, ranked: Ranked) -> SearchResult:
     )
 
 
-RESTATES_FLAG = "restates"
-
-
 def flag_restatements(hits: list[Hit], restated: Mapping[uuid.UUID, Sequence[uuid.UUID]]) -> list[Hit]:
-    """Flag each hit that restates another hit's claim (memory.restatements) "restates <short id>":
+    """Flag each hit that restates another hit's claim (memory.restatements) `Restates(short id)`:
     the block folds it into the line it restates, so an echo is never a second line. `restated`:
     each hit's restates edges (the facts it restates, in id order), as the candidate statement read
     them."""
     short = {h.fact.id: h.fact.short_id for h in hits}
     out = []
     for h in hits:
-        echoes = [f"{RESTATES_FLAG} {short[dst]}" for dst in restated.get(h.fact.id, ()) if dst in short]
+        echoes = [restatement(h.fact.body, short[dst]) for dst in restated.get(h.fact.id, ()) if dst in short]
         out.append(replace(h, flags=(*h.flags, *echoes)) if echoes else h)
     return out
 
@@ -113,6 +108,35 @@ def below_the_users_claims(hits: Sequence[Hit]) -> list[Hit]:
         if last is not None:
             ordered.insert(last, ordered.pop(place))  # after the pop, `last` is just below that claim
     return ordered
+
+
+# a search as of a past moment asks for this many times k: some of today's hits did not exist then
+AS_OF_WIDEN = 4
+
+
+def as_of_view(result: SearchResult, then: Mapping[uuid.UUID, Fact], k: int) -> SearchResult:
+    """Today's hits as the memory stood at a past moment: claims recorded by then, each in the version
+    that was current then (`then`: by head id, memory.reads.facts_as_of), at most `k`; the rest left
+    out, and said so. A hit shown in an older version is flagged `CurrentAsOf` (in place of how it was
+    resolved today)."""
+    hits: list[Hit] = []
+    dropped = list(result.dropped)
+    for hit in result.hits:
+        version = then.get(hit.fact.id)
+        if version is None:
+            dropped.append((hit.fact.short_id, "not in memory yet, or no longer valid, at as_of"))
+            continue
+        if version.id != hit.fact.id:
+            flags: list[Flag] = [
+                f for f in hit.flags if not isinstance(f, ResolvedFrom | ReplacedAutomatically)
+            ]
+            flags.append(CurrentAsOf(hit.fact.short_id))
+            matched = hit.resolved_from if hit.resolved_from and hit.resolved_from.id != version.id else None
+            hit = replace(hit, fact=version, resolved_from=matched, flags=tuple(flags))
+        hits.append(hit)
+    kept = hits[:k]
+    dropped += [(h.fact.short_id, f"beyond k={k}") for h in hits[k:]]
+    return replace(result, hits=tuple(kept), not_in_memory=not kept, dropped=tuple(dropped))
 
 
 def _clip(text: str, limit: int = 60) -> str:

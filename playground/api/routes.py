@@ -14,15 +14,15 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import replace
-from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
 from memory import intake
 from memory.audit import MAX_PAGE
-from memory.block import hit_line, render_block, shown_as_outdated
+from memory.block import hit_line, shown_as_outdated
 from memory.errors import BeadsMemoryError
+from memory.flags import Untrusted, texts
 from memory.intake import FACT_ID_PATTERN, SESSION_ID_PATTERN, SESSION_ID_RULE
 from memory.migrate import LIBRARY_MIGRATIONS
 from memory.model import (
@@ -33,10 +33,10 @@ from memory.model import (
     Hit,
     Kind,
     Namespace,
-    SearchResult,
     Source,
     Status,
 )
+from memory.recall import plan_query
 from memory.store import AsyncFactStore, FactStore
 from playground.api.auth import require_api_access
 from playground.api.errors import ApiError, library_error
@@ -79,8 +79,6 @@ from playground.runtime import Runtime
 SessionId = Annotated[str, Path(pattern=SESSION_ID_PATTERN, description=f"one memory: {SESSION_ID_RULE}")]
 FactId = Annotated[str, Path(pattern=FACT_ID_PATTERN, description="a fact's id, or its 8-character short id")]
 HEALTH_TIMEOUT_S = 5.0
-# with as_of, the search asks for this many times k: some of today's hits did not exist then
-AS_OF_WIDEN = 4
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": what}
@@ -163,33 +161,10 @@ def capture_batch(store: FactStore, session_id: str, body: CaptureRequest) -> Ca
     )
 
 
-def as_of_view(store: FactStore, result: SearchResult, session_id: str, at: datetime, k: int) -> SearchResult:
-    """Today's hits as the memory stood at `at`: claims recorded by then, each in the version that was
-    current then (memory.reads.facts_as_of); the rest left out, and said so."""
-    then = {f.head_id: f for f in store.audit.facts_as_of(session_id, at)}
-    hits: list[Hit] = []
-    dropped = list(result.dropped)
-    for hit in result.hits:
-        version = then.get(hit.fact.id)
-        if version is None:
-            dropped.append((hit.fact.short_id, "not in memory yet, or no longer valid, at as_of"))
-            continue
-        if version.id != hit.fact.id:
-            flags = [f for f in hit.flags if not f.startswith(("resolved from", "current; replaced"))]
-            flags.append(f"current at as_of; superseded since by {hit.fact.short_id}")
-            matched = hit.resolved_from if hit.resolved_from and hit.resolved_from.id != version.id else None
-            hit = replace(hit, fact=version, resolved_from=matched, flags=tuple(flags))
-        hits.append(hit)
-    kept = hits[:k]
-    dropped += [(h.fact.short_id, f"beyond k={k}") for h in hits[k:]]
-    return replace(result, hits=tuple(kept), not_in_memory=not kept, dropped=tuple(dropped))
-
-
 def search_session(store: FactStore, ns: Namespace, body: SearchRequest) -> SearchResponse:
-    k = body.k * AS_OF_WIDEN if body.as_of is not None else body.k
-    result = store.search(ns, body.query, replace(store.search_options, k=k))
-    if body.as_of is not None:
-        result = as_of_view(store, result, ns.session_id, body.as_of, body.k)
+    """The ranked hits (at most k), and the block: what the model would read for the query asked with
+    no conversation in its window (memory.recall.plan_query), pinned facts included."""
+    result = store.search(ns, body.query, replace(store.search_options, k=body.k), as_of=body.as_of)
     passage_ids = sorted({h.fact.passage_id for h in result.hits if h.fact.passage_id is not None})
     passages = store.passages(passage_ids) if passage_ids else {}
     return SearchResponse(
@@ -198,7 +173,7 @@ def search_session(store: FactStore, ns: Namespace, body: SearchRequest) -> Sear
         as_of=body.as_of,
         not_in_memory=result.not_in_memory,
         best_score=result.best_score,
-        block=render_block(result),
+        block=plan_query(store, ns, body.query, as_of=body.as_of).block,
         hits=[_hit(h, passages) for h in result.hits],
         dropped=[Dropped(short_id=s, reason=r) for s, r in result.dropped],
     )
@@ -218,9 +193,9 @@ def _hit(hit: Hit, passages: dict[uuid.UUID, str]) -> SearchHit:
         claim_similarity=round(hit.claim_similarity, 4),
         passage_similarity=None if hit.passage_similarity is None else round(hit.passage_similarity, 4),
         demoted=hit.demoted,
-        flags=list(hit.flags),
+        flags=texts(hit.flags),
         outdated=shown_as_outdated(hit),
-        untrusted=fact.source in UNTRUSTED_SOURCES or any(f.startswith("untrusted") for f in hit.flags),
+        untrusted=fact.source in UNTRUSTED_SOURCES or any(isinstance(f, Untrusted) for f in hit.flags),
         resolved_from=None
         if resolved is None
         else ResolvedFrom(

@@ -173,10 +173,13 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
   LEFT JOIN scope hs ON hs.id = head.namespace_id
   -- a join, not EXISTS: the planner turned EXISTS into a hash of every vector of the space
   LEFT JOIN beads.fact_vectors hv ON hv.embedder_id = {eid} AND hv.fact_id = head.id
-  -- how the head replaced the version that was hit (read only for a hit resolved to its head)
+  -- how the head replaced the version that was hit (read only for a hit resolved to its head): the
+  -- edge to that very version if there is one (a head may also have retired a restatement of it),
+  -- else the first it wrote; ordered, so that the reason quoted is the same on every search
   LEFT JOIN LATERAL (SELECT e.automatic, e.reason FROM beads.edges e
                       WHERE hit.id <> hit.head_id AND e.src = head.id AND e.relation = 'supersedes'
                         AND e.undone_at IS NULL
+                      ORDER BY e.dst = hit.id DESC, e.created_at, e.dst
                       LIMIT 1) AS replaced ON true
 """
 

@@ -163,6 +163,7 @@ def _postmaster_pid(pgdata: Path) -> int | None:
     return int(pidfile.read_text().splitlines()[0]) if pidfile.exists() else None
 
 
+@pytest.mark.postgres
 def test_restart_after_sigkill_reuses_the_server_and_keeps_rows(tmp_path: Path) -> None:
     pgdata = tmp_path / "pgdata"
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}

@@ -446,6 +446,7 @@ def alive(pid: int) -> bool:
     return False
 
 
+@pytest.mark.postgres
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_sigterm_stops_the_embedded_postgres_the_server_started(transport: str, tmp_path: Path) -> None:
     """With no database given the server starts the embedded Postgres; SIGTERM (what a client, or
@@ -527,6 +528,7 @@ out.write("not stopped\\n")
 """
 
 
+@pytest.mark.postgres
 def test_a_stop_signal_during_the_embedded_start_waits_for_its_release(tmp_path: Path) -> None:
     """The signal is handled once the server is started and its release is on the cleanup stack,
     whichever thread the kernel hands it to: blocking it with pthread_sigmask held it off the main

@@ -14,6 +14,8 @@ import pytest
 
 from bench.first_run import RECALLED, ROOT, example_env, library_example, readme_test_module
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture
 def scratch() -> Iterator[Path]:

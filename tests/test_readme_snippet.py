@@ -14,7 +14,7 @@ import pytest
 
 from bench.first_run import RECALLED, ROOT, example_env, library_example, readme_test_module
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ database outage, SSE reconnects and isolation, each asserting its invariants ove
 
 from __future__ import annotations
 
+import pytest
 from playground_helpers import play_db, playground_template, settings_for
 from psycopg_pool import ConnectionPool
 
@@ -48,6 +49,7 @@ def test_sse_reconnects_at_random_offsets_lose_and_repeat_nothing(play_db: str) 
     assert result["reconnects"] >= 10 and result["events_read"] > 10
 
 
+@pytest.mark.slow
 def test_no_cross_session_or_sibling_reads(pool: ConnectionPool) -> None:
     result = run_isolation(pool, examples=50)
     assert result["violations"] == []

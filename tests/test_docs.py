@@ -1,5 +1,5 @@
 """The pages hold to the tree: every relative link in the README and the pages under docs/, results/
-and bench/ reaches a file, and docs/internals/architecture.md names every module under memory/ and playground/ by its path, and no
+and bench/ reaches a file (and the heading it names, if it names one), and docs/internals/architecture.md names every module under memory/ and playground/ by its path, and no
 path that is not there."""
 
 from __future__ import annotations
@@ -26,31 +26,47 @@ UNNAMED = re.compile(r"(^|/)(__init__\.py$|vendor/|migrations/)")
 
 
 def local_targets(page: Path) -> list[str]:
-    """The page's links to files of the repository (not web addresses, not anchors on the page itself),
-    with any anchor cut off; links inside code blocks are code, not links."""
+    """The page's links into the repository (not web addresses), each with its anchor if it has one:
+    `other.md#part`, `#part` on the page itself; links inside code blocks are code, not links."""
     text = FENCE.sub("", page.read_text(encoding="utf-8"))
-    targets = []
-    for target in LINK.findall(text):
-        if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith("#"):
-            continue
-        targets.append(target.split("#", 1)[0])
-    return targets
+    return [t for t in LINK.findall(text) if not re.match(r"^[a-z][a-z0-9+.-]*:", t, re.I)]
+
+
+def anchors(page: Path) -> set[str]:
+    """The anchors a markdown page's headings get, as GitHub writes them: lower case, punctuation
+    dropped, spaces as hyphens, and -1, -2 after a repeated one."""
+    seen: dict[str, int] = {}
+    found = set()
+    for heading in re.findall(
+        r"^#{1,6}\s+(.*?)\s*#*\s*$", FENCE.sub("", page.read_text(encoding="utf-8")), re.M
+    ):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        found.add(f"{slug}-{seen[slug]}" if slug in seen else slug)
+        seen[slug] = seen.get(slug, 0) + 1
+    return found
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_every_relative_link_reaches_a_file(page: Path) -> None:
-    broken = [t for t in local_targets(page) if not (page.parent / t).exists()]
+def test_every_relative_link_reaches_a_file_and_its_heading(page: Path) -> None:
+    broken = []
+    for target in local_targets(page):
+        path, _, anchor = target.partition("#")
+        reached = page.parent / path if path else page
+        if not reached.exists() or (reached.suffix == ".md" and anchor and anchor not in anchors(reached)):
+            broken.append(target)
     assert not broken, f"{page.relative_to(ROOT)} links to what is not there: {broken}"
 
 
-def test_the_link_reader_finds_links_and_leaves_code_and_addresses(tmp_path: Path) -> None:
+def test_the_link_reader_finds_links_and_headings_and_leaves_code_and_addresses(tmp_path: Path) -> None:
     page = tmp_path / "links.md"
     page.write_text(
+        "# Links, and `code`: here\n\n## Twice\n\n## Twice\n\n"
         'See [a](docs/a.md#x), ![b](static/b.png "B"), [c](https://example.com), [d](#here),\n'
-        "[e](<spaced/e.md>) and [mail](mailto:x@example.com).\n\n```bash\n[f](nowhere.md)\n```\n",
+        "[e](<spaced/e.md>) and [mail](mailto:x@example.com).\n\n```bash\n[f](nowhere.md)\n# not a heading\n```\n",
         encoding="utf-8",
     )
-    assert local_targets(page) == ["docs/a.md", "static/b.png", "spaced/e.md"]
+    assert local_targets(page) == ["docs/a.md#x", "static/b.png", "#here", "spaced/e.md"]
+    assert anchors(page) == {"links-and-code-here", "twice", "twice-1"}
 
 
 def modules() -> set[str]:

@@ -33,6 +33,7 @@ def test_sigkill_at_random_moments_finishes_every_turn_exactly_once(play_db: str
     assert result["facts"] == result["control_facts"] and result["facts"]["stock items"] > 0
 
 
+@pytest.mark.app
 def test_a_database_outage_mid_turn_is_reported_and_the_turn_finishes() -> None:
     result = run_outage(down_seconds=(3.0,))  # on a Postgres of its own, never the shared test server
     assert result["violations"] == []

@@ -124,3 +124,44 @@ async def apool(db_url: str) -> AsyncIterator[AsyncConnectionPool]:
 def minilm() -> MiniLMEmbedder:
     """The offline default embedder, loaded once: tests that need its real similarities share it."""
     return MiniLMEmbedder()
+
+
+# --- lanes ------------------------------------------------------------------------------------------
+# Every test runs in exactly one lane, so that `-m` can pick a fast subset for a change's inner loop
+# (docs/internals/development.md). A file whose tests need what their fixtures do not show (a browser, a
+# real model, a benchmark run, a Postgres server of their own) names its lane in `pytestmark`; every
+# other test gets its lane here, from the fixtures it uses.
+
+LANES = ("unit", "postgres", "app", "browser", "model", "bench")
+#: the playground's template database: only the app's tests ask for it (they all run on Postgres too)
+APP_FIXTURES = frozenset({"play_db", "playground_template"})
+#: every database fixture above asks for the server, so one name covers them all
+POSTGRES_FIXTURES = frozenset({"pg_server_url"})
+
+
+def lanes_of(item: pytest.Item) -> set[str]:
+    return {mark.name for mark in item.iter_markers() if mark.name in LANES}
+
+
+def lane_from_fixtures(fixturenames: set[str]) -> str:
+    if fixturenames & APP_FIXTURES:
+        return "app"
+    if fixturenames & POSTGRES_FIXTURES:
+        return "postgres"
+    return "unit"
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by these marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wrong = []
+    for item in items:
+        from_fixtures = lane_from_fixtures(set(getattr(item, "fixturenames", ())))
+        named = lanes_of(item)
+        if not named:
+            item.add_marker(from_fixtures)
+        elif len(named) > 1:
+            wrong.append(f"{item.nodeid}: in {sorted(named)}, not one lane")
+        elif named == {"unit"} and from_fixtures != "unit":
+            wrong.append(f"{item.nodeid}: marked unit, but its fixtures run on Postgres ({from_fixtures})")
+    if wrong:
+        raise pytest.UsageError("each test runs in exactly one lane:\n" + "\n".join(wrong))

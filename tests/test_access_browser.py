@@ -18,7 +18,10 @@ __all__ = ["play_db", "playground_template"]  # fixtures
 CHROMIUM = "/usr/bin/chromium"
 KEY = "k" * 12 + "-browser-login-key"
 
-pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="needs Debian's chromium")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="needs Debian's chromium"),
+]
 
 
 def test_log_in_chat_over_the_cookie_and_log_out(play_db: str) -> None:

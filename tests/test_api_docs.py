@@ -41,6 +41,7 @@ def test_the_page_loads_only_the_apps_own_files(play_db: str) -> None:
     assert re.search(r"swagger-ui-dist \| 5\.\d+\.\d+ \|", versions)
 
 
+@pytest.mark.browser
 @pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="needs Debian's chromium")
 def test_swagger_ui_renders_offline_under_the_policy(play_db: str) -> None:
     from playwright.sync_api import sync_playwright

@@ -1,6 +1,6 @@
 """`BeadsStore`, LangGraph's BaseStore over the fact graph: the same calls run on LangGraph's own
 InMemoryStore and PostgresStore (on the test's database) and answer alike, apart from the
-differences docs/integrations.md lists; similarity scores, TTLs and the async face; then what the
+differences docs/guide/integrations.md lists; similarity scores, TTLs and the async face; then what the
 options add (history, our ranking), and LangMem's tools on it. LangGraph's own store tests run
 against it in tests/test_upstream_store.py."""
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench.block_reader import holds, oracle_block, reading
+
+pytestmark = pytest.mark.bench
+
 
 UPDATE = {"kind": "update", "current": "$2,010", "stale": "$1,850"}
 LOOK_ALIKE = {"kind": "lookalike", "current": "Agreeable Gray", "other": "Sea Salt"}

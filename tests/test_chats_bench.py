@@ -10,6 +10,9 @@ import pytest
 from bench.chats import Chat, load_chats, main, names, pick, read_block, read_reply, run_chat
 from bench.reliability.servers import app_process, create_database, drop_database
 
+pytestmark = pytest.mark.bench
+
+
 CHAT = Chat(
     id="sync",
     kind="update",

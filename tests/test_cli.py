@@ -197,6 +197,7 @@ def test_help_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", "s", "--k", "0"]) == 2
 
 
+@pytest.mark.slow
 def test_python_dash_m_memory_help() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "memory", "show", "--help"], capture_output=True, text=True, timeout=120

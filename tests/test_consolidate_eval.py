@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pytest
 from eval_samples import write_beam, write_locomo
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from bench.eval.runner import ROWS_FILE, RUN_INFO_FILE, Evaluation, RunConfig, read_rows, write_run_info
+
+pytestmark = pytest.mark.bench
 
 
 def config(tmp_path: Path, url: str, **overrides: Any) -> RunConfig:

@@ -27,9 +27,12 @@ def _uv_audit() -> str | None:
     return uv if found.returncode == 0 else None
 
 
-pytestmark = pytest.mark.skipif(
-    _uv_audit() is None, reason="`uv audit` is missing (uv on PATH with the audit command)"
-)
+pytestmark = [
+    pytest.mark.slow,  # uv, the audit script and a loopback service, each in its own process, per test
+    pytest.mark.skipif(
+        _uv_audit() is None, reason="`uv audit` is missing (uv on PATH with the audit command)"
+    ),
+]
 
 
 def project_copy(tmp_path: Path) -> Path:

@@ -9,6 +9,8 @@ import pytest
 
 from bench.edge_audit import main, written_edges
 
+pytestmark = pytest.mark.bench
+
 
 def test_the_report_counts_each_rule_and_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     verdicts = tmp_path / "verdicts.jsonl"

@@ -18,6 +18,9 @@ from bench.eval.window import TAIL_TITLE, ConversationView, Window, asked_at
 from memory.embedders import FakeEmbedder
 from memory.model import Status
 
+pytestmark = pytest.mark.bench
+
+
 ARMS = ("tail", "docstore", "bm25", "facts")
 
 

@@ -21,6 +21,9 @@ from bench.eval.window import ConversationView, asked_at
 from memory.embedders import FakeEmbedder
 from memory.model import Fact, Kind, Source, Status
 
+pytestmark = pytest.mark.bench
+
+
 ASSEMBLED = ("assembled", "assembled_pinned", "assembled_noclear")
 
 

@@ -19,6 +19,8 @@ from bench.eval.report import render_markdown
 from bench.eval.runner import ROWS_FILE, Evaluation, RunConfig, read_rows
 from memory.errors import ConfigurationError
 
+pytestmark = pytest.mark.bench
+
 
 class ScriptedChatModel(BaseChatModel):
     """Returns the queued replies in order (an Exception in the queue is raised) and records each prompt."""

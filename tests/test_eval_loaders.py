@@ -7,6 +7,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from eval_samples import write_beam, write_locomo, write_longmemeval
 
 from bench.eval.conversation import LoadIssues
@@ -21,6 +22,8 @@ from bench.eval.loaders import (
     load_sequences,
     parse_locomo_evidence,
 )
+
+pytestmark = pytest.mark.bench
 
 
 def test_locomo_normalises_sessions_turns_and_questions(tmp_path: Path) -> None:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bench.eval.conversation import Question
 from bench.eval.metrics import aggregate, auroc, window_metrics
 from bench.eval.runner import sample_questions
 from bench.eval.tokens import CLIP_MARK, Packer, clip_to_last, count_many, count_tokens
 from bench.eval.window import Window, WindowItem
+
+pytestmark = pytest.mark.bench
 
 
 def test_one_count_for_every_text() -> None:

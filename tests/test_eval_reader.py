@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from eval_samples import write_beam, write_locomo
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -33,6 +34,8 @@ from bench.eval.conversation import Question
 from bench.eval.reader import first_line, offline_context, reader_label, reader_prompt
 from bench.eval.report import SUMMARY_FILE, write_report
 from bench.eval.runner import ROWS_FILE, ROWS_SNAPSHOT, Evaluation, RunConfig, read_rows, sample_questions
+
+pytestmark = pytest.mark.bench
 
 
 def question(reference: str, qtype: str = "single-hop", **kw: Any) -> Question:

@@ -29,6 +29,9 @@ from bench.eval.tiers import MARGIN_PLOT, margins, tier_size
 from memory.block import TierSettings
 from memory.retrieval import SearchOptions
 
+pytestmark = pytest.mark.bench
+
+
 LOCOMO_QUESTIONS, BEAM_QUESTIONS = 8, 7
 ROWS_PER_QUESTION = 6 * 2 + 1  # six budgeted arms at two budgets, and full once
 

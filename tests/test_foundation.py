@@ -87,6 +87,7 @@ def test_two_concurrent_setups_both_succeed(empty_db_url: str) -> None:
     assert count == len(migrations())
 
 
+@pytest.mark.slow
 def test_database_url_is_honoured(
     tmp_path: Path, pg_server_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -163,6 +164,8 @@ def _postmaster_pid(pgdata: Path) -> int | None:
     return int(pidfile.read_text().splitlines()[0]) if pidfile.exists() else None
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 def test_restart_after_sigkill_reuses_the_server_and_keeps_rows(tmp_path: Path) -> None:
     pgdata = tmp_path / "pgdata"
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}

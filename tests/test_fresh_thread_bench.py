@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bench.fresh_thread import judge
+
+pytestmark = pytest.mark.bench
+
 
 UPDATE = {"kind": "update", "current": "$120k", "stale": "$100k"}
 LOOKALIKE = {"kind": "lookalike", "current": "SAP", "other": "Siemens"}

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from bench.report import median_table
+
+pytestmark = pytest.mark.bench
 
 
 def run(ours: float, prepared: float, unprepared: float, capture: float, load: str) -> dict[str, Any]:

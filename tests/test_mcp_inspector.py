@@ -11,6 +11,8 @@ import pytest
 
 from bench import mcp_inspector
 
+pytestmark = pytest.mark.bench
+
 
 def test_the_inspector_drives_every_tool(
     db_url: str, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]

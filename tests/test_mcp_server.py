@@ -159,6 +159,7 @@ async def round_trip(client: Client) -> None:
     assert "No session 'acme'" in await refused(client, "search", session_id="acme", query="budget")
 
 
+@pytest.mark.slow
 async def test_the_round_trip_over_stdio_against_postgres(db_url: str) -> None:
     server = StdioServerParameters(command=sys.executable, args=command(db_url), cwd=str(ROOT))
     async with Client(server) as client:
@@ -199,6 +200,7 @@ def http_server(db_url: str, host: str = "127.0.0.1") -> Iterator[str]:
             process.stderr.close()
 
 
+@pytest.mark.slow
 async def test_the_round_trip_over_streamable_http(db_url: str) -> None:
     with http_server(db_url) as url:
         async with keyed(url) as client:
@@ -222,6 +224,7 @@ def post(url: str, **headers: str) -> httpx.Response:
     return httpx.post(url, json=INITIALIZE, headers=sent, timeout=30)
 
 
+@pytest.mark.slow
 def test_http_asks_for_the_key_and_checks_host_and_origin_on_any_loopback_address(db_url: str) -> None:
     """127.0.0.2 is loopback too, but not one of the three names the SDK guards by itself: a page on
     another site whose name was rebound to 127.0.0.2 must get nothing, with or without the key."""
@@ -364,6 +367,7 @@ def test_http_serves_loopback_only_with_a_key(store: FactStore) -> None:
         build_server(store, session_id="not a session")
 
 
+@pytest.mark.slow
 def test_without_the_sdk_the_extra_is_named() -> None:
     probe = textwrap.dedent(
         """
@@ -415,6 +419,7 @@ def readme_config() -> dict[str, Any]:
     return config["mcpServers"]["beads-memory"]  # type: ignore[no-any-return]
 
 
+@pytest.mark.slow
 async def test_the_readmes_uv_run_config_starts_the_server(db_url: str) -> None:
     entry = readme_config()
     args = [str(ROOT) if a == "/path/to/langgraph-beads-memory" else a for a in entry["args"]]
@@ -448,6 +453,8 @@ def alive(pid: int) -> bool:
     return False
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_sigterm_stops_the_embedded_postgres_the_server_started(transport: str, tmp_path: Path) -> None:
     """With no database given the server starts the embedded Postgres; SIGTERM (what a client, or
@@ -529,6 +536,7 @@ out.write("not stopped\\n")
 """
 
 
+@pytest.mark.postgres
 def test_a_stop_signal_during_the_embedded_start_waits_for_its_release(tmp_path: Path) -> None:
     """The signal is handled once the server is started and its release is on the cleanup stack,
     whichever thread the kernel hands it to: blocking it with pthread_sigmask held it off the main

@@ -512,6 +512,7 @@ def test_two_processes_assemble_once(tmp_path: Path, tiny_parts: tuple[list[Path
 # --- the real model -----------------------------------------------------------------------------------
 
 
+@pytest.mark.model
 async def test_the_real_offline_model_streams_and_calls_tools() -> None:
     """The packaged Qwen2.5-Coder-0.5B in-process, with greedy decoding so that runs repeat.
 
@@ -553,6 +554,7 @@ async def test_the_real_offline_model_streams_and_calls_tools() -> None:
     assert time.perf_counter() - started < 120
 
 
+@pytest.mark.model
 def test_the_real_offline_model_calls_the_stock_lanes_tools_validly() -> None:
     """LangMem's manage_memory and search_memory bound as the stock lane binds them: each call the
     model makes names a bound tool and passes that tool's own argument schema, and LangMem stores

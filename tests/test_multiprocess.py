@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 from playground_helpers import play_db, playground_template, rows, running
 
 from bench.reliability.multiprocess import processes, run_multiprocess
@@ -65,6 +66,7 @@ async def test_a_chat_deleted_through_one_process_stops_its_turn_in_another(play
     assert rows(play_db, "SELECT count(*) FROM beads.facts WHERE session_id = %s", (session,)) == [(0,)]
 
 
+@pytest.mark.app
 def test_processes_started_together_on_an_empty_database_all_start(pg_server_url: str) -> None:
     """LangGraph's schema setup takes no lock: without the app's own, one of three processes started
     side by side on a fresh database failed on its migrations table's primary key."""

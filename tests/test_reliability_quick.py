@@ -3,6 +3,7 @@ database outage, SSE reconnects and isolation, each asserting its invariants ove
 
 from __future__ import annotations
 
+import pytest
 from playground_helpers import play_db, playground_template, settings_for
 from psycopg_pool import ConnectionPool
 
@@ -32,6 +33,7 @@ def test_sigkill_at_random_moments_finishes_every_turn_exactly_once(play_db: str
     assert result["facts"] == result["control_facts"] and result["facts"]["stock items"] > 0
 
 
+@pytest.mark.app
 def test_a_database_outage_mid_turn_is_reported_and_the_turn_finishes() -> None:
     result = run_outage(down_seconds=(3.0,))  # on a Postgres of its own, never the shared test server
     assert result["violations"] == []
@@ -48,6 +50,7 @@ def test_sse_reconnects_at_random_offsets_lose_and_repeat_nothing(play_db: str) 
     assert result["reconnects"] >= 10 and result["events_read"] > 10
 
 
+@pytest.mark.slow
 def test_no_cross_session_or_sibling_reads(pool: ConnectionPool) -> None:
     result = run_isolation(pool, examples=50)
     assert result["violations"] == []

@@ -1,4 +1,4 @@
-"""The sharding invariant (docs/scaling.md): the fact graph could be distributed on `session_id`.
+"""The sharding invariant (docs/internals/scaling.md): the fact graph could be distributed on `session_id`.
 
 With Citus, every beads table would be distributed on `session_id`, so each statement the library
 runs must say which session it touches: then it goes to one shard, and a join of two beads tables
@@ -11,7 +11,7 @@ stays on one shard. This test checks both halves against the real schema and the
   column list, apart from the ones listed below.
 
 The statement check reads text, not a parse tree: `session_id` must appear after a WHERE, ON or
-USING (or in an INSERT's column list). Each exception is listed with its reason; docs/scaling.md lists them as the known work before
+USING (or in an INSERT's column list). Each exception is listed with its reason; docs/internals/scaling.md lists them as the known work before
 distribution. A new table or statement that breaks the invariant fails here until it is fixed or
 listed.
 """
@@ -36,7 +36,7 @@ from memory.store import FactStore
 TABLES_WITHOUT_SESSION = {
     "schema_migrations": "migration bookkeeping: a Citus local table on the coordinator",
     "embedders": "the registry of embedding spaces, a few rows shared by every session: a reference table",
-    # known work (docs/scaling.md): child rows reached through their fact's or passage's id
+    # known work (docs/internals/scaling.md): child rows reached through their fact's or passage's id
     "fact_vectors": "known work: keyed by fact_id; needs session_id to be co-located with facts",
     "item_vectors": "known work, as fact_vectors: BeadsStore's per-field vectors, keyed by fact_id",
     "passage_vectors": "known work: keyed by passage_id; needs session_id to be co-located with passages",

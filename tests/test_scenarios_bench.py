@@ -21,6 +21,9 @@ from bench.scenarios.script import INCIDENT, SCENARIOS, VECDB
 from memory.scripted import calls, tool_call
 from playground.scripted import NOTHING
 
+pytestmark = pytest.mark.bench
+
+
 ROOT = Path(__file__).resolve().parents[1]
 PREDICTIONS = ROOT / "results" / "scenarios" / "PREDICTIONS.md"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from psycopg_pool import ConnectionPool
 
@@ -14,6 +15,7 @@ from memory.embedders import FakeEmbedder
 from memory.store import FactStore
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(tree=trees(), other=trees())
 def test_visibility_is_lineage_plus_demoted_subtree(pool: ConnectionPool, tree, other) -> None:  # type: ignore[no-untyped-def]

@@ -19,6 +19,8 @@ from memory.model import Kind
 from memory.store import FactStore
 from tests.eval_samples import beam_chat, beam_questions
 
+pytestmark = pytest.mark.bench
+
 
 def test_own_pairs_are_well_formed() -> None:
     rows = pairs_lib.read_jsonl(pairs_lib.OWN_PAIRS)

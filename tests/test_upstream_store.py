@@ -114,6 +114,7 @@ def outcome(report: Path, output: str) -> Outcome:
     return Outcome(passed, failed, skipped, xfailed, output)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(LANE_TIMEOUT_S + 120)
 def test_langgraphs_own_store_tests_pass_on_beads_store(
     pg_server_url: str, template_db: str, tmp_path: Path, request: pytest.FixtureRequest

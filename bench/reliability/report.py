@@ -243,7 +243,7 @@ WHAT_EACH_ROW_PROVES = """\
 """
 
 
-#: what the throughput table shows, and why it flattens where it does (see docs/scaling.md)
+#: what the throughput table shows, and why it flattens where it does (see docs/internals/scaling.md)
 THROUGHPUT_NOTES = """\
 The curve flattens at two processes, and this machine is why. It has two cores, and during the run
 it was shared (load average 11 to 17 from other jobs). A turn with the scripted model is CPU work in

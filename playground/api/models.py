@@ -246,7 +246,7 @@ class SearchRequest(_Strict):
     as_of: Moment | None = Field(
         default=None,
         description="answer as the memory stood then: only claims recorded by then, each in the version "
-        "that was current then (ranked by today's search; see docs/http-api.md)",
+        "that was current then (ranked by today's search; see docs/guide/http-api.md)",
     )
 
 

@@ -131,7 +131,7 @@ def import_llama_cpp() -> ModuleType:
     """``llama_cpp``, imported the way every part of this package must first import it."""
     # llama.cpp's OpenMP threads spin while they wait for work. On a small machine that also runs
     # Postgres and the embedder, spinning threads fight the others for the cores, and passive waiting
-    # generated several times faster on 2 busy cores (docs/models.md). Read once, when the OpenMP runtime starts, so
+    # generated several times faster on 2 busy cores (docs/guide/models.md). Read once, when the OpenMP runtime starts, so
     # it must be set before llama_cpp is first imported; an explicit setting wins.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:

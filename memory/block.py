@@ -304,7 +304,7 @@ class TierSettings:
     # a budget of N tokens first asks for N // line_tokens facts (and more while room is left). Not
     # only a cost estimate: the search's candidate pools grow with what it asks for, and larger pools
     # reorder the fused ranking, so asking for fewer first ranked BEAM's evidence better on the tune
-    # conversations, and LoCoMo's no worse (the figures: docs/ranking.md)
+    # conversations, and LoCoMo's no worse (the figures: docs/internals/ranking.md)
     line_tokens: int = 40
     # ask again, for twice as many, while this many tokens of the budget are still free
     widen_below: int = 24

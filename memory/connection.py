@@ -24,7 +24,7 @@ from memory.settings import MemorySettings
 # statements run unprepared. What is prepared: what asks for it, where planning costs more than
 # running (search's candidate statement, capture's nearest earlier claims and supersede's echo
 # lookup, planned once per connection instead of on every call, which is a large part of a search's
-# time: docs/benchmarks.md) once the tables have statistics (memory.prepared), and what psycopg's
+# time: docs/measured/benchmarks.md) once the tables have statistics (memory.prepared), and what psycopg's
 # executemany sends (it always asks: the vector inserts).
 PREPARE_ONLY_WHEN_ASKED = 2**31 - 1
 CONNECTION_KWARGS: dict[str, Any] = {
@@ -73,7 +73,7 @@ def ensure_vector_extension(url: str) -> None:
             f"pgvector is not available on this Postgres server ({first}). Ways out: install it on the "
             "server (Debian/Ubuntu: the postgresql-NN-pgvector package where there is one, or build the "
             "pgvector source this package carries, memory/vendor/, with `make && make install`: "
-            "docs/production.md), use a server that has it (`docker compose up -d`, or a managed Postgres "
+            "docs/guide/production.md), use a server that has it (`docker compose up -d`, or a managed Postgres "
             "with pgvector), or leave DATABASE_URL unset to use the embedded server "
             "(pip install 'langgraph-beads-memory[embedded]')"
         ) from exc

@@ -16,7 +16,7 @@ tests run against it: tests/test_upstream_store.py); what the fact graph adds is
   similarity (`score` is the cosine similarity of the item's best text, as PostgresStore reports),
   each with its filter and LIMIT in the query. TTLs (`put(ttl=)`, refresh on read, a sweeper) sit
   on the fact graph's own expiry: an expired item is archived (memory.consolidate.expire_due).
-- **Options, off by default** (each would fail LangGraph's tests named in docs/integrations.md):
+- **Options, off by default** (each would fail LangGraph's tests named in docs/guide/integrations.md):
   `history=True` keeps a put's old value as a superseded version of the same claim (`history()`,
   `fact()`); `ranking="beads"` ranks with ours (hybrid, resolved to current values, a relevance
   floor, fused scores).
@@ -467,7 +467,7 @@ class BeadsStore(BaseStore):
     `refresh_on_read`, `omit_expired`).
 
     Off by default, each an option because it answers otherwise than `BaseStore` promises
-    (docs/integrations.md names the upstream tests each would fail): `history=True` keeps the value
+    (docs/guide/integrations.md names the upstream tests each would fail): `history=True` keeps the value
     a put replaced as a superseded version of the same claim (`history()`, `fact()`); `ranking=
     "beads"` ranks with ours (hybrid, resolved to current values, a relevance floor, fused scores).
     """

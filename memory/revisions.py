@@ -149,7 +149,7 @@ def supersede_with_echoes(
             """,
             (new.id, target.id, new.session_id, automatic, reason),
         )
-        # (each statement names the session: see docs/scaling.md)
+        # (each statement names the session: see docs/internals/scaling.md)
         conn.execute(
             "UPDATE beads.facts SET status = 'superseded', valid_to = greatest(valid_from, %s)"
             " WHERE id = %s AND session_id = %s",

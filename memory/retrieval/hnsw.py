@@ -15,7 +15,7 @@ HNSW_EF_SEARCH_MAX = 1000
 # Connections whose session already has our HNSW settings, and the ef_search they carry. The scan
 # must keep walking until enough rows pass the session/scope filter (pgvector 0.8's iterative scan).
 # Set once per pooled connection instead of per search: a search is then a single statement, with no
-# BEGIN, SET LOCAL or COMMIT round trips (docs/ranking.md, "Figures behind the defaults").
+# BEGIN, SET LOCAL or COMMIT round trips (docs/internals/ranking.md, "Figures behind the defaults").
 _CONFIGURED: weakref.WeakKeyDictionary[psycopg.Connection[DictRow], int] = weakref.WeakKeyDictionary()
 
 

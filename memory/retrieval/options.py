@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True, slots=True)
 class SearchOptions:
-    """How a search ranks and how much it returns (docs/ranking.md explains each step)."""
+    """How a search ranks and how much it returns (docs/internals/ranking.md explains each step)."""
 
     k: int = 8
     # the rest goes to the passage the claim was carved from; more weight on the message lost LoCoMo
@@ -18,7 +18,7 @@ class SearchOptions:
     relevance_floor: float = 0.2  # blended cosine similarity; below it nothing is "in memory"
     per_agent_cap: int = 3  # facts per sub-agent among the demoted (delegated) ones
     # nearest claims fetched before ranking (at least 4k): more changed few answers and cost time
-    # (docs/ranking.md, "Figures behind the defaults")
+    # (docs/internals/ranking.md, "Figures behind the defaults")
     candidates: int = 32
     # hybrid: also the claims, and the claims of the passages, that best match any content word of the
     # query (full-text search), fused with the nearest ones by reciprocal rank. Off: vectors only, which
@@ -26,7 +26,7 @@ class SearchOptions:
     keyword: bool = True
     keyword_candidates: int = 32  # best keyword matches fetched per side (claims, passages), at least k
     # a query word in this many of the session's claims is left out: it ranks nothing apart, and
-    # ranking all it matches is slow (docs/ranking.md, "Figures behind the defaults")
+    # ranking all it matches is slow (docs/internals/ranking.md, "Figures behind the defaults")
     keyword_common: int = 30
     # the fusion's weights: other values moved a question or two on the harness's tune conversations,
     # so these stayed (results/tuning/README.md)

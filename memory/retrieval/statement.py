@@ -27,7 +27,7 @@ from memory.vectors import as_vector
 # - A word found in `keyword_common` claims of the session or more is left out, as a stop word of
 #   this session: ts_rank_cd knows nothing of how rare a word is, so such a word ranks nothing
 #   apart, and ranking everything it matches would cost a pass over much of the session
-#   (docs/ranking.md, "Figures behind the defaults"). Counting stops there.
+#   (docs/internals/ranking.md, "Figures behind the defaults"). Counting stops there.
 # - Each word is its own subquery, its text a parameter the planner reads as a constant: with the
 #   column's statistics it counts a common word by reading the table until `keyword_common` rows
 #   match (a few hundred rows) rather than building the GIN index's bitmap of all its thousands;
@@ -78,7 +78,7 @@ passage_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),"""
 # The candidate statement. {dims} and {eid} are integers we own, placed as literals so that the planner
 # matches the partial expression index of this embedding space. passage_hits is empty: the nearest
 # passages are not scanned (that second nearest-neighbour scan took half of a search's time and was
-# removed, docs/benchmarks.md); a candidate's passage is read by primary key instead. The empty CTE
+# removed, docs/measured/benchmarks.md); a candidate's passage is read by primary key instead. The empty CTE
 # stays until a latency run times the statement without it (results/latency/ has the runs of this shape).
 _CANDIDATES = """
 WITH scope AS (
@@ -164,7 +164,7 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
 {resolved_row}
   FROM hit_ids
   -- one primary-key read per candidate. Joined plainly, the planner, expecting a hundred candidates
-  -- once keyword search adds its own, read every fact of the table instead (docs/ranking.md).
+  -- once keyword search adds its own, read every fact of the table instead (docs/internals/ranking.md).
   CROSS JOIN LATERAL (SELECT {hit_columns},
                               f.kind = 'directive' AND f.body ~ '[0-9]' AND f.source = 'passive_capture' AS valued
                         FROM beads.facts f

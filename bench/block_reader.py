@@ -9,7 +9,7 @@ goes into a fresh session an hour a message, as fresh_thread does; then the ques
 offline model once per lane, on a thread of its own, with no tools:
 
   ours   the system prompt our lane runs with (no memory tools bound, as the offline default) and the
-         block our middleware would inject for that question (memory.recall.plan_call, its budgets,
+         block our middleware would inject for that question (memory.context.recall.plan_call, its budgets,
          the clock an hour after the last message).
   stock  the same core prompt and LangGraph's PostgresStore's top `k` documents for the question under
          a plain header: the stock lane's memory as if its model always searched (the 0.5B rarely
@@ -52,14 +52,14 @@ from bench.eval.reader import offline_reader
 from bench.eval.supersession_pairs import read_jsonl
 from bench.fresh_thread import SEQUENCES, capture_sequence, put_sequence
 from bench.scratch import scratch_database
-from memory.assembler import Budgets
-from memory.block import LineStyle, TierSettings
-from memory.connection import open_pool
+from memory.context.assembler import Budgets
+from memory.context.block import LineStyle, TierSettings
+from memory.context.recall import plan_call
+from memory.context.tokens import count_cached
+from memory.doors.middleware import message_slots
 from memory.embedders.select import embedder_from_name
-from memory.middleware import message_slots
-from memory.recall import plan_call
-from memory.store import FactStore
-from memory.tokens import count_cached
+from memory.graph.store import FactStore
+from memory.postgres.connection import open_pool
 from playground.comparison.lanes import CORE_SYSTEM_PROMPT, beads_prompt
 from playground.models.settings import LocalModelName
 

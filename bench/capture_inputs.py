@@ -27,12 +27,12 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg import sql
 
 from bench.capture_size import message_of
-from memory.connection import open_pool
+from memory.doors.middleware import BeadsMemoryMiddleware
 from memory.embedders import FakeEmbedder
 from memory.events import CAPTURE_EVENT, INJECTION_EVENT
-from memory.middleware import BeadsMemoryMiddleware
+from memory.graph.store import FactStore
+from memory.postgres.connection import open_pool
 from memory.scripted import ScriptedChatModel
-from memory.store import FactStore
 from memory.testing import throwaway_database
 
 CASES: list[tuple[str, str]] = [

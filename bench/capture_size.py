@@ -82,11 +82,11 @@ def _status(field: str) -> int:
 
 def one(url: str, size: int, embedder_name: str, limit: str) -> dict[str, Any]:
     """In this process: capture one message of `size` bytes; its peak growth and seconds."""
-    from memory.clean_text import DEFAULT_MAX_MESSAGE_CHARS
-    from memory.connection import open_pool
     from memory.embedders import FakeEmbedder
     from memory.embedders.minilm import MiniLMEmbedder
-    from memory.store import FactStore
+    from memory.graph.store import FactStore
+    from memory.postgres.connection import open_pool
+    from memory.rules.clean_text import DEFAULT_MAX_MESSAGE_CHARS
 
     embedder = MiniLMEmbedder() if embedder_name == "minilm" else FakeEmbedder()
     text = message_of(size)

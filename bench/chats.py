@@ -13,7 +13,7 @@ sends it, each on a new LangGraph thread in each lane. Each chat is its own sess
 
 Scored without a judge, from the last turn:
 - each lane's reply: current (names an `expect` string and no `wrong` one), stale (the reverse),
-  both, neither, or no answer (memory.conclusions.why_no_answer: a tool call as text, a failure
+  both, neither, or no answer (memory.rules.conclusions.why_no_answer: a tool call as text, a failure
   notice, the question said back, a reply about the lane's tools; or a reply the lane itself
   withheld as no answer);
 - our lane's block, as the model read it in its last call: the first line on the topic (one naming
@@ -39,7 +39,7 @@ from psycopg.rows import dict_row
 
 from bench.reliability.client import new_chat, send
 from bench.reliability.servers import OwnPostgres, app_process, create_database, drop_database
-from memory.conclusions import why_no_answer
+from memory.rules.conclusions import why_no_answer
 from playground.comparison.lanes import LANE_TOOL_NAMES
 
 # the new user's app: its own defaults, with the model it picks when Ollama is absent
@@ -49,7 +49,7 @@ _MODEL_ALIASES = {"local": "offline", "local-1.5b": "offline:qwen2.5-coder-1.5b"
 TURN_TIMEOUT_SECONDS = 1_200.0
 
 Reading = Literal["current", "stale", "both", "neither", "no_answer"]
-_OLDER_MARK = "(an older line"  # memory.block's tag for a line a later one on its slot disagrees with
+_OLDER_MARK = "(an older line"  # memory.context.block's tag for a line a later one on its slot disagrees with
 # where the older values folded into a line began, in blocks recorded before the block stopped
 # showing their words (the committed rows of results/chats hold such blocks)
 _EARLIER = " | earlier ("

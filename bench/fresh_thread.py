@@ -42,11 +42,11 @@ from psycopg.rows import dict_row
 from bench.eval.loaders import SEQUENCE_START, SEQUENCE_STEP
 from bench.eval.supersession_pairs import DATA_DIR, read_jsonl
 from bench.scratch import scratch_database
-from memory.block import shown_as_outdated
-from memory.connection import open_pool
+from memory.context.block import shown_as_outdated
 from memory.embedders.select import embedder_from_name
+from memory.graph.store import FactStore
 from memory.model import Namespace, Status
-from memory.store import FactStore
+from memory.postgres.connection import open_pool
 
 SEQUENCES = DATA_DIR / "sequences_blind.jsonl"
 RESULTS = Path("results/fresh-thread")

@@ -39,11 +39,11 @@ from psycopg.rows import dict_row
 from bench.embedder import LookupEmbedder, TopicEmbedder
 from bench.eval.loaders import load_locomo
 from bench.scratch import scratch_server
-from memory.connection import open_pool
-from memory.facts import message_facts
-from memory.importing import ImportMessage
+from memory.graph.facts import message_facts
+from memory.graph.importing import ImportMessage
+from memory.graph.store import FactStore
 from memory.model import Source
-from memory.store import FactStore
+from memory.postgres.connection import open_pool
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "latency"
 

@@ -31,10 +31,10 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from bench.corpus import FORKS, Corpus, Message, Sentence, kinds_for
+from memory.graph.store import FactStore
 from memory.ids import fact_id, passage_id
 from memory.model import Kind, Namespace, Status
-from memory.splitting import passage_for, split_message
-from memory.store import FactStore
+from memory.rules.splitting import passage_for, split_message
 
 _FACT_COPY_COLUMNS = (
     "id", "session_id", "namespace_id", "kind", "status", "source", "source_key", "agent_id", "body",

@@ -92,7 +92,7 @@ def markdown(results: dict[str, Any]) -> str:
 
     rows += [
         "",
-        "The background indexer (memory.indexer): vectors still waiting for the HNSW indexes when the "
+        "The background indexer (memory.graph.indexer): vectors still waiting for the HNSW indexes when the "
         "next iteration began, three messages later (search compares those exactly). Each timed "
         "capture starts with the indexer drained, as in a chat where messages arrive seconds apart:",
         "",
@@ -112,7 +112,7 @@ def markdown(results: dict[str, Any]) -> str:
         rows += [
             "",
             "Capture's checks of their own, per message (ms, p50 / p95; `bench.writes.measure_checks`): "
-            "the nearest earlier claims of each new claim (memory.earlier_claims, one round trip, "
+            "the nearest earlier claims of each new claim (memory.graph.earlier_claims, one round trip, "
             "prepared; in a capture they travel with its INSERTs), and the rules over them (judge, "
             "restates), nothing written; and the automatic supersessions a timed capture wrote:",
             "",
@@ -158,7 +158,7 @@ def markdown(results: dict[str, Any]) -> str:
             "insert_facts (capture's SQL layer; pipelined, so each statement is only queued and the "
             "server's work and the round trip show at commit)",
         ),
-        ("supersede_steps_ms", "memory.revisions.supersede"),
+        ("supersede_steps_ms", "memory.graph.revisions.supersede"),
     ):
         step_names = sorted({k for s in sizes for k in s["writes"][key]})
         rows += [

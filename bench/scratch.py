@@ -11,7 +11,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from memory.embedded_postgres import start_embedded
+from memory.postgres.embedded_postgres import start_embedded
 
 
 def scratch_server(prefix: str) -> str:

@@ -46,11 +46,12 @@ from bench.corpus import Corpus, build_corpus, queries
 from bench.embedder import LookupEmbedder, TopicEmbedder
 from bench.report import TARGETS, markdown, size_label
 from bench.scratch import scratch_server
-from memory import retrieval, vectors
-from memory.connection import CONNECTION_KWARGS, open_pool
+from memory import retrieval
+from memory.graph.store import FactStore
 from memory.model import Status
+from memory.postgres import vectors
+from memory.postgres.connection import CONNECTION_KWARGS, open_pool
 from memory.retrieval import SearchOptions
-from memory.store import FactStore
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "latency"
 SESSION = "bench-session"

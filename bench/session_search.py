@@ -36,11 +36,11 @@ from bench.eval.ingest import database_name, ensure_database
 from bench.eval.loaders import load_beam_tiered
 from bench.eval.runner import open_stores
 from memory import retrieval
-from memory.embedded_postgres import resolve_database_url
 from memory.embedders.base import embed_query
 from memory.embedders.select import embedder_from_name
 from memory.model import Namespace
-from memory.prepared import worth_preparing
+from memory.postgres.embedded_postgres import resolve_database_url
+from memory.postgres.prepared import worth_preparing
 from memory.retrieval import SearchOptions
 from memory.retrieval.hits import search_result
 from memory.retrieval.hnsw import ef_search_for, session_settings_hold, set_hnsw_local

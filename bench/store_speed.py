@@ -39,8 +39,8 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from bench.scratch import scratch_server
-from memory.connection import open_pool
-from memory.langgraph_store import AsyncBeadsStore, BeadsStore
+from memory.doors.langgraph_store import AsyncBeadsStore, BeadsStore
+from memory.postgres.connection import open_pool
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "store-speed"
 DIMS = 384

@@ -2,7 +2,7 @@
 in advance so that no embedding is timed.
 
 Three streams of new messages, interleaved: the public `FactStore.capture_message`; its SQL layer
-`memory.facts.insert_facts`, split statement by statement by a timing wrapper; and the same layer
+`memory.graph.facts.insert_facts`, split statement by statement by a timing wrapper; and the same layer
 with `synchronous_commit = off`, to show what waiting for the WAL flush costs a capture.
 """
 
@@ -18,15 +18,17 @@ import psycopg
 from bench.corpus import Corpus, Message, build_corpus, sentence_about
 from bench.embedder import LookupEmbedder
 from bench.loader import Dataset
-from memory import corrections, earlier_claims, restatements, supersession, vectors
-from memory import facts as fact_sql
-from memory import revisions as revision_sql
 from memory.errors import CycleError, SupersedeRefusedError
-from memory.facts import NewFact, Provenance, message_facts
+from memory.graph import earlier_claims, restatements, supersession
+from memory.graph import facts as fact_sql
+from memory.graph import revisions as revision_sql
+from memory.graph.facts import NewFact, Provenance, message_facts
+from memory.graph.store import FactStore
 from memory.ids import fact_id
 from memory.model import Kind, Namespace, Source, Status
-from memory.splitting import split_message
-from memory.store import FactStore
+from memory.postgres import vectors
+from memory.rules import corrections
+from memory.rules.splitting import split_message
 
 # -- where insert_facts spends its time ------------------------------------------------------------
 
@@ -188,7 +190,7 @@ def measure_writes(
             result = store.capture_message(root, a.text, message_id=a.message_id, thread_id=a.thread_id)
             elapsed = {"capture_message": (time.perf_counter() - started) * 1000}
             auto_superseded += len(result.superseded)
-            # the same call with capture's supersession check off: what the check costs (memory.supersession)
+            # the same call with capture's supersession check off: what the check costs (memory.graph.supersession)
             store.index_pending()
             store.auto_supersede = False
             try:
@@ -294,7 +296,7 @@ def measure_checks(
     store: FactStore, lookup: LookupEmbedder, namespace: Namespace, count: int
 ) -> dict[str, Any]:
     """What capture's supersession and restatement checks cost of their own, per message (ms): the
-    nearest earlier claims of each new claim (memory.earlier_claims, one round trip, prepared, on an
+    nearest earlier claims of each new claim (memory.graph.earlier_claims, one round trip, prepared, on an
     idle connection: inside a capture they travel with its INSERTs), and the rules over them
     (corrections.judge through supersession.accept, and corrections.restates), without writing
     anything. New messages, as capture would see them (their facts are not stored)."""

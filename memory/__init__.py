@@ -53,38 +53,38 @@ from memory.model import (
 )
 
 if TYPE_CHECKING:
-    from memory.assembler import InjectionMode
-    from memory.connection import open_async_pool, open_pool
-    from memory.embedded_postgres import start_embedded
+    from memory.context.assembler import InjectionMode
+    from memory.doors.middleware import BeadsMemoryMiddleware, CaptureMode
+    from memory.doors.scope import SessionScope
+    from memory.doors.subagents import make_subagent_tool
     from memory.embedders import CachedEmbedder, Embedder, FakeEmbedder, MiniLMEmbedder, OllamaEmbedder
     from memory.events import CaptureEvent, InjectionEvent
-    from memory.middleware import BeadsMemoryMiddleware, CaptureMode
-    from memory.reads import supersede_chains
+    from memory.graph.reads import supersede_chains
+    from memory.graph.store import AsyncFactStore, FactStore
+    from memory.postgres.connection import open_async_pool, open_pool
+    from memory.postgres.embedded_postgres import start_embedded
     from memory.retrieval import SearchOptions
-    from memory.scope import SessionScope
-    from memory.store import AsyncFactStore, FactStore
-    from memory.subagents import make_subagent_tool
 
 _LAZY = {
-    "AsyncFactStore": "memory.store",
-    "BeadsMemoryMiddleware": "memory.middleware",
+    "AsyncFactStore": "memory.graph.store",
+    "BeadsMemoryMiddleware": "memory.doors.middleware",
     "CachedEmbedder": "memory.embedders",
     "CaptureEvent": "memory.events",
-    "CaptureMode": "memory.middleware",
+    "CaptureMode": "memory.doors.middleware",
     "Embedder": "memory.embedders",
-    "FactStore": "memory.store",
+    "FactStore": "memory.graph.store",
     "FakeEmbedder": "memory.embedders",
     "InjectionEvent": "memory.events",
-    "InjectionMode": "memory.assembler",
+    "InjectionMode": "memory.context.assembler",
     "MiniLMEmbedder": "memory.embedders",
     "OllamaEmbedder": "memory.embedders",
     "SearchOptions": "memory.retrieval",
-    "SessionScope": "memory.scope",
-    "make_subagent_tool": "memory.subagents",
-    "open_async_pool": "memory.connection",
-    "open_pool": "memory.connection",
-    "start_embedded": "memory.embedded_postgres",
-    "supersede_chains": "memory.reads",
+    "SessionScope": "memory.doors.scope",
+    "make_subagent_tool": "memory.doors.subagents",
+    "open_async_pool": "memory.postgres.connection",
+    "open_pool": "memory.postgres.connection",
+    "start_embedded": "memory.postgres.embedded_postgres",
+    "supersede_chains": "memory.graph.reads",
 }
 
 __all__ = [

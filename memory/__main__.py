@@ -1,7 +1,7 @@
-"""`python -m memory`: see memory.cli."""
+"""`python -m memory`: see memory.doors.cli."""
 
 from __future__ import annotations
 
-from memory.cli import main
+from memory.doors.cli import main
 
 raise SystemExit(main())

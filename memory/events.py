@@ -28,7 +28,7 @@ class FlagMark(TypedDict):
 
 
 class InjectedFact(TypedDict):
-    """One recalled fact, as the block showed it (memory.block.describe_injection)."""
+    """One recalled fact, as the block showed it (memory.context.block.describe_injection)."""
 
     id: str
     short_id: str

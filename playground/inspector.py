@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from memory.consolidate import NOTE_KEY
+from memory.graph.consolidate import NOTE_KEY
+from memory.graph.pins import PinnedFact
+from memory.graph.reads import supersede_chains
 from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Source, Status
-from memory.pins import PinnedFact
-from memory.reads import supersede_chains
-from memory.slots import may_outdate
+from memory.rules.slots import may_outdate
 from playground.chats import Chat
 from playground.comparison.stock import STOCK_NAMESPACE_ROOT
 
@@ -77,7 +77,7 @@ def consolidation_notes(facts: list[Fact]) -> list[ConsolidationNote]:
 
 @dataclass(frozen=True, slots=True)
 class AutomaticCorrection:
-    """A supersedes edge capture wrote by itself (memory.supersession): `new` replaced `old`."""
+    """A supersedes edge capture wrote by itself (memory.graph.supersession): `new` replaced `old`."""
 
     new_id: uuid.UUID
     old_id: uuid.UUID
@@ -107,7 +107,7 @@ class AutomaticCorrection:
 
 @dataclass(frozen=True, slots=True)
 class ProposedCorrection:
-    """A replacement a rule of capture only proposes (one of memory.supersession.PROPOSING_RULES), or a pair of
+    """A replacement a rule of capture only proposes (one of memory.graph.supersession.PROPOSING_RULES), or a pair of
     current claims ranking reads as one slot with no edge between them (it folds the older into the
     newer line): a person says "this replaces that", or dismisses a proposal."""
 

@@ -17,9 +17,9 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.store.postgres import AsyncPostgresStore
 
-from memory.consolidate import ConsolidationReport
 from memory.embedders import Embedder
-from memory.store import FactStore
+from memory.graph.consolidate import ConsolidationReport
+from memory.graph.store import FactStore
 from playground import jobs
 from playground.comparison.lanes import build_beads_agent, build_stock_agent
 from playground.db import AppPool

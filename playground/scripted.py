@@ -25,8 +25,8 @@ from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGenerationChunk
 
+from memory.doors.subagents import SUBAGENT_PROMPT
 from memory.scripted import ScriptedChatModel, calls, tool_call
-from memory.subagents import SUBAGENT_PROMPT
 from playground.comparison.lanes import STOCK_MEMORY_PROMPT
 
 _WORD = re.compile(r"[a-z0-9$]+")
@@ -54,7 +54,7 @@ _MEMORY_LINE = re.compile(
 ACK = "Noted, I will keep that in mind."
 ACK_CORRECTION = "Noted: I have updated that."
 NOTHING = "Nothing relevant to that is in memory."
-#: how every research sub-agent's prompt begins, in both lanes (see playground.comparison.lanes, memory.subagents)
+#: how every research sub-agent's prompt begins, in both lanes (see playground.comparison.lanes, memory.doors.subagents)
 _SUBAGENT_OPENING = SUBAGENT_PROMPT.split(".", 1)[0]
 
 

@@ -14,13 +14,13 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memory.keys import MIN_KEY_BITS, MIN_KEY_CHARS, key_problem
+from memory.doors.keys import MIN_KEY_BITS, MIN_KEY_CHARS, key_problem
 from memory.model_spec import parse_model_spec
 from playground.models.settings import LocalModelName
 
 #: A message longer than this is refused whatever the settings say: one message is not a document.
 MAX_MESSAGE_CHARS_CEILING = 100_000
-#: The shortest API key accepted, and its least estimated strength (memory.keys)
+#: The shortest API key accepted, and its least estimated strength (memory.doors.keys)
 MIN_API_KEY_CHARS = MIN_KEY_CHARS
 MIN_API_KEY_BITS = MIN_KEY_BITS
 #: connections a process holds outside its pools: the LISTEN connection, the turn worker's liveness
@@ -90,7 +90,7 @@ class PlaygroundSettings(BaseSettings):
     #: leave the view, at sub-agent forks and at the end of the thread (evict).
     injection: Literal["always", "gated", "never"] = "always"
     capture: Literal["eager", "evict"] = "eager"
-    #: Capture supersedes a user's earlier claim that a new one corrects (memory.supersession); off, only
+    #: Capture supersedes a user's earlier claim that a new one corrects (memory.graph.supersession); off, only
     #: the agent's remember_fact corrects.
     auto_supersede: bool = True
 
@@ -231,6 +231,6 @@ class PlaygroundSettings(BaseSettings):
 
 
 def api_key_problem(key: str) -> str | None:
-    """Why `key` is refused as PLAYGROUND_API_KEY, or None (memory.keys: the MCP server's key follows
+    """Why `key` is refused as PLAYGROUND_API_KEY, or None (memory.doors.keys: the MCP server's key follows
     the same rules)."""
     return key_problem(key, "api_key")

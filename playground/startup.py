@@ -20,12 +20,12 @@ from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from memory.connection import open_async_pool, open_pool
-from memory.embedded_postgres import release_embedded, start_embedded
 from memory.embedders import Embedder, embedder_from_name
 from memory.errors import EmbedderUnavailableError, MissingExtraError
+from memory.graph.store import FactStore
+from memory.postgres.connection import open_async_pool, open_pool
+from memory.postgres.embedded_postgres import release_embedded, start_embedded
 from memory.settings import MemorySettings
-from memory.store import FactStore
 from playground import db
 from playground.comparison.stock import open_async_stock_store
 from playground.comparison.websearch import web_search_tool

@@ -29,10 +29,10 @@ import psycopg
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langmem.errors import ConfigurationError as LangMemConfigurationError
 
-from memory.block import clip
-from memory.conclusions import why_no_answer
+from memory.context.block import clip
+from memory.doors.middleware import INJECTION_EVENT, message_text
 from memory.errors import BeadsMemoryError
-from memory.middleware import INJECTION_EVENT, message_text
+from memory.rules.conclusions import why_no_answer
 from playground import jobs
 from playground.comparison.lanes import LANE_TOOL_NAMES, MEMORY_TOOLS
 from playground.events import LANES, EventWriter, LeaseLostError
@@ -167,7 +167,7 @@ def final_text(messages: list[BaseMessage]) -> str:
 
 def reply_payload(messages: list[BaseMessage], asked: str) -> dict[str, Any]:
     """The lane's reply for its `done` event: the final text when it answers `asked`; otherwise an
-    empty text, why it is no answer (memory.conclusions.why_no_answer), and the raw text, which the
+    empty text, why it is no answer (memory.rules.conclusions.why_no_answer), and the raw text, which the
     page shows only behind a disclosure."""
     text = final_text(messages)
     this_turn = turn_messages(messages)

@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from memory.conclusions import is_conclusion
+from memory.rules.conclusions import is_conclusion
 from playground.db import AppPool
 from playground.events import LANES
 

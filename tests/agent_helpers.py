@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from memory.middleware import INJECTION_EVENT
+from memory.doors.middleware import INJECTION_EVENT
 
 
 def injection_events(agent: Any, text: str, session: str = "s") -> list[dict[str, Any]]:

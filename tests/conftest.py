@@ -19,11 +19,11 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from memory.connection import ensure_vector_extension, open_async_pool, open_pool
-from memory.embedded_postgres import start_embedded
 from memory.embedders import FakeEmbedder, MiniLMEmbedder
-from memory.migrate import setup
-from memory.store import FactStore
+from memory.graph.store import FactStore
+from memory.postgres.connection import ensure_vector_extension, open_async_pool, open_pool
+from memory.postgres.embedded_postgres import start_embedded
+from memory.postgres.migrate import setup
 
 
 def database_url(server_url: str, dbname: str) -> str:

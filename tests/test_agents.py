@@ -14,12 +14,12 @@ from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg_pool import ConnectionPool
 
+from memory.doors.middleware import INJECTION_EVENT, BeadsMemoryMiddleware, query_from, trim_window
+from memory.doors.subagents import run_subagent
 from memory.embedders import FakeEmbedder
-from memory.middleware import INJECTION_EVENT, BeadsMemoryMiddleware, query_from, trim_window
+from memory.graph.store import FactStore
 from memory.model import Kind, Relation, Source, Status
 from memory.scripted import ScriptedChatModel, calls, tool_call
-from memory.store import FactStore
-from memory.subagents import run_subagent
 from playground.comparison.lanes import build_beads_agent, build_stock_agent
 from playground.comparison.stock import open_stock_store
 from playground.comparison.websearch import search_web

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from memory.assembler import (
+from memory.context.assembler import (
     Assembly,
     Budgets,
     Item,

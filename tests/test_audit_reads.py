@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 
-from memory.audit import Audit, Review
-from memory.store import AsyncAudit, AsyncReview, FactStore
+from memory.graph.audit import Audit, Review
+from memory.graph.store import AsyncAudit, AsyncReview, FactStore
 
 
 def _public(cls: type) -> set[str]:

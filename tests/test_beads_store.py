@@ -33,13 +33,20 @@ from langgraph.store.postgres import PostgresStore
 from langmem import create_manage_memory_tool, create_search_memory_tool
 from psycopg_pool import ConnectionPool
 
-from memory.connection import open_pool
+from memory.doors.langgraph_store import (
+    AsyncBeadsStore,
+    BeadsStore,
+    escape_like,
+    item_text,
+    matches,
+    session_of,
+)
 from memory.embedders import FakeEmbedder, MiniLMEmbedder
-from memory.langgraph_store import AsyncBeadsStore, BeadsStore, escape_like, item_text, matches, session_of
-from memory.migrate import migrations, setup
+from memory.graph.store import FactStore
 from memory.model import Kind, Source, Status
+from memory.postgres.connection import open_pool
+from memory.postgres.migrate import migrations, setup
 from memory.scripted import ScriptedChatModel, calls, tool_call
-from memory.store import FactStore
 
 ALICE = ("users", "alice", "memories")
 BOB = ("users", "bob", "memories")

@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from memory.block import HEADER, fold, render_block, said_when
-from memory.capture import capture_said
-from memory.conclusions import is_bare_name, is_failure_notice
+from memory.context.block import HEADER, fold, render_block, said_when
+from memory.doors.capture import capture_said
 from memory.flags import PossiblyOutdated
+from memory.graph.store import FactStore
 from memory.model import Hit, Kind, SearchResult, Source
-from memory.slots import order_same_slot, outdated_by, restatement
-from memory.store import FactStore
+from memory.rules.conclusions import is_bare_name, is_failure_notice
+from memory.rules.slots import order_same_slot, outdated_by, restatement
 
 T0 = datetime(2026, 11, 20, 9, 0, tzinfo=UTC)
 
@@ -214,7 +214,7 @@ def test_a_question_about_an_earlier_value_sees_each_value_with_its_date(store: 
 
 
 def test_a_long_text_is_cut_around_what_the_question_asks_not_to_its_first_lines() -> None:
-    from memory.block import clip
+    from memory.context.block import clip
 
     answer = (
         "Great question! There are a few things to keep in mind when planning a trip. First, think about "

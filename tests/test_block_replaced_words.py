@@ -9,10 +9,10 @@ import pytest
 from agent_helpers import injection_events, system_text
 from langchain.agents import create_agent
 
-from memory.block import TierSettings
-from memory.middleware import BeadsMemoryMiddleware
+from memory.context.block import TierSettings
+from memory.doors.middleware import BeadsMemoryMiddleware
+from memory.graph.store import FactStore
 from memory.scripted import ScriptedChatModel
-from memory.store import FactStore
 
 STATE = "Our budget is $100k per year. It must be self-hostable."
 CORRECT = "Correction: our budget is $120k per year."

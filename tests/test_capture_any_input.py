@@ -15,14 +15,14 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-from memory import clean_text
-from memory.connection import open_pool
+from memory.doors.middleware import CAPTURE_EVENT, INJECTION_EVENT, BeadsMemoryMiddleware
 from memory.embedders import FakeEmbedder, MiniLMEmbedder
-from memory.middleware import CAPTURE_EVENT, INJECTION_EVENT, BeadsMemoryMiddleware
+from memory.graph.store import CAPTURE_CHUNK_CLAIMS, FactStore
 from memory.model import Kind, Status
+from memory.postgres.connection import open_pool
+from memory.rules import clean_text
+from memory.rules.splitting import split_message
 from memory.scripted import ScriptedChatModel
-from memory.splitting import split_message
-from memory.store import CAPTURE_CHUNK_CLAIMS, FactStore
 
 FILLER = "The {n}th delivery of paper cups arrived at dock {n} on time."
 
@@ -309,8 +309,8 @@ def test_a_correction_of_a_value_the_remainder_also_states_retires_it_whole(stor
 
 
 def test_a_sub_agents_return_is_not_stored_beside_its_summary(store: FactStore) -> None:
+    from memory.doors.subagents import make_subagent_tool
     from memory.scripted import calls, tool_call
-    from memory.subagents import make_subagent_tool
 
     model = ScriptedChatModel(
         replies=[

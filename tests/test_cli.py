@@ -13,12 +13,12 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 from rich.console import Console
 
-from memory.cli import main, mask_url
-from memory.connection import open_pool
+from memory.doors.cli import main, mask_url
 from memory.embedders import CachedEmbedder, FakeEmbedder, MiniLMEmbedder, OllamaEmbedder, embedder_from_name
 from memory.errors import ConfigurationError
+from memory.graph.store import FactStore
 from memory.model import Source
-from memory.store import FactStore
+from memory.postgres.connection import open_pool
 
 __all__ = ["play_db", "playground_template"]  # fixtures
 

@@ -9,9 +9,9 @@ import pytest
 from psycopg_pool import ConnectionPool
 from rich.console import Console
 
-from memory.cli import main
+from memory.doors.cli import main
 from memory.embedders import FakeEmbedder
-from memory.store import FactStore
+from memory.graph.store import FactStore
 
 SESSION = "budget-review"
 OLD = "Our budget is $100k per year for the vector database."

@@ -1,4 +1,4 @@
-"""Final answers that are not statements are never captured as conclusions (memory.conclusions),
+"""Final answers that are not statements are never captured as conclusions (memory.rules.conclusions),
 checked on the outputs the offline model actually gave, and through the middleware."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from langchain_core.tools import StructuredTool
 
-from memory.conclusions import is_conclusion, repeats, without_lead_in
+from memory.graph.store import FactStore
 from memory.model import Kind, Source
+from memory.rules.conclusions import is_conclusion, repeats, without_lead_in
 from memory.scripted import ScriptedChatModel, calls, tool_call
-from memory.store import FactStore
 from playground.comparison.lanes import build_beads_agent
 from tests.test_agents import run_turns
 
@@ -127,6 +127,6 @@ def test_the_middleware_keeps_no_answer_that_only_says_a_tool_result_back(store:
     ],
 )
 def test_an_acknowledgement_is_the_users_words_said_back(reply: str, said: str, echo: bool) -> None:
-    from memory.conclusions import acknowledges
+    from memory.rules.conclusions import acknowledges
 
     assert acknowledges(reply, said) is echo

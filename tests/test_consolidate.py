@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from memory import cli
-from memory.consolidate import NOTE_KEY, content_words, find_merges
+from memory.doors import cli
 from memory.embedders import FakeEmbedder
+from memory.graph.consolidate import NOTE_KEY, content_words, find_merges
+from memory.graph.store import FactStore
 from memory.model import Kind, Relation, Source, Status
-from memory.store import FactStore
 
 LATER = datetime.now(UTC) + timedelta(days=60)  # a consolidation clock two months ahead
 
@@ -163,7 +163,7 @@ def test_a_fact_superseded_before_the_merge_commits_is_not_archived(store: FactS
     assert planned.survivor == a.id
     newer = store.remember(root, "use redis cluster", kind=Kind.USER_INPUT, message_id="m3")
     store.supersede(newer, b)  # b leaves the candidates between the read and the write
-    from memory.consolidate import _apply_merge
+    from memory.graph.consolidate import _apply_merge
 
     with store.pool.connection() as conn:
         assert _apply_merge(conn, planned, datetime.now(UTC)) is None

@@ -14,11 +14,11 @@ from langchain_core.messages import HumanMessage
 from playground_helpers import LOOPBACK_BASE, ORIGIN, play_db, playground_template, settings_for
 from psycopg_pool import AsyncConnectionPool
 
-from memory.connection import open_async_pool, open_pool
 from memory.embedders import FakeEmbedder
+from memory.graph.store import FactStore
 from memory.model import Kind, Status
+from memory.postgres.connection import open_async_pool, open_pool
 from memory.scripted import ScriptedChatModel
-from memory.store import FactStore
 from playground.app import create_app
 from playground.chats import create_chat
 from playground.comparison.lanes import build_beads_agent

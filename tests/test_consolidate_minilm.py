@@ -11,8 +11,8 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from memory.embedders import MiniLMEmbedder
+from memory.graph.store import FactStore
 from memory.model import Kind, Status
-from memory.store import FactStore
 
 DIFFERENT_VALUES = [
     ("The budget is $120k.", "The budget is $150k."),

@@ -1,11 +1,11 @@
-"""The correction rules (memory.corrections), table-driven: what replaces what, and the look-alikes
+"""The correction rules (memory.rules.corrections), table-driven: what replaces what, and the look-alikes
 that must never replace each other."""
 
 from __future__ import annotations
 
 import pytest
 
-from memory.corrections import judge, may_share_slot, same_slot, states_something, values
+from memory.rules.corrections import judge, may_share_slot, same_slot, states_something, values
 
 CORRECTIONS = [
     ("Our budget is $100k per year.", "Correction: our budget is $120k per year.", "$100k -> $120k"),
@@ -282,7 +282,7 @@ def test_what_ranking_reads_as_one_slot(a: str, b: str, one_slot: bool) -> None:
 def test_a_correction_leaves_standing_the_parts_it_does_not_address(
     old: str, new: str, left: list[str]
 ) -> None:
-    from memory.corrections.parts import standing
+    from memory.rules.corrections.parts import standing
 
     assert [old[a:b] for a, b in standing(old, new)] == left
 
@@ -300,6 +300,6 @@ def test_a_correction_leaves_standing_the_parts_it_does_not_address(
     ],
 )
 def test_a_question_about_how_things_were_is_told_from_one_about_now(question: str, earlier: bool) -> None:
-    from memory.corrections import asks_about_earlier
+    from memory.rules.corrections import asks_about_earlier
 
     assert asks_about_earlier(question) is earlier

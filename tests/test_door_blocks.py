@@ -1,5 +1,5 @@
 """Every door's block is what the model reads: the HTTP API's search, MCP's search and the middleware's
-injection render one block through one path (memory.recall.plan_query), byte for byte; and a search
+injection render one block through one path (memory.context.recall.plan_query), byte for byte; and a search
 as of a past moment is the library's (FactStore.search(as_of=...)), its flag a record."""
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from mcp import Client
 from playground_helpers import play_db, playground_template
 from test_api import client, serving
 
-from memory.block import HEADER, PINNED_HEADER
+from memory.context.block import HEADER, PINNED_HEADER
+from memory.context.recall import plan_query
+from memory.doors.mcp_server import build_server
+from memory.doors.middleware import BeadsMemoryMiddleware
 from memory.flags import CurrentAsOf, ReplacedAutomatically, ResolvedFrom
-from memory.mcp_server import build_server
-from memory.middleware import BeadsMemoryMiddleware
-from memory.recall import plan_query
+from memory.graph.store import FactStore
 from memory.scripted import ScriptedChatModel
-from memory.store import FactStore
 
 __all__ = ["play_db", "playground_template"]  # fixtures
 

@@ -9,15 +9,15 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from psycopg_pool import ConnectionPool
 
-from memory.block import LineStyle, TierSettings, render_block
-from memory.capture import capture_answer
-from memory.corrections import restates
+from memory.context.block import LineStyle, TierSettings, render_block
+from memory.doors.capture import capture_answer
+from memory.doors.middleware import BeadsMemoryMiddleware
+from memory.doors.subagents import run_subagent
 from memory.embedders import MiniLMEmbedder
-from memory.middleware import BeadsMemoryMiddleware
+from memory.graph.store import FactStore
 from memory.model import Kind, Relation, Source, Status
+from memory.rules.corrections import restates
 from memory.scripted import ScriptedChatModel, calls, tool_call
-from memory.store import FactStore
-from memory.subagents import run_subagent
 
 T0 = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 DEADLINE = "The launch deadline for the mobile app is March 14."

@@ -26,7 +26,7 @@ from bench.eval.runner import (
     write_snapshot,
 )
 from bench.eval.tiers import MARGIN_PLOT, margins, tier_size
-from memory.block import TierSettings
+from memory.context.block import TierSettings
 from memory.retrieval import SearchOptions
 
 pytestmark = pytest.mark.bench

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from memory.errors import FactNotFoundError, InvalidCursorError
+from memory.graph.store import FactStore
 from memory.model import Fact, Kind, Source, Status
-from memory.store import FactStore
 
 
 def count(store: FactStore, sql: str, *params: object) -> int:

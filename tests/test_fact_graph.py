@@ -10,13 +10,13 @@ import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
 
-from memory.connection import open_pool
 from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.errors import CycleError, SupersedeRefusedError, UntrustedWriteError
 from memory.flags import texts
+from memory.graph.store import FactStore
 from memory.ids import namespace_id
 from memory.model import Kind, Relation, Source, Status
-from memory.store import FactStore
+from memory.postgres.connection import open_pool
 
 CONSTRAINTS = "Our budget is $100k per year. It must be self-hostable. Latency must stay under 50 ms."
 
@@ -376,7 +376,7 @@ def test_vectors_are_stored_inline_not_in_toast(pool: ConnectionPool, db_url: st
             assert toast_bytes == 0, table
 
 
-# -- deferred indexing (migration 0006, memory.indexer) --------------------------------------------
+# -- deferred indexing (migration 0006, memory.graph.indexer) --------------------------------------------
 
 
 def _pending(db_url: str) -> int:

@@ -16,8 +16,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 import memory.testing
 from memory import BeadsMemoryMiddleware, ModelCannotBindToolsError
+from memory.graph.store import FactStore
 from memory.scripted import ScriptedChatModel as PlaygroundsScriptedModel
-from memory.store import FactStore
 from memory.testing import ScriptedChatModel, calls, injections, throwaway_database, tool_call
 
 SESSION = "first-run"

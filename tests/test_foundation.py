@@ -14,10 +14,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from memory.connection import open_async_pool, open_pool
-from memory.embedded_postgres import resolve_database_url, start_embedded
 from memory.errors import BeadsMemoryError, NoDatabaseError
-from memory.migrate import migrations, setup
+from memory.postgres.connection import open_async_pool, open_pool
+from memory.postgres.embedded_postgres import resolve_database_url, start_embedded
+from memory.postgres.migrate import migrations, setup
 from memory.settings import MemorySettings
 
 SCHEMA_QUERY = """
@@ -133,9 +133,9 @@ WRITER = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from memory.connection import open_async_pool, open_pool
-    from memory.embedded_postgres import start_embedded
-    from memory.migrate import setup
+    from memory.postgres.connection import open_async_pool, open_pool
+    from memory.postgres.embedded_postgres import start_embedded
+    from memory.postgres.migrate import setup
     uri = start_embedded(Path(sys.argv[1]))
     with open_pool(uri) as pool, pool.connection() as conn:
         setup(conn)
@@ -150,8 +150,8 @@ READER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from memory.connection import open_async_pool, open_pool
-    from memory.embedded_postgres import start_embedded
+    from memory.postgres.connection import open_async_pool, open_pool
+    from memory.postgres.embedded_postgres import start_embedded
     uri = start_embedded(Path(sys.argv[1]))
     with open_pool(uri) as pool, pool.connection() as conn:
         print(conn.execute("SELECT count(*) AS n FROM survivors").fetchone()["n"], flush=True)
@@ -207,7 +207,7 @@ def test_a_native_avx512_build_is_detected_only_on_cpus_without_it(
     import hashlib
     import platform
 
-    from memory import portable_pgvector
+    from memory.postgres import portable_pgvector
 
     so = tmp_path / "lib" / "postgresql" / "vector.so"
     so.parent.mkdir(parents=True)

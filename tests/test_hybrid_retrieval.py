@@ -13,10 +13,10 @@ import pytest
 
 from memory import retrieval
 from memory.flags import KeywordMatch
-from memory.migrate import migrations, setup
+from memory.graph.store import FactStore
 from memory.model import SearchResult
+from memory.postgres.migrate import migrations, setup
 from memory.retrieval import SearchOptions
-from memory.store import FactStore
 
 # near the question by vector (they share its stop words), no keyword match (no content word shared)
 NEAR = [

@@ -14,13 +14,13 @@ import pytest
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from memory.cli import main
-from memory.connection import open_pool
+from memory.doors.cli import main
+from memory.doors.transcripts import read_transcripts
 from memory.embedders import FakeEmbedder
-from memory.importing import ImportError_, ImportMessage, read_jsonl
+from memory.graph.importing import ImportError_, ImportMessage, read_jsonl
+from memory.graph.store import CAPTURE_CHUNK_CLAIMS, FactStore
 from memory.model import Kind, Source
-from memory.store import CAPTURE_CHUNK_CLAIMS, FactStore
-from memory.transcripts import read_transcripts
+from memory.postgres.connection import open_pool
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 

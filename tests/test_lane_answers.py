@@ -11,11 +11,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.postgres import PostgresSaver
 
-from memory.conclusions import why_no_answer
 from memory.embedders import FakeEmbedder
+from memory.graph.store import FactStore
 from memory.model import Kind
+from memory.rules.conclusions import why_no_answer
 from memory.scripted import ScriptedChatModel, calls, tool_call
-from memory.store import FactStore
 from playground.comparison.lanes import LANE_TOOL_NAMES, build_beads_agent, build_stock_agent
 from playground.comparison.websearch import UNAVAILABLE, search_web
 from playground.models import smoke

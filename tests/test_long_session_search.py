@@ -9,9 +9,9 @@ average, as few as 0). Real Postgres, the fake embedder (texts sharing words are
 
 from __future__ import annotations
 
+from memory.graph.store import FactStore
 from memory.model import Kind
 from memory.retrieval import SearchOptions, candidate_count
-from memory.store import FactStore
 
 QUESTION = "What is the owner of the billing api?"
 CLAIMS = [

@@ -30,12 +30,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from playground_helpers import play_db, playground_template
 
-from memory.block import PINNED_HEADER
-from memory.connection import open_pool
+from memory.context.block import PINNED_HEADER
+from memory.doors.mcp_server import build_server, is_loopback, rebinding_checks, serve, server_version
 from memory.embedders import FakeEmbedder
 from memory.errors import ConfigurationError
-from memory.mcp_server import build_server, is_loopback, rebinding_checks, serve, server_version
-from memory.store import FactStore
+from memory.graph.store import FactStore
+from memory.postgres.connection import open_pool
 
 __all__ = ["play_db", "playground_template"]  # fixtures
 
@@ -277,7 +277,7 @@ async def test_a_server_for_every_session_needs_each_call_to_name_one(store: Fac
 
 async def test_the_validation_and_capture_policy_are_the_apis(store: FactStore) -> None:
     async with fixed_to_acme(store) as fixed:
-        """memory.intake's rules, the ones the HTTP API applies, word for word."""
+        """memory.doors.intake's rules, the ones the HTTP API applies, word for word."""
         assert "NUL" in await refused(fixed, "capture", text="a\x00b")
         assert "empty" in await refused(fixed, "capture", text="   ")
         assert "limit is 200" in await refused(fixed, "capture", text="x" * 201)
@@ -359,7 +359,7 @@ def test_http_serves_loopback_only_with_a_key(store: FactStore) -> None:
         serve(store, transport="http", host="0.0.0.0", key=KEY)
     with pytest.raises(ConfigurationError, match="needs a key: set BEADS_MCP_KEY"):
         serve(store, transport="http", key="")
-    with pytest.raises(ConfigurationError, match="too weak"):  # the API's rules (memory.keys)
+    with pytest.raises(ConfigurationError, match="too weak"):  # the API's rules (memory.doors.keys)
         serve(store, transport="http", key="ab" * 10)
     assert rebinding_checks("::1", 8766).allowed_hosts == ["[::1]:8766", "localhost:8766"]
     assert rebinding_checks("127.0.0.2", 8766).allowed_origins == ["http://127.0.0.2:8766"]
@@ -373,7 +373,7 @@ def test_without_the_sdk_the_extra_is_named() -> None:
         """
         import sys
         sys.modules["mcp"] = None  # as if not installed
-        from memory.cli import main
+        from memory.doors.cli import main
         sys.exit(main(["mcp", "--database-url", "postgresql://nowhere/none"]))
         """
     )
@@ -517,7 +517,7 @@ _SIGNAL_DURING_START = """
 import os, subprocess, sys
 from contextlib import ExitStack
 import numpy  # noqa: F401  (its BLAS threads: threads the kernel may hand the process's signal to)
-import memory.cli as cli
+import memory.doors.cli as cli
 
 out = open(sys.argv[1], "a", buffering=1)
 

@@ -12,11 +12,11 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
-from memory.middleware import INJECTION_EVENT, BeadsMemoryMiddleware
+from memory.doors.middleware import INJECTION_EVENT, BeadsMemoryMiddleware
+from memory.doors.subagents import make_subagent_tool
+from memory.graph.store import FactStore
 from memory.model import Relation, Source
 from memory.scripted import ScriptedChatModel, calls, tool_call
-from memory.store import FactStore
-from memory.subagents import make_subagent_tool
 
 BUDGET = "Our budget is $100k per year."
 ASK = "What is our budget? Check a few sources."
@@ -283,7 +283,7 @@ async def test_evict_mode_on_the_async_path(store: FactStore) -> None:
 
 
 def test_when_nothing_clears_the_floor_the_block_tells_the_model_so(store: FactStore) -> None:
-    from memory.block import NOTHING
+    from memory.context.block import NOTHING
 
     store.capture_message(
         store.root("s"),

@@ -16,10 +16,10 @@ import pytest
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from memory.doors.tools import memory_tools
+from memory.graph.store import FactStore
 from memory.model import Namespace
 from memory.scripted import ScriptedChatModel
-from memory.store import FactStore
-from memory.tools import memory_tools
 from playground.comparison.lanes import stock_tools
 from playground.comparison.websearch import web_search_tool
 from playground.models.engine import import_llama_cpp

@@ -14,7 +14,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from psycopg_pool import ConnectionPool
 
-from memory import thresholds
 from memory.embedders import (
     CachedEmbedder,
     FakeEmbedder,
@@ -27,10 +26,11 @@ from memory.embedders import (
     embedder_from_name,
 )
 from memory.errors import MissingExtraError, SupersedeRefusedError
+from memory.graph import thresholds
+from memory.graph.store import FactStore
+from memory.graph.thresholds import Thresholds, thresholds_for
 from memory.model import Kind, Source
 from memory.retrieval import SearchOptions
-from memory.store import FactStore
-from memory.thresholds import Thresholds, thresholds_for
 
 BUDGET = "Our annual budget is $120k."
 QUESTION = "What is our annual budget?"

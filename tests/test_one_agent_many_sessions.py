@@ -1,5 +1,5 @@
 """One compiled agent for every session: the middleware, its tools and the sub-agent tool resolve the
-session per call (memory.scope), from the run's context or configurable, against real Postgres."""
+session per call (memory.doors.scope), from the run's context or configurable, against real Postgres."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from memory import BeadsMemoryMiddleware, FactStore, Kind, Source, make_subagent_tool
+from memory.doors.middleware import INJECTION_EVENT
+from memory.doors.scope import NAMESPACE_KEY, SessionScope
 from memory.errors import SessionNotGivenError
-from memory.middleware import INJECTION_EVENT
-from memory.scope import NAMESPACE_KEY, SessionScope
 from memory.scripted import ScriptedChatModel, calls, tool_call
 
 

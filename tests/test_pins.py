@@ -7,11 +7,11 @@ import pytest
 from agent_helpers import injection_events, system_text
 from langchain.agents import create_agent
 
+from memory.doors.middleware import BeadsMemoryMiddleware
 from memory.errors import BeadsMemoryError, UntrustedWriteError
-from memory.middleware import BeadsMemoryMiddleware
+from memory.graph.store import FactStore
 from memory.model import Source
 from memory.scripted import ScriptedChatModel, calls, tool_call
-from memory.store import FactStore
 
 RULE = "Always answer in metric units."
 BUDGET = "Our budget is $100k per year."

@@ -175,7 +175,7 @@ def test_the_setting_reads_from_the_environment(monkeypatch: pytest.MonkeyPatch)
 def test_a_proposal_is_accepted_or_dismissed_in_the_inspector(
     play_db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory import supersession
+    from memory.graph import supersession
 
     # a rule measured below the bar proposes instead of writing the edge (and the model, offered no
     # memory tools, corrects nothing itself)

@@ -185,10 +185,10 @@ def test_rename_list_and_delete_forgets_both_lanes(client: TestClient, play_db: 
 
 
 def test_the_inspector_shows_sub_agents_and_their_rollups(client: TestClient, play_db: str) -> None:
-    from memory.connection import open_pool
+    from memory.doors.tools import memory_tools
     from memory.embedders import FakeEmbedder
-    from memory.store import FactStore
-    from memory.tools import memory_tools
+    from memory.graph.store import FactStore
+    from memory.postgres.connection import open_pool
 
     chat = new_chat(client)
     session = scalar(

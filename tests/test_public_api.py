@@ -57,7 +57,7 @@ def test_the_readme_names_are_exported() -> None:
     }
     assert wanted <= set(memory.__all__)
     assert set(memory.__all__) <= set(dir(memory))
-    from memory.store import FactStore
+    from memory.graph.store import FactStore
 
     assert memory.FactStore is FactStore
     with pytest.raises(AttributeError):
@@ -78,7 +78,7 @@ def test_a_missing_module_names_the_extra_that_installs_it() -> None:
 @pytest.mark.parametrize(
     ("code", "extra"),
     [
-        ("from memory.embedded_postgres import start_embedded; start_embedded()", "embedded"),
+        ("from memory.postgres.embedded_postgres import start_embedded; start_embedded()", "embedded"),
         ("from playground.models.engine import import_llama_cpp; import_llama_cpp()", "local"),
         ("from playground.models.weights import packaged_parts; packaged_parts()", "local"),
         ("import bench.eval.cli", "eval"),

@@ -21,16 +21,16 @@ from bench.eval.loaders import load_locomo
 from bench.eval.runner import Stores, open_stores
 from bench.eval.tokens import count_tokens
 from bench.eval.window import TAIL_TITLE, ConversationView
-from memory.assembler import Budgets, MessageSlot
-from memory.block import HEADER, LineStyle, TierSettings, excerpt, header, hit_line, shown_as_outdated
+from memory.context.assembler import Budgets, MessageSlot
+from memory.context.block import HEADER, LineStyle, TierSettings, excerpt, header, hit_line, shown_as_outdated
+from memory.context.recall import plan_call
+from memory.doors.middleware import BeadsMemoryMiddleware, message_slots
 from memory.embedders import FakeEmbedder
 from memory.flags import PossiblyOutdated
-from memory.middleware import BeadsMemoryMiddleware, message_slots
+from memory.graph.store import FactStore
 from memory.model import Hit, Kind
-from memory.recall import plan_call
 from memory.retrieval import SearchOptions, rank
 from memory.scripted import ScriptedChatModel
-from memory.store import FactStore
 
 ASK = "What is our budget for each item?"
 

@@ -28,9 +28,9 @@ from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-from memory.connection import CONNECTION_KWARGS
 from memory.embedders import FakeEmbedder
-from memory.store import FactStore
+from memory.graph.store import FactStore
+from memory.postgres.connection import CONNECTION_KWARGS
 
 #: beads tables without session_id, and why
 TABLES_WITHOUT_SESSION = {

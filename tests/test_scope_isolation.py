@@ -12,7 +12,7 @@ from psycopg_pool import ConnectionPool
 # the adversarial namespace trees the reliability suite also draws from
 from bench.reliability.isolation import build_tree, seen_and_expected, trees
 from memory.embedders import FakeEmbedder
-from memory.store import FactStore
+from memory.graph.store import FactStore
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@ the same hits either way.
 Timing lives in bench/search_latency.py; these tests pin the shape that the figures depend on: a
 search is a single round trip (the winners' rows, how their versions were replaced and their restates
 edges come back with the candidates), the library's pools prepare only the statements the library
-asks for, and only once the tables have statistics (memory.prepared), and a pool without prepared
+asks for, and only once the tables have statistics (memory.postgres.prepared), and a pool without prepared
 statements (for a pooler in transaction mode) answers alike.
 """
 
@@ -16,11 +16,12 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from memory import prepared, retrieval
-from memory.connection import connection_kwargs, open_pool
+from memory import retrieval
 from memory.embedders import FakeEmbedder
+from memory.graph.store import FactStore
 from memory.model import Kind, Source
-from memory.store import FactStore
+from memory.postgres import prepared
+from memory.postgres.connection import connection_kwargs, open_pool
 
 FACTS = [
     "Our budget is $100k per year.",
@@ -118,7 +119,7 @@ def test_only_the_statements_asked_for_are_prepared(db_url: str) -> None:
 
 def test_nothing_is_prepared_before_the_tables_have_statistics(store: FactStore) -> None:
     # a plan made now, from no statistics, would be kept while the tables grow: a nested loop over
-    # every row of both (memory.prepared)
+    # every row of both (memory.postgres.prepared)
     ns = store.root("s1")
     for i, body in enumerate(FACTS):
         store.remember(ns, body, kind=Kind.USER_INPUT, source=Source.PASSIVE_CAPTURE, source_key=f"k{i}")

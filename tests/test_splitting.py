@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.splitting import Claim, classify, is_framing, split_message
+from memory.rules.splitting import Claim, classify, is_framing, split_message
 
 U = "user_input"
 D = "directive"

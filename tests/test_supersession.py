@@ -1,5 +1,5 @@
-"""Automatic supersession on capture (memory.supersession) and same-slot ordering in search
-(memory.slots), against real Postgres."""
+"""Automatic supersession on capture (memory.graph.supersession) and same-slot ordering in search
+(memory.rules.slots), against real Postgres."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from psycopg_pool import ConnectionPool
 
-from memory.corrections import judge
 from memory.embedders import FakeEmbedder, MiniLMEmbedder
 from memory.errors import FactNotFoundError
 from memory.flags import texts
+from memory.graph.store import FactStore
+from memory.graph.supersession import SHORT_MESSAGE_WORDS, _moved, accept
 from memory.model import Kind, Source, Status
-from memory.store import FactStore
-from memory.supersession import SHORT_MESSAGE_WORDS, _moved, accept
+from memory.rules.corrections import judge
 
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=UTC)
 
@@ -198,7 +198,7 @@ def test_a_long_claim_below_the_guard_is_not_judged(pool: ConnectionPool, minilm
         "rented for about five years now"
     )
     new = "We moved to Denver last month after my partner got a job offer there"
-    from memory.corrections import judge
+    from memory.rules.corrections import judge
 
     assert judge(old, new).supersedes
     store = FactStore(pool, minilm)
@@ -218,7 +218,7 @@ def test_below_the_guard_a_state_needs_its_name_right_after_the_ending(
     store.capture_message(root, "My evenings are for the climbing gym.", valid_from=at(0))
     # 0.35 apart, one shared word ("evening") and not what was given up: the rules alone would say a
     # state ended; below the guard the store waits for the state's own name
-    from memory.corrections import judge
+    from memory.rules.corrections import judge
 
     assert judge("My evenings are for the climbing gym.", "I gave up coffee in the evenings.").supersedes
     result = store.capture_message(root, "I gave up coffee in the evenings.", valid_from=at(1))
@@ -227,7 +227,7 @@ def test_below_the_guard_a_state_needs_its_name_right_after_the_ending(
 
 def test_a_question_never_outdates_a_statement_and_a_wish_takes_no_part(store: FactStore) -> None:
     from memory.model import Hit
-    from memory.slots import may_outdate, order_same_slot
+    from memory.rules.slots import may_outdate, order_same_slot
 
     root = store.root("q")
     stated = store.capture_message(root, "Our grocery budget is $600.", message_id="m1", valid_from=at(0))
@@ -264,7 +264,7 @@ def test_the_floor_a_verdict_is_held_to_follows_the_claims_length() -> None:
 def test_a_rule_below_the_precision_bar_proposes_and_a_person_settles(
     store: FactStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory import supersession
+    from memory.graph import supersession
 
     monkeypatch.setattr(supersession, "PROPOSING_RULES", frozenset({"strong cue, short messages"}))
     root = store.root("p")
@@ -304,7 +304,7 @@ def test_a_rule_below_the_precision_bar_proposes_and_a_person_settles(
 
 
 def test_every_rule_has_a_name_the_audit_can_count() -> None:
-    from memory.supersession import rule_of
+    from memory.graph.supersession import rule_of
 
     assert rule_of("state ended: no longer vegetarian") == "state ended"
     assert rule_of("replaced: the bus") == "named what it replaced"
@@ -390,7 +390,7 @@ def test_a_message_that_proposes_several_replacements_proposes_each_once(
     store: FactStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a capture writes all its proposals in one statement: each comes back with the fact it would replace
-    from memory import supersession
+    from memory.graph import supersession
 
     monkeypatch.setattr(supersession, "PROPOSING_RULES", frozenset({"strong cue, short messages"}))
     root = store.root("p2")

@@ -15,8 +15,8 @@ from bench.eval import supersession_pairs as pairs_lib
 from bench.eval.cli import main
 from bench.eval.supersession_pairs import KEEP_BOTH, LABELS, SUPERSEDE, Pair
 from memory.embedders import FakeEmbedder
+from memory.graph.store import FactStore
 from memory.model import Kind
-from memory.store import FactStore
 from tests.eval_samples import beam_chat, beam_questions
 
 pytestmark = pytest.mark.bench

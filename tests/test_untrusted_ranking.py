@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory.block import render_block
+from memory.context.block import render_block
 from memory.flags import texts
+from memory.graph.store import FactStore
 from memory.model import Kind, Source
-from memory.store import FactStore
 
 USER_FACT = "Our budget is $100k per year."
 

@@ -36,12 +36,12 @@ from psycopg.rows import DictRow, dict_row
 from psycopg_pool import ConnectionPool
 from tests.embed_test_utils import CharacterEmbeddings
 
-from memory.connection import open_pool
+from memory.doors.langgraph_store import AsyncBeadsStore, BeadsStore, IndexEmbedder
 from memory.embedders import FakeEmbedder
 from memory.embedders.base import Embedder
-from memory.langgraph_store import AsyncBeadsStore, BeadsStore, IndexEmbedder
-from memory.migrate import migrations
-from memory.store import FactStore
+from memory.graph.store import FactStore
+from memory.postgres.connection import open_pool
+from memory.postgres.migrate import migrations
 
 SERVER = os.environ["BEADS_UPSTREAM_SERVER_URL"]  # the maintenance URL of our test server
 TEMPLATE = os.environ["BEADS_UPSTREAM_TEMPLATE"]  # a database with every migration applied

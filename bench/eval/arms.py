@@ -33,7 +33,7 @@ from bench.eval.window import (
     fact_line,
     fill_tail,
 )
-from memory.assembler import should_inject
+from memory.context.assembler import should_inject
 from memory.model import Hit, Namespace, SearchResult, Status
 from memory.retrieval import SearchOptions
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import bm25s  # ships no types: BM25 is Any to the checker, named here for the reader
     from langgraph.store.postgres import PostgresStore
 
-    from memory.store import FactStore
+    from memory.graph.store import FactStore
 
 ARM_NAMES = (
     "beads",
@@ -63,7 +63,7 @@ TURNS_TITLE = "Conversation turns retrieved from memory (most relevant first):"
 FACTS_TITLE = "Facts from memory (most relevant first):"
 # Below the library's relevance floor FactStore.search says "not in memory"; the docstore's score is
 # the same embedder's cosine similarity, so the same number is the honest analogous floor for it
-# (MiniLM's here; the runner passes the embedder's own, memory.thresholds).
+# (MiniLM's here; the runner passes the embedder's own, memory.graph.thresholds).
 RELEVANCE_FLOOR = SearchOptions().relevance_floor
 # the facts arm asks for more facts while this much of its block is still free, up to MAX_K
 WIDEN_BELOW = 24
@@ -353,7 +353,7 @@ class FactsArm:
 
 
 class GatedFactsArm:
-    """The facts arm behind the middleware's pressure gate (memory.assembler.should_inject, mode
+    """The facts arm behind the middleware's pressure gate (memory.context.assembler.should_inject, mode
     "gated"): while the whole transcript fits the budget it is the transcript and nothing else; once it
     does not, it is the facts arm. The same function decides for the middleware, so what is measured
     here is what the library does."""

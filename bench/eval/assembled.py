@@ -4,7 +4,7 @@
 headline of the evaluation. The `assembled*` arms below are earlier ablations of the assembler alone.
 
 Where the facts arm packs a fixed share of the budget itself, this arm hands every decision to
-`memory.assembler`, the code the middleware runs on each model call: the budget is the model's
+`memory.context.assembler`, the code the middleware runs on each model call: the budget is the model's
 context (nothing reserved: the harness asks for no reply), the pinned tier gets `pinned_share` of it,
 the retrieved tier `facts_share`, and the window the raw turns, whole, with tool output older than the
 last `recent_messages` turns cleared to a placeholder when the history does not fit. What the
@@ -28,15 +28,15 @@ from bench.eval.arms import FACT_LINE_TOKENS, FACTS_TITLE, MAX_K, WIDEN_BELOW, F
 from bench.eval.conversation import Question, Turn
 from bench.eval.tokens import Packer, count_cached
 from bench.eval.window import TAIL_TITLE, ConversationView, Window, WindowItem, fact_line, render
-from memory.assembler import Assembly, Budgets, Item, MessageSlot, assemble, cleared_text, plan_window
-from memory.assembler import Role as SlotRole
-from memory.block import NOTHING, PINNED_HEADER, clip, header, shown_as_outdated
-from memory.middleware import RESERVE_TOKENS, BeadsMemoryMiddleware
+from memory.context.assembler import Assembly, Budgets, Item, MessageSlot, assemble, cleared_text, plan_window
+from memory.context.assembler import Role as SlotRole
+from memory.context.block import NOTHING, PINNED_HEADER, clip, header, shown_as_outdated
+from memory.doors.middleware import RESERVE_TOKENS, BeadsMemoryMiddleware
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Namespace, SearchResult, Status
 
 if TYPE_CHECKING:
-    from memory.recall import CallPlan
-    from memory.store import FactStore
+    from memory.context.recall import CallPlan
+    from memory.graph.store import FactStore
 
 PINNED_TITLE = "Pinned by the user (standing rules and preferences, oldest first):"
 
@@ -109,7 +109,7 @@ class _Pin:
 
 
 class AssembledArm:
-    """Facts, pins and turns as `memory.assembler` fits them into the budget (see the module docstring)."""
+    """Facts, pins and turns as `memory.context.assembler` fits them into the budget (see the module docstring)."""
 
     budgeted = True
 
@@ -249,7 +249,7 @@ class AssembledArm:
             k *= 2
 
     def _line(self, view: ConversationView, hit: Hit) -> tuple[str, int]:
-        # clipped as the middleware's block clips a fact (memory.block.clip): what the assembler weighs
+        # clipped as the middleware's block clips a fact (memory.context.block.clip): what the assembler weighs
         line = fact_line(view, hit.fact, clip(hit.fact.body))
         return line, self._count(line)
 
@@ -283,9 +283,9 @@ def pack_hits(
 class BeadsArm:
     """`BeadsMemoryMiddleware` as it runs by default, with the model's context set to the budget.
 
-    Each window is what the middleware's own `plan_call` decides (memory.recall) for a model call whose
+    Each window is what the middleware's own `plan_call` decides (memory.context.recall) for a model call whose
     history is the conversation so far and whose newest message is the question: the same budgets,
-    gate, search options and tier settings, the same rendering of the block (memory.block). The
+    gate, search options and tier settings, the same rendering of the block (memory.context.block). The
     context is the budget plus the middleware's reply reserve, so that what the model reads (the
     block, pins and turns) is the budget, as for every arm. The only differences are the harness's:
     turns cost what their rendered line costs, and turns said after the question are never retrieved;

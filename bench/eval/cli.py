@@ -150,7 +150,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--tier",
         metavar="OPTION=VALUE,...",
-        help="the beads arm: block settings changed from the library's (memory.block.TierSettings), "
+        help="the beads arm: block settings changed from the library's (memory.context.block.TierSettings), "
         'e.g. "merge_claims=False"',
     )
     run.add_argument(

@@ -28,15 +28,15 @@ from psycopg.rows import DictRow
 from bench.eval.arms import docstore_namespace
 from bench.eval.conversation import Conversation
 from memory.embedders.cache import CachedEmbedder
-from memory.importing import ImportMessage
+from memory.graph.importing import ImportMessage
 from memory.model import Namespace
-from memory.splitting import passage_for, split_message
+from memory.rules.splitting import passage_for, split_message
 
 if TYPE_CHECKING:
     from langgraph.store.postgres import PostgresStore
 
     from memory.embedders.base import Embedder
-    from memory.store import FactStore
+    from memory.graph.store import FactStore
 
 # Bump when what ingestion writes changes: every conversation's fingerprint changes with it.
 INGEST_VERSION = "22"  # 22: a request to keep a statement in mind ("remind me that ...") is a claim; 21: what the user thinks of the help is framing ("This is really helpful"); 20: a question keeps the claim it carries, a replaced claim keeps the parts its correction does not address, a message said again writes nothing, an acknowledgement is no conclusion; 19: conjoined statements cut ("X and it must be Y"), a clause that only continues kept whole, a message never compared with its own claims; 18: the user's claim that adds a value restates nothing; 17: a claim that changes a value of a kind the old one states restates nothing; 16: a chat turn of up to 30 words is a short message; 12: reactions are framing, echoes linked; 13: only short echoes retire; 14: comma splices, every accepted replacement; 15: more reactions; 2: capture supersedes corrections, statements cut from requests; 3: speakers; 4: rules; 5, 6: a sign of a correction; 7: goals with a value are claims; 8: goals never supersede; 9: short claims, frames, clause subjects; 10: spoken times and counts; 11: "grew up in", units of worded counts

@@ -27,7 +27,7 @@ from bench.eval.conversation import (
     Session,
     Turn,
 )
-from memory.transcripts import (
+from memory.doors.transcripts import (
     BEAM_INDEX_MARKER,
     locomo_session_numbers,
     parse_beam_anchor,

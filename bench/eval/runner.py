@@ -44,8 +44,8 @@ if TYPE_CHECKING:
     from langgraph.store.postgres import PostgresStore
 
     from memory.embedders.base import Embedder
+    from memory.graph.store import FactStore
     from memory.model import Namespace
-    from memory.store import FactStore
 
 # a frozen dataclass of settings a tuning run may change (SearchOptions, TierSettings)
 Options = TypeVar("Options", bound="DataclassInstance")
@@ -391,8 +391,8 @@ class Evaluation:
     def _stores(
         self, dataset: Dataset, record: DatasetRun, conversations: Sequence[Conversation] = ()
     ) -> Iterator[tuple[Ingestor, list[Arm]]]:
-        from memory.embedded_postgres import resolve_database_url
         from memory.embedders.select import embedder_from_name
+        from memory.postgres.embedded_postgres import resolve_database_url
 
         embedder = embedder_from_name(self.config.embedder)
         server = self.config.database_url or resolve_database_url()
@@ -443,8 +443,8 @@ def open_stores(url: str, embedder: Embedder) -> Iterator[Stores]:
     """The fact graph and LangGraph's PostgresStore on database `url`, set up, plus the ingestor."""
     from langgraph.store.postgres import PostgresStore
 
-    from memory.connection import open_pool
-    from memory.store import FactStore
+    from memory.graph.store import FactStore
+    from memory.postgres.connection import open_pool
 
     with ExitStack() as stack:
         pool = stack.enter_context(open_pool(url, min_size=1, max_size=4))
@@ -619,7 +619,7 @@ def changed_options(base: Options, assignments: str) -> Options:
 
 def beads_options(config: RunConfig) -> dict[str, Any]:
     """The beads arm's middleware keyword arguments: only what a run changes from the defaults."""
-    from memory.block import TierSettings
+    from memory.context.block import TierSettings
 
     options: dict[str, Any] = {}
     if config.retrieved_share is not None:
@@ -665,7 +665,7 @@ def make_arm(
     if name == "bm25":
         return arm_lib.BM25Arm()
     if name == "docstore":
-        # the same embedder's cosines: its own floor (memory.thresholds)
+        # the same embedder's cosines: its own floor (memory.graph.thresholds)
         floor = stores.facts.thresholds.relevance_floor
         return arm_lib.DocstoreArm(stores.docs, floor=floor, budgets=budgets)
     if name in ("facts", "facts_gated"):

@@ -41,7 +41,7 @@ from memory.model import Fact, Kind, Source, Status
 if TYPE_CHECKING:
     from bench.eval.conversation import Dataset
     from memory.embedders.base import Embedder
-    from memory.store import FactStore
+    from memory.graph.store import FactStore
 
 ROWS_FILE = "pair-rows.jsonl"  # not rows.jsonl: results/.gitignore keeps those local
 UNRESOLVED_FILE = "beam-unresolved.json"
@@ -74,7 +74,7 @@ SOURCES = (*OWN_SETS, "beam-tune", "beam-holdout")
 
 
 def store_supports_auto_supersede() -> bool:
-    from memory.store import FactStore
+    from memory.graph.store import FactStore
 
     return "auto_supersede" in inspect.signature(FactStore.__init__).parameters
 
@@ -331,9 +331,9 @@ def write_sample_texts(path: Path, dataset: Dataset, sample: Sequence[dict[str, 
 @contextmanager
 def open_store(config: SupersessionConfig, embedder: Embedder) -> Iterator[tuple[FactStore, str]]:
     from bench.eval.ingest import database_name, ensure_database
-    from memory.connection import open_pool
-    from memory.embedded_postgres import resolve_database_url
-    from memory.store import FactStore
+    from memory.graph.store import FactStore
+    from memory.postgres.connection import open_pool
+    from memory.postgres.embedded_postgres import resolve_database_url
 
     server = config.database_url or resolve_database_url()
     if config.exact_database:
@@ -354,7 +354,7 @@ def settings_of(config: SupersessionConfig) -> dict[str, Any]:
         "embedder": config.embedder,
         "auto_supersede": config.auto_supersede if store_supports_auto_supersede() else None,
         "store_has_auto_supersede": store_supports_auto_supersede(),
-        "corrections_module": importlib.util.find_spec("memory.corrections") is not None,
+        "corrections_module": importlib.util.find_spec("memory.rules.corrections") is not None,
         "run_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
 
@@ -460,7 +460,7 @@ def summary_markdown(
         state = {True: "on", False: "off", None: "absent (this store has no auto_supersede flag)"}
         lines += [
             f"Embedder `{settings.get('embedder')}`; automatic supersession "
-            f"{state[settings.get('auto_supersede')]}; rule module memory.corrections "
+            f"{state[settings.get('auto_supersede')]}; rule module memory.rules.corrections "
             f"{'present' if settings.get('corrections_module') else 'absent'}; run {settings.get('run_at')}.",
             "",
         ]

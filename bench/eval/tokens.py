@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# the project's one token count (memory.tokens); re-exported because every arm is held to it
-from memory.tokens import _tokenizer, count_cached, count_many, count_tokens
+# the project's one token count (memory.context.tokens); re-exported because every arm is held to it
+from memory.context.tokens import _tokenizer, count_cached, count_many, count_tokens
 
 __all__ = ["CLIP_MARK", "Packer", "clip_to_last", "count_cached", "count_many", "count_tokens"]
 

@@ -39,7 +39,7 @@ from bench.reliability.servers import (
     server_or_own,
 )
 from bench.reliability.sse_reconnect import run_sse_reconnects
-from memory.connection import open_pool
+from memory.postgres.connection import open_pool
 from playground.settings import PlaygroundSettings
 
 

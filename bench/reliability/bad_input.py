@@ -1097,7 +1097,7 @@ def _check_api_storage(client: httpx.Client, base: str, db_url: str, cases: list
 
 def _check_oversized_tool(db_url: str, chat: str) -> list[str]:
     """The 1 MB tool result: shown clipped, captured capped, and the turn finished in both lanes."""
-    from memory.capture import MAX_TOOL_RESULT_CHARS as CAPTURED_CHARS
+    from memory.doors.capture import MAX_TOOL_RESULT_CHARS as CAPTURED_CHARS
     from playground.turn_runner import MAX_TOOL_RESULT_CHARS as SHOWN_CHARS
 
     problems = []

@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from psycopg_pool import ConnectionPool
 
+from memory.context.recall import plan_query
 from memory.embedders import FakeEmbedder
 from memory.errors import FactNotFoundError
+from memory.graph.store import FactStore
 from memory.model import UNTRUSTED_SOURCES, Kind, Namespace, Source, Status
-from memory.recall import plan_query
-from memory.store import FactStore
 
 # names built to break naive prefix matching: LIKE metacharacters, separators, escapes, unicode
 ADVERSARIAL = st.text(

@@ -213,7 +213,7 @@ WHAT_EACH_ROW_PROVES = """\
   becomes a directive and never retires, supersedes or contradicts what the user said. It is still
   retrievable, marked `tool_result` and shown in the block as not the user's words, but it never
   ranks above the user's own fact about the same slot, an instruction or question from a tool ranks
-  below every trusted hit (`memory.slots`), and no tool result or web page ranks above a claim the
+  below every trusted hit (`memory.rules.slots`), and no tool result or web page ranks above a claim the
   user stated that it shares a content word with (`memory.retrieval.below_the_users_claims`; before
   it, a web result's title, "Budget news", matched the query's words better than the user's fact
   and ranked first in about one case in 60). The count shown is how often any untrusted hit ranked

@@ -27,7 +27,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from memory.embedded_postgres import start_embedded
+from memory.postgres.embedded_postgres import start_embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 

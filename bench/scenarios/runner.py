@@ -31,7 +31,7 @@ from psycopg.conninfo import make_conninfo
 from bench.scenarios.arms import ARMS, Arm
 from bench.scenarios.checks import step_checks
 from bench.scenarios.script import Scenario, ToolLog, scenario_tool
-from memory.middleware import message_text
+from memory.doors.middleware import message_text
 from playground import jobs
 from playground.chats import create_chat
 from playground.comparison.stock import STOCK_NAMESPACE_ROOT

@@ -16,7 +16,7 @@ The pipeline, in order (every step traces to a failure the seed system measured)
               selected; at most `per_agent_cap` facts per sub-agent; stop at k
   floor       below the relevance floor (on that score, before fusion) the answer is "not in
               memory", not the nearest noise
-  trust       same-slot claims in trust, then time, order (memory.slots); then no tool result or web
+  trust       same-slot claims in trust, then time, order (memory.rules.slots); then no tool result or web
               page above a claim the user stated that it shares a content word with
 
 The modules, in the order a search uses them:

@@ -14,7 +14,7 @@ from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, SearchResult
 from memory.retrieval.keywords import keyword_words
 from memory.retrieval.ranking import Ranked
 from memory.retrieval.statement import fact_of
-from memory.slots import order_same_slot, restatement
+from memory.rules.slots import order_same_slot, restatement
 
 
 def search_result(query: str, ranked: Ranked) -> SearchResult:
@@ -62,7 +62,7 @@ def search_result(query: str, ranked: Ranked) -> SearchResult:
 
 
 def flag_restatements(hits: list[Hit], restated: Mapping[uuid.UUID, Sequence[uuid.UUID]]) -> list[Hit]:
-    """Flag each hit that restates another hit's claim (memory.restatements) `Restates(short id)`:
+    """Flag each hit that restates another hit's claim (memory.graph.restatements) `Restates(short id)`:
     the block folds it into the line it restates, so an echo is never a second line. `restated`:
     each hit's restates edges (the facts it restates, in id order), as the candidate statement read
     them."""
@@ -116,7 +116,7 @@ AS_OF_WIDEN = 4
 
 def as_of_view(result: SearchResult, then: Mapping[uuid.UUID, Fact], k: int) -> SearchResult:
     """Today's hits as the memory stood at a past moment: claims recorded by then, each in the version
-    that was current then (`then`: by head id, memory.reads.facts_as_of), at most `k`; the rest left
+    that was current then (`then`: by head id, memory.graph.reads.facts_as_of), at most `k`; the rest left
     out, and said so. A hit shown in an older version is flagged `CurrentAsOf` (in place of how it was
     resolved today)."""
     hits: list[Hit] = []

@@ -8,7 +8,7 @@ import psycopg
 from psycopg.rows import DictRow
 
 from memory.model import Namespace, SearchResult
-from memory.prepared import worth_preparing
+from memory.postgres.prepared import worth_preparing
 from memory.retrieval.hits import search_result
 from memory.retrieval.hnsw import ef_search_for, session_settings_hold, set_hnsw_local
 from memory.retrieval.keywords import known_common_words, remember_common_words

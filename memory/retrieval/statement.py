@@ -13,9 +13,9 @@ from typing import Any
 from psycopg import sql
 
 from memory.model import Fact, Namespace
+from memory.postgres.vectors import as_vector
 from memory.retrieval.keywords import keyword_words
 from memory.retrieval.options import SearchOptions, candidate_count, keyword_candidate_count
-from memory.vectors import as_vector
 
 # Keyword candidates (SearchOptions.keyword): the claims, and the passages, that best match the
 # query's content words, ranked by ts_rank_cd over the stored tsvectors (migration 0008), each

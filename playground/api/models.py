@@ -1,7 +1,7 @@
 """The API's request and response bodies (pydantic), as the OpenAPI schema at /openapi.json shows them.
 
 Text that Postgres cannot store is refused here with a 422, never passed on to fail as a 500 (the
-rules are memory.intake's, which the MCP server applies too).
+rules are memory.doors.intake's, which the MCP server applies too).
 Times must carry their offset: a naive time would be read in whatever zone the server runs in.
 """
 
@@ -14,10 +14,10 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 # the validation every door shares (the MCP server's too): one rule, not a copy
-from memory.intake import MAX_MESSAGES, FactIdText, Identifier, Moment, Text
+from memory.doors.intake import MAX_MESSAGES, FactIdText, Identifier, Moment, Text
 from memory.model import Fact, Kind, Source, Status
 
-#: what memory.intake's Text refuses, said in the schema: text that is empty or only whitespace
+#: what memory.doors.intake's Text refuses, said in the schema: text that is empty or only whitespace
 #: (str.strip's, which is Python's \s), or holds a NUL. Its longest length is the app's setting,
 #: added to the schema where this pattern is (playground.api.docs).
 NOT_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
@@ -47,7 +47,7 @@ class ErrorBody(BaseModel):
 
 
 class MessageIn(_Strict):
-    # memory.intake.message_problem's rule, said in the schema: tool_name and is_error belong to a
+    # memory.doors.intake.message_problem's rule, said in the schema: tool_name and is_error belong to a
     # tool result (the text's length limit, which a tool result is exempt from, is added by
     # playground.api.docs under "else")
     model_config = ConfigDict(

@@ -4,7 +4,7 @@ A session here is one memory (`FactStore.root(session_id)`): everything one user
 as many conversations as they had (each conversation is a `thread_id`). Routes call the library's
 public store (`FactStore` through its async face) and nothing else writes the fact graph: messages are
 captured exactly as `BeadsMemoryMiddleware` captures them, and the search answers with the block the
-middleware would inject, hit by hit (memory.block).
+middleware would inject, hit by hit (memory.context.block).
 
 Reads of a session that holds nothing answer 404 (a read never creates a session); writes create it.
 """
@@ -18,13 +18,14 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
-from memory import intake
-from memory.audit import MAX_PAGE
-from memory.block import hit_line, shown_as_outdated
+from memory.context.block import hit_line, shown_as_outdated
+from memory.context.recall import plan_query
+from memory.doors import intake
+from memory.doors.intake import FACT_ID_PATTERN, SESSION_ID_PATTERN, SESSION_ID_RULE
 from memory.errors import BeadsMemoryError
 from memory.flags import Untrusted, texts
-from memory.intake import FACT_ID_PATTERN, SESSION_ID_PATTERN, SESSION_ID_RULE
-from memory.migrate import LIBRARY_MIGRATIONS
+from memory.graph.audit import MAX_PAGE
+from memory.graph.store import AsyncFactStore, FactStore
 from memory.model import (
     UNTRUSTED_SOURCES,
     Deleted,
@@ -36,8 +37,7 @@ from memory.model import (
     Source,
     Status,
 )
-from memory.recall import plan_query
-from memory.store import AsyncFactStore, FactStore
+from memory.postgres.migrate import LIBRARY_MIGRATIONS
 from playground.api.auth import require_api_access
 from playground.api.errors import ApiError, library_error
 from playground.api.models import (
@@ -129,7 +129,7 @@ async def fact_in_session(facts: AsyncFactStore, session_id: str, fact_id: str) 
 
 
 def capture_batch(store: FactStore, session_id: str, body: CaptureRequest) -> CaptureResponse:
-    """The messages, captured as the middleware captures them (memory.intake's policy)."""
+    """The messages, captured as the middleware captures them (memory.doors.intake's policy)."""
     captured = intake.capture_messages(store, session_id, body.messages, body.thread_id)
     outcomes = [
         MessageOutcome(
@@ -163,7 +163,7 @@ def capture_batch(store: FactStore, session_id: str, body: CaptureRequest) -> Ca
 
 def search_session(store: FactStore, ns: Namespace, body: SearchRequest) -> SearchResponse:
     """The ranked hits (at most k), and the block: what the model would read for the query asked with
-    no conversation in its window (memory.recall.plan_query), pinned facts included."""
+    no conversation in its window (memory.context.recall.plan_query), pinned facts included."""
     result = store.search(ns, body.query, replace(store.search_options, k=body.k), as_of=body.as_of)
     passage_ids = sorted({h.fact.passage_id for h in result.hits if h.fact.passage_id is not None})
     passages = store.passages(passage_ids) if passage_ids else {}

@@ -26,11 +26,11 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
-from memory.assembler import InjectionMode
-from memory.middleware import BeadsMemoryMiddleware, CaptureMode
-from memory.store import FactStore
-from memory.subagents import make_subagent_tool
-from memory.tools import MEMORY_TOOL_NAMES
+from memory.context.assembler import InjectionMode
+from memory.doors.middleware import BeadsMemoryMiddleware, CaptureMode
+from memory.doors.subagents import make_subagent_tool
+from memory.doors.tools import MEMORY_TOOL_NAMES
+from memory.graph.store import FactStore
 from playground.comparison.replay_safe import ReplaySafeMemoryCreates
 from playground.comparison.stock import STOCK_NAMESPACE_ROOT
 
@@ -43,7 +43,7 @@ STOCK_MEMORY_PROMPT = (
     "You have a long-term memory: save durable facts the user states with manage_memory, and call "
     "search_memory before answering anything that may depend on what they said earlier."
 )
-# corrections are captured and applied without the model (memory.supersession): the prompt asks for
+# corrections are captured and applied without the model (memory.graph.supersession): the prompt asks for
 # an answer, not for bookkeeping; a model with the memory tools may still correct what capture missed
 BEADS_MEMORY_PROMPT = (
     "Relevant facts from earlier conversations appear below under Memory, most relevant first; "
@@ -56,7 +56,7 @@ BEADS_TOOLS_PROMPT = (
 )
 RESEARCH_NAME = "delegate_research"
 #: every tool either lane may hold: a final reply that names one talks of the lane's machinery, not
-#: of the user's matter (memory.conclusions.why_no_answer)
+#: of the user's matter (memory.rules.conclusions.why_no_answer)
 LANE_TOOL_NAMES = (
     "manage_memory",
     "search_memory",

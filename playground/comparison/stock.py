@@ -5,7 +5,7 @@ The store fixes its vector dimension at its first `setup()`, so each embedder ge
 (`lg_<embedder>`): a user who switches from the offline embedder (384-d) to Ollama (768-d) keeps both.
 
 As an option (`PLAYGROUND_STOCK_STORE=beads`) the same lane, tools and prompt run on `BeadsStore`
-(memory.langgraph_store) instead: LangGraph's store API over our fact graph, where the lane's
+(memory.doors.langgraph_store) instead: LangGraph's store API over our fact graph, where the lane's
 namespace ("memories", session) is the session "memories.<session>", apart from our lane's own.
 """
 
@@ -22,10 +22,10 @@ from psycopg import sql
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from memory.connection import open_pool
+from memory.doors.langgraph_store import BeadsStore
 from memory.embedders.base import Embedder
-from memory.langgraph_store import BeadsStore
-from memory.store import FactStore
+from memory.graph.store import FactStore
+from memory.postgres.connection import open_pool
 
 STOCK_NAMESPACE_ROOT = "memories"
 StockBackend = Literal["postgres", "beads"]

@@ -76,10 +76,10 @@ def lane_tools(lane: Lane, model: BaseChatModel) -> tuple[str, list[BaseTool]]:
     web = [web_search_tool()]
     if lane == "stock":
         return f"{CORE_SYSTEM_PROMPT}\n\n{STOCK_MEMORY_PROMPT}", stock_tools(model, web)
+    from memory.doors.subagents import make_subagent_tool
+    from memory.doors.tools import memory_tools
+    from memory.graph.store import FactStore
     from memory.model import Namespace
-    from memory.store import FactStore
-    from memory.subagents import make_subagent_tool
-    from memory.tools import memory_tools
 
     # Only the schemas are used here; these tools are never run, so they get no store.
     store, root = cast(FactStore, None), cast(Namespace, None)

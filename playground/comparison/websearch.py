@@ -8,7 +8,7 @@ import logging
 
 from langchain_core.tools import BaseTool, StructuredTool
 
-from memory.block import clip
+from memory.context.block import clip
 
 _log = logging.getLogger(__name__)
 

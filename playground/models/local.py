@@ -36,7 +36,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from memory.conclusions import OPEN_TAG
+from memory.rules.conclusions import OPEN_TAG
 from playground.models.chatml import IM_END, format_prompt, tool_choice_instruction
 from playground.models.engine import Engine, LlamaLike, import_llama_cpp, require_local, shared_engine
 from playground.models.grammar import tool_call_gbnf, uuids_in

@@ -30,7 +30,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from memory.conclusions import why_no_answer
+from memory.rules.conclusions import why_no_answer
 from playground.models.chatml import text_of
 from playground.models.select import ActiveModel, select_chat_model
 from playground.models.settings import ModelSettings

@@ -18,7 +18,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from memory.conclusions import OPEN_TAG
+from memory.rules.conclusions import OPEN_TAG
 
 CLOSE_TAG = "</tool_call>"
 

@@ -1,0 +1,242 @@
+"""One model call's memory: the window plan, the retrieved tier filled to its budget, the assembly.
+
+`plan_call` is what `BeadsMemoryMiddleware` decides before each model call, written once so that the
+evaluation's `beads` arm runs the very same code (bench.eval.assembled.BeadsArm): the caller costs
+the raw messages (`MessageSlot`s) and says which of them have ids, and gets back which messages the
+model sees, which facts go in (already rendered by memory.context.block) and the assembly's account of why.
+It reads the store (pins, search, passages) and writes nothing: recording what was injected, and
+evict-mode capture, stay with the middleware.
+
+`plan_query` is the same decision for a question asked with no conversation in the window, with the
+middleware's default budgets and tier: the block every door returns for a search (the HTTP API, MCP's
+`search`, the isolation benchmark), so that what a door shows is byte for byte what the model reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+
+from memory.context.assembler import (
+    Assembly,
+    Budgets,
+    InjectionMode,
+    Item,
+    MessageSlot,
+    WindowFit,
+    WindowPlan,
+    assemble,
+    lend_to_window,
+    plan_window,
+    retrieved_fit,
+)
+from memory.context.block import (
+    NOTHING,
+    PINNED_HEADER,
+    RetrievedTier,
+    TierSettings,
+    fill_retrieved,
+    pinned_line,
+    render_pinned,
+)
+from memory.context.block import header as block_header
+from memory.context.tokens import count_cached
+from memory.graph.pins import PinnedFact
+from memory.graph.store import FactStore
+from memory.model import Hit, Namespace, SearchResult
+from memory.retrieval import SearchOptions
+
+
+@dataclass(frozen=True, slots=True)
+class CallPlan:
+    """What one model call gets from memory, and why."""
+
+    query: str
+    plan: WindowPlan  # the view before the context limit, the gate, this call's tier budgets
+    assembly: Assembly  # the final decision: kept, dropped and cleared, per tier
+    tier: RetrievedTier | None  # the ranked candidates and their lines (None: no search ran)
+    result: SearchResult | None  # the search as injected: its hits are the facts that went in
+    pins: tuple[PinnedFact, ...]  # every pin the namespace sees
+    injected_pins: tuple[PinnedFact, ...]
+    retrieved_lines: tuple[tuple[Hit, str, int], ...]  # what went in: hit, line, tokens
+    pinned_lines: tuple[tuple[PinnedFact, str, int], ...]
+    retrieved_block: str  # memory.context.block's rendering of the retrieved tier ('' when nothing went in)
+    pinned_block: str
+
+    @property
+    def block(self) -> str:
+        """Both fact tiers as the system prompt carries them."""
+        return "\n\n".join(part for part in (self.retrieved_block, self.pinned_block) if part)
+
+
+def plan_call(
+    store: FactStore,
+    namespace: Namespace,
+    *,
+    history: Sequence[MessageSlot],
+    message_ids: Sequence[str | None],
+    query: str,
+    fixed_tokens: int,
+    budgets: Budgets,
+    injection: InjectionMode,
+    options: SearchOptions,
+    tier: TierSettings,
+    before_search: Callable[[WindowFit], None] | None = None,
+    now: datetime | None = None,
+    as_of: datetime | None = None,
+) -> CallPlan:
+    """Decide one call (see the module docstring). `message_ids[i]` is history[i]'s message id: facts
+    carved from a message the view shows verbatim are not retrieved. `before_search` sees the view
+    first (evict-mode capture stores what leaves it, so that this very search can find it). `now`:
+    what the block's "today" is (the clock when not given). `as_of`: search the memory as it stood
+    then (FactStore.search)."""
+    now = now or datetime.now(UTC)
+    if len(message_ids) != len(history):
+        raise ValueError("one message id (or None) per history slot")
+    pins = tuple(store.pinned(namespace.session_id, namespace))
+    usable = [p for p in pins if p.excluded_because is None]
+    pin_texts = [pinned_line(p.fact) for p in usable]
+    pin_counts = count_cached(pin_texts)
+    [pinned_header, retrieved_header, nothing] = count_cached(
+        [PINNED_HEADER, block_header(tier.style), NOTHING]
+    )
+    pinned_items = [Item(p.fact.short_id, n) for p, n in zip(usable, pin_counts, strict=True)]
+    plan = plan_window(
+        history,
+        budgets,
+        injection,
+        pinned=pinned_items,
+        pinned_header_tokens=pinned_header,
+        fixed_tokens=fixed_tokens,
+    )
+    fit = plan.window
+    if before_search is not None:
+        before_search(fit)
+    verbatim = set(fit.kept) - fit.cleared
+    view_ids = frozenset(mid for i, mid in enumerate(message_ids) if i in verbatim and mid is not None)
+
+    filled: RetrievedTier | None = None
+    if query and plan.gate.inject:
+        searched = replace(
+            options,
+            exclude_message_ids=options.exclude_message_ids | view_ids,
+            # a pinned fact is already in the prompt: never spend a retrieved slot on it too
+            exclude_fact_ids=options.exclude_fact_ids | {p.fact.id for p in usable},
+        )
+        budget = plan.retrieved
+
+        def search(k: int | None) -> SearchResult:
+            return store.search(
+                namespace, query, searched if k is None else replace(searched, k=k), as_of=as_of
+            )
+
+        filled = fill_retrieved(
+            search,
+            store.standing_passages,
+            budget,
+            lambda tokens: retrieved_fit(tokens, retrieved_header, budget),
+            tier,
+            now,
+        )
+
+    if filled is not None:
+        # what the tier leaves of its budget widens the window; facts whose message it now shows go
+        wider = lend_to_window(plan, history, retrieved_fit(filled.tokens, retrieved_header, plan.retrieved))
+        if wider is not plan:
+            plan, fit = wider, wider.window
+            verbatim = set(fit.kept) - fit.cleared
+            shown = {mid for i, mid in enumerate(message_ids) if i in verbatim and mid is not None} - view_ids
+            filled = filled.without_messages(
+                shown, "its message is in the window the tier's unused budget widened"
+            )
+
+    result = None if filled is None else filled.result
+    if result is not None and result.not_in_memory:
+        retrieved_items = [Item("not in memory", nothing)]
+        header = 0  # the one line is the whole section
+    else:
+        hits = () if result is None or filled is None else result.hits
+        tokens = () if filled is None else filled.tokens
+        retrieved_items = [Item(h.fact.short_id, n, h.score) for h, n in zip(hits, tokens, strict=True)]
+        header = retrieved_header
+    assembly = assemble(
+        pinned=pinned_items,
+        retrieved=retrieved_items,
+        history=history,
+        window=fit,
+        budgets=plan.budgets,
+        fixed_tokens=fixed_tokens,
+        pinned_header_tokens=pinned_header,
+        retrieved_header_tokens=header,
+        gate=plan.gate,
+    )
+
+    kept_retrieved = set(assembly.retrieved)
+    kept_pinned = set(assembly.pinned)
+    injected_pins = tuple(p for p in usable if p.fact.short_id in kept_pinned)
+    pinned_lines = tuple(
+        (p, text, n)
+        for p, text, n in zip(usable, pin_texts, pin_counts, strict=True)
+        if p.fact.short_id in kept_pinned
+    )
+    retrieved_lines: tuple[tuple[Hit, str, int], ...] = ()
+    if result is not None and filled is not None and not result.not_in_memory:
+        retrieved_lines = tuple(
+            (h, text, n)
+            for h, text, n in zip(result.hits, filled.lines, filled.tokens, strict=True)
+            if h.fact.short_id in kept_retrieved
+        )
+        # the lines the budget left out are in the assembly's account, with the reason
+        result = replace(result, hits=tuple(h for h, _, _ in retrieved_lines))
+    # the lines exactly as the tier rendered and counted them
+    retrieved_block = ""
+    if result is not None and result.not_in_memory and kept_retrieved:
+        retrieved_block = NOTHING
+    elif retrieved_lines:
+        retrieved_block = "\n".join([block_header(tier.style), *(line for _, line, _ in retrieved_lines)])
+    return CallPlan(
+        query=query,
+        plan=plan,
+        assembly=assembly,
+        tier=filled,
+        result=result,
+        pins=pins,
+        injected_pins=injected_pins,
+        retrieved_lines=retrieved_lines,
+        pinned_lines=pinned_lines,
+        retrieved_block=retrieved_block,
+        pinned_block=render_pinned([p.fact for p in injected_pins]),
+    )
+
+
+def plan_query(
+    store: FactStore,
+    namespace: Namespace,
+    query: str,
+    *,
+    budgets: Budgets | None = None,
+    tier: TierSettings | None = None,
+    options: SearchOptions | None = None,
+    as_of: datetime | None = None,
+    now: datetime | None = None,
+) -> CallPlan:
+    """`plan_call` for `query` asked with nothing of the conversation in the window, with
+    `BeadsMemoryMiddleware`'s defaults (its budgets: `Budgets()`, whose retrieved tier does not depend
+    on the context or the window; `TierSettings()`; the store's search options): its `block` is what
+    the middleware would inject for the question, and what a door returns for it. `as_of`: the memory
+    as it stood then (FactStore.search)."""
+    return plan_call(
+        store,
+        namespace,
+        history=(),
+        message_ids=(),
+        query=query,
+        fixed_tokens=0,
+        budgets=budgets or Budgets(),
+        injection="always",
+        options=options or store.search_options,
+        tier=tier or TierSettings(),
+        now=now,
+        as_of=as_of,
+    )

@@ -1,0 +1,169 @@
+"""Embedding spaces and the vectors stored in them.
+
+Each embedder (name, dims) is registered once and gets its own partial HNSW index over the shared
+claim vectors (passage vectors are read by primary key only, migration 0013); queries name the
+embedder and cast to its dimension, so the planner uses that index and vectors of different spaces
+are never compared. Embedding happens before a transaction opens, never
+inside one: a slow model must not hold row locks.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+import psycopg
+from pgvector import Vector
+from psycopg import sql
+from psycopg.rows import DictRow
+
+from memory.embedders.base import Embedder
+from memory.errors import ConfigurationError
+
+_INDEX_LOCK_KEY = 0x6265616474  # serialises index creation between processes
+
+
+def register_embedder(conn: psycopg.Connection[DictRow], name: str, dims: int) -> int:
+    """The id of the embedding space `name`, creating it and its indexes on first use."""
+    if not 1 <= int(dims) <= 2000:
+        # pgvector's HNSW index stops at 2,000 dimensions for `vector`
+        raise ConfigurationError(f"embedder {name!r} has {dims} dimensions; 1 to 2000 are supported")
+    row = conn.execute("SELECT id, dims FROM beads.embedders WHERE name = %s", (name,)).fetchone()
+    if row is not None:
+        if row["dims"] != dims:
+            raise ConfigurationError(
+                f"embedder {name!r} was registered with {row['dims']} dimensions, now reports {dims}"
+            )
+        return int(row["id"])
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_INDEX_LOCK_KEY,))
+        row = conn.execute(
+            "INSERT INTO beads.embedders (name, dims) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING RETURNING id",
+            (name, dims),
+        ).fetchone()
+        if row is None:
+            row = conn.execute("SELECT id FROM beads.embedders WHERE name = %s", (name,)).fetchone()
+            # it conflicted, so it is there: embedders are never deleted
+            assert row is not None
+        embedder_id = int(row["id"])
+        # ids and dims are integers we produced: safe to place in DDL as literals. Claims only:
+        # passage vectors are read by primary key, never by nearness (migration 0013)
+        conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {index} ON beads.fact_vectors "
+                "USING hnsw ((embedding::vector({dims})) vector_cosine_ops) "
+                # new rows join the index later, off the write path (migration 0006, index_pending)
+                "WHERE embedder_id = {eid} AND indexed"
+            ).format(
+                index=sql.Identifier(f"fact_vectors_hnsw_{embedder_id}"),
+                dims=sql.Literal(int(dims)),
+                eid=sql.Literal(embedder_id),
+            )
+        )
+    return embedder_id
+
+
+def as_vector(values: Sequence[float]) -> Vector:
+    return Vector(list(values))
+
+
+# A replay's vector rows conflict and are skipped, like its facts.
+# only for a fact that was written: a repeated claim's insert wrote none (memory.graph.facts.INSERT_FACT)
+INSERT_FACT_VECTOR = (
+    "INSERT INTO beads.fact_vectors (embedder_id, fact_id, embedding)"
+    " SELECT %s, f.id, %s FROM beads.facts f WHERE f.id = %s ON CONFLICT DO NOTHING"
+)
+INSERT_PASSAGE_VECTOR = (
+    "INSERT INTO beads.passage_vectors (embedder_id, passage_id, embedding) VALUES (%s, %s, %s) "
+    "ON CONFLICT DO NOTHING"
+)
+MARK_WRITTEN = "DELETE FROM beads.vector_coverage WHERE session_id = %s AND embedder_id <> %s"
+
+
+def write_fact_vectors(
+    conn: psycopg.Connection[DictRow], embedder_id: int, rows: Sequence[tuple[uuid.UUID, Sequence[float]]]
+) -> None:
+    if rows:
+        with conn.cursor() as cur:
+            cur.executemany(INSERT_FACT_VECTOR, [(embedder_id, as_vector(vec), fid) for fid, vec in rows])
+
+
+def write_passage_vectors(
+    conn: psycopg.Connection[DictRow], embedder_id: int, rows: Sequence[tuple[uuid.UUID, Sequence[float]]]
+) -> None:
+    if rows:
+        with conn.cursor() as cur:
+            cur.executemany(INSERT_PASSAGE_VECTOR, [(embedder_id, pid, as_vector(vec)) for pid, vec in rows])
+
+
+def mark_written(conn: psycopg.Connection[DictRow], session_id: str, embedder_id: int) -> None:
+    """After a write embedded with `embedder_id`, other spaces no longer cover the session."""
+    conn.execute(MARK_WRITTEN, (session_id, embedder_id))
+
+
+_MISSING_FACTS = """
+SELECT f.id, f.body FROM beads.facts f
+ WHERE f.session_id = %(session)s
+   AND NOT EXISTS (SELECT 1 FROM beads.fact_vectors v WHERE v.fact_id = f.id AND v.embedder_id = %(eid)s)
+ LIMIT %(batch)s
+"""
+_MISSING_PASSAGES = """
+SELECT p.id, p.body FROM beads.passages p
+ WHERE p.session_id = %(session)s
+   AND NOT EXISTS (SELECT 1 FROM beads.passage_vectors v WHERE v.passage_id = p.id AND v.embedder_id = %(eid)s)
+ LIMIT %(batch)s
+"""
+
+
+def ensure_coverage(
+    conn: psycopg.Connection[DictRow], session_id: str, embedder: Embedder, embedder_id: int, batch: int = 256
+) -> int:
+    """Embed every fact and passage of the session that lacks a vector in this space; returns how many."""
+    covered = conn.execute(
+        "SELECT 1 FROM beads.vector_coverage WHERE session_id = %s AND embedder_id = %s",
+        (session_id, embedder_id),
+    ).fetchone()
+    if covered:
+        return 0
+    done = 0
+    params = {"session": session_id, "eid": embedder_id, "batch": batch}
+    for query, writer in ((_MISSING_FACTS, write_fact_vectors), (_MISSING_PASSAGES, write_passage_vectors)):
+        while rows := conn.execute(query, params).fetchall():
+            vectors = embedder.embed([r["body"] for r in rows])
+            writer(conn, embedder_id, [(r["id"], v) for r, v in zip(rows, vectors, strict=True)])
+            done += len(rows)
+    conn.execute(
+        "INSERT INTO beads.vector_coverage (session_id, embedder_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+        (session_id, embedder_id),
+    )
+    return done
+
+
+_INDEX_PENDING = """
+UPDATE beads.{table} v SET indexed = true
+  FROM (SELECT embedder_id, {key} FROM beads.{table} WHERE NOT indexed
+         LIMIT %s FOR UPDATE SKIP LOCKED) pending
+ WHERE v.embedder_id = pending.embedder_id AND v.{key} = pending.{key}
+"""
+
+
+def index_pending(conn: psycopg.Connection[DictRow], batch: int = 128) -> int:
+    """Move up to `batch` vectors per table written since the last call into the HNSW index (the
+    UPDATE makes a claim's row match the index's predicate; a passage's is marked alike, though no
+    index reads it since migration 0013); returns how many. Short transactions, and
+    SKIP LOCKED, so two indexers, or an indexer and a forget, never wait on each other."""
+    moved = 0
+    for table, key in (("fact_vectors", "fact_id"), ("passage_vectors", "passage_id")):
+        with conn.transaction():
+            statement = sql.SQL(_INDEX_PENDING).format(table=sql.Identifier(table), key=sql.Identifier(key))
+            moved += conn.execute(statement, (batch,)).rowcount
+    return moved
+
+
+def pending_count(conn: psycopg.Connection[DictRow]) -> int:
+    row = conn.execute(
+        "SELECT (SELECT count(*) FROM beads.fact_vectors WHERE NOT indexed) "
+        "+ (SELECT count(*) FROM beads.passage_vectors WHERE NOT indexed) AS n"
+    ).fetchone()
+    assert row is not None  # a query of aggregates always returns its one row
+    return int(row["n"])

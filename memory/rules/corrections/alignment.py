@@ -1,0 +1,336 @@
+"""Slot alignment: which value of one claim and which of another fill the same slot?
+
+A slot is a thing of an owner that holds one value at a time: my rent, the standup's time, the team's
+size. Two claims give one slot two values when a changed value sits among the same content words in
+both (its context: the words around it in its clause), so "$120k per year" aligns with "$100k per
+year" and not with "12 engineers". Values both claims hold anchor the slot too, as does the old value
+named as the old one ("switched from Jira to Linear"), or, for two claims with one value of a kind
+each, their common subject ("launch is set for October 3rd" / "launch got pushed to October 17").
+Some words frame a value alike under different verbs ("live in", "moved to", "based in"), so those
+claims meet though they share no other word.
+
+`slot_changes` is what the judge (memory.rules.corrections.verdicts) weighs; `same_slot` and
+`may_share_slot` are what ranking asks of two current claims (memory.rules.slots), and `restates` what
+capture asks of an echo (memory.graph.restatements).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from memory.rules.corrections.claims import (
+    WISH,
+    Claim,
+    claim_content,
+    clause_bounds,
+    content,
+    is_short,
+    looks_like_code,
+    parse,
+)
+from memory.rules.corrections.cues import marked_as_old
+from memory.rules.corrections.stated_values import (
+    MEASURES,
+    Value,
+    kind_family,
+    same_value,
+    same_value_loosely,
+    small,
+    worded,
+)
+from memory.rules.corrections.subjects import (
+    other_person,
+    periods_differ,
+    qualifier_conflict,
+    subjects_differ,
+)
+from memory.rules.corrections.vocabulary import CUES, STOP, WORD, outside, same_words, stem
+
+
+# ranking compares every pair of a block's claims (memory.rules.slots): what one claim's analysis yields is
+# computed once per claim, not once per pair
+@functools.lru_cache(maxsize=16384)
+def _context(claim: Claim, value: Value, window: int = 6) -> frozenset[str]:
+    """Content words around `value` within its clause (other values out): the slot it fills."""
+    body = claim.body
+    lo, hi = clause_bounds(body, value)
+    others = [(v.start, v.end) for v in claim.values if v is not value and v.kind != "name"]
+    before = outside(WORD.finditer(body, lo, value.start), others)
+    following = outside(WORD.finditer(body, value.end, hi), others)
+    picked = [w.group(0) for w in before[-window:]] + [w.group(0) for w in following[:window]]
+    frames = {_FRAMES_OF[w.lower()] for w in picked if w.lower() in _FRAMES_OF}
+    return (
+        frozenset(stem(w) for w in picked if w.lower() not in STOP and w.lower() not in CUES and len(w) > 1)
+        | frames
+    )
+
+
+# What a value is, said with different verbs: where someone lives ("live in", "based in", "moved to"),
+# works ("work at", "joined", "hired by"), what they earn ("make", "paid", "salary"). Two claims that
+# frame their values alike fill one slot though they share no other word ("I live in Austin" / "We
+# relocated to Denver"); the subject and qualifier rules still keep other people and things apart.
+_FRAMES_OF = {
+    **dict.fromkeys(
+        [
+            "live",
+            "lives",
+            "lived",
+            "living",
+            "based",
+            "reside",
+            "resides",
+            "moved",
+            "relocated",
+            "relocating",
+            "settled",
+        ],
+        "@home",
+    ),
+    **dict.fromkeys(
+        ["work", "works", "worked", "working", "employer", "job", "joined", "hired", "employed"], "@work"
+    ),
+    **dict.fromkeys(
+        [
+            "salary",
+            "salaries",
+            "paid",
+            "pay",
+            "make",
+            "makes",
+            "earn",
+            "earns",
+            "earning",
+            "income",
+            "base",
+            "wage",
+            "wages",
+        ],
+        "@pay",
+    ),
+}
+
+
+def slot_changes(old: Claim, new: Claim) -> list[tuple[Value, Value, frozenset[str]]]:
+    """Pairs (old value, new value, shared slot words) where `new` gives an aligned slot another value."""
+
+    def key(v: Value) -> tuple[str, str]:
+        return (kind_family(v.kind), v.norm)
+
+    old_norms = {key(v) for v in old.values}
+    new_marked = {id(v): marked_as_old(new.body, v) for v in new.values}
+    new_by_key: dict[tuple[str, str], list[Value]] = {}
+    for v in new.values:
+        new_by_key.setdefault(key(v), []).append(v)
+    shared_values = frozenset(n for _, n in old_norms & new_by_key.keys())
+    # several names on a side: a list (brands, people), not one slot's value
+    listed_names = (
+        sum(v.kind == "name" and not new_marked[id(v)] for v in new.values) > 1 or _count(old, "name") > 1
+    )
+    old_norm_count: dict[str, int] = {}
+    for v in old.values:
+        old_norm_count[v.norm] = old_norm_count.get(v.norm, 0) + 1
+    pairs = []
+    for nv in new.values:
+        if key(nv) in old_norms or new_marked[id(nv)]:
+            continue
+        for ov in old.values:
+            counted = (
+                _counted_alike(old, ov, new, nv) if kind_family(ov.kind) != kind_family(nv.kind) else None
+            )
+            if same_value(ov, nv) or (kind_family(ov.kind) != kind_family(nv.kind) and not counted):
+                continue
+            if nv.kind == "name" and listed_names:
+                continue
+            # a count written as a word is a small one: "two campaigns" is no "40k" budget
+            if worded(ov) != worded(nv) and not small(ov if worded(nv) else nv):
+                continue
+            # "Flask 2.3.1" / "Gunicorn 20.1.0": each version is its own thing's
+            owners = _named_by(old, ov), _named_by(new, nv)
+            if owners[0] and owners[1] and not same_value(owners[0], owners[1]):
+                continue
+            if _apposed(old, ov) != _apposed(new, nv):  # "my friend Carla, 58": her age, no one else's
+                continue
+            # the old value restated in the new claim, unmarked: a list of values, not a change
+            restated = new_by_key.get(key(ov), [])
+            if restated and not any(new_marked[id(v)] for v in restated):
+                continue
+            # values both claims hold, other than the one changing: they anchor the slot too
+            anchors = {n for n in shared_values if n != ov.norm or old_norm_count[n] > 1}
+            # "switched from Jira to Linear": the old value, named as the old one, is the slot
+            if any(
+                new_marked[id(v)] and same_value(v, ov) and abs(v.start - nv.start) <= 30 for v in new.values
+            ):
+                anchors.add(ov.norm)
+            slot = (_context(old, ov) & _context(new, nv)) | anchors | ({counted} if counted else set())
+            # "Product launch is set for October 3rd" / "ok launch got pushed ..., now targeting
+            # October 17": both about the launch, each with one date
+            if not slot and _count(old, ov.kind) == 1 and _count(new, nv.kind) == 1:
+                slot = old.subject & new.subject
+            if slot:
+                pairs.append((ov, nv, slot))
+    return pairs
+
+
+def _counted_alike(old: Claim, ov: Value, new: Claim, nv: Value) -> str | None:
+    """ "150 commits" / "commits merged ..., which has now reached 165": a count with its unit, and a
+    bare number in a claim that names that unit and no other count. The unit, or None."""
+    for counted, claim, bare in ((ov, new, nv), (nv, old, ov)):
+        if counted.kind.startswith("quantity:") and bare.kind == "number":
+            unit = _unit_of(counted)
+            alone = sum(v.kind == "number" or v.kind.startswith("quantity:") for v in claim.values) == 1
+            return unit if unit and alone and unit in claim_content(claim) else None
+    return None
+
+
+def _named_by(claim: Claim, value: Value) -> Value | None:
+    """The name a value follows directly ("Python" of "Python 3.12"), if any."""
+    if value.kind == "name":
+        return None
+    return next(
+        (
+            v
+            for v in claim.values
+            if v.kind == "name" and claim.body[v.end : value.start].strip() == "" and v.end <= value.start
+        ),
+        None,
+    )
+
+
+def _apposed(claim: Claim, value: Value) -> bool:
+    """A number set off after a name by a comma ("Carla, 58,"): that person's, said in passing."""
+    return value.kind == "number" and bool(
+        _APPOSED.search(claim.body[max(0, value.start - 30) : value.start])
+    )
+
+
+_APPOSED = re.compile(r"\b[A-Z][a-z]+,\s*$")
+
+
+def _count(claim: Claim, kind: str, *, unmarked: bool = False) -> int:
+    return sum(v.kind == kind and not (unmarked and marked_as_old(claim.body, v)) for v in claim.values)
+
+
+@functools.lru_cache(maxsize=65536)  # a conversation's searches meet the same pairs again and again
+def same_slot(a: str, b: str) -> bool:
+    """`a` and `b` fill one slot with different values (either could be the newer): what ranking
+    orders by time when no edge links two facts. What states no current value takes no part: a
+    claim that opens with a wish or a condition, a short addition, history, code. Goals and questions
+    do: "I'm trying to speed up the API, which now averages 250ms" says where things stand, and
+    ranking never lets a question outdate a statement (memory.rules.slots)."""
+    if looks_like_code(a) or looks_like_code(b):
+        return False
+    pa, pb = parse(a), parse(b)
+    if pa.history or pb.history or WISH.match(pa.body) or WISH.match(pb.body):
+        return False
+    # a short claim that adds one ("got a second line") replaces none; in a long one "also" is about
+    # anything
+    if (pa.addition and is_short(pa)) or (pb.addition and is_short(pb)):
+        return False
+    if subjects_differ(pa, pb) or qualifier_conflict(pa, pb) or periods_differ(pa, pb):
+        return False
+    # ranking flags without the sign of intent `judge` asks for, so the slot must name a thing, not
+    # only what its values are measured in or hold for: around the values, or elsewhere in both
+    # claims ("Our cloud bill runs 3,200 euros a month" / "Correction on the cloud bill: ... 4,100
+    # euros a month")
+    slots = [slot for _, _, slot in slot_changes(pa, pb)]
+    return any(slot - MEASURES for slot in slots) or (
+        bool(slots) and bool(claim_content(pa) & claim_content(pb) - MEASURES)
+    )
+
+
+def may_share_slot(a: str, b: str) -> bool:
+    """A cheap necessary condition for `same_slot`: a value kind and an anchor in common, or a count
+    with its unit on one side and a bare number on the other, whose claim names the unit (the pairs
+    `_counted_alike` aligns: "150 commits" / "commits merged ..., which has now reached 165")."""
+    (kinds_a, anchors_a), (kinds_b, anchors_b) = _signature(a), _signature(b)
+    if not kinds_a.isdisjoint(kinds_b) and not anchors_a.isdisjoint(anchors_b):
+        return True
+    return _may_count_alike(a, kinds_b, b) or _may_count_alike(b, kinds_a, a)
+
+
+@functools.lru_cache(maxsize=8192)
+def _signature(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The value kinds a claim states, and every word and value that could anchor one of its slots."""
+    claim = parse(text)
+    anchors: set[str] = set()
+    for v in claim.values:
+        anchors |= _context(claim, v)
+        anchors.add(v.norm)
+    return frozenset(kind_family(v.kind) for v in claim.values), frozenset(anchors)
+
+
+def _may_count_alike(counted: str, other_kinds: frozenset[str], other: str) -> bool:
+    # ranking asks this of most pairs in a block: the other claim's words are read only if a unit is
+    units = _units(counted)
+    return bool(units) and "number" in other_kinds and not units.isdisjoint(claim_content(parse(other)))
+
+
+@functools.lru_cache(maxsize=8192)
+def _units(text: str) -> frozenset[str]:
+    """The units of the counts `text` states ("150 commits": commit)."""
+    return frozenset(_unit_of(v) for v in parse(text).values if v.kind.startswith("quantity:"))
+
+
+def _unit_of(count: Value) -> str:
+    """A count's unit as its claim would name it: "150 commits" -> "commit", "four hours" -> "hour"."""
+    return stem(re.sub(r"^(?:[\d.,\s]+|[a-z-]+\s+)", "", count.text, flags=re.I))
+
+
+def restates(old: str, new: str, *, by_user: bool = False) -> bool:
+    """`new` says again what `old` said: the same words, or one of `old`'s values in the same slot
+    (words of `old`'s slot around it) with no other value of its kind beside it. The agent's summary
+    of a user's claim, a sub-agent's conclusion, the user's second mention of it, a question that
+    names its value: an echo, not a second witness (memory.graph.restatements). Told as history or as a
+    wish, or with the value in another person's clause, it restates nothing. Said `by_user`, it also
+    says no value `old` does not: "... my Stripe integration, which is now at 78%" after "I want
+    more unit tests for the Stripe integration" repeats a name and gives a figure of the user's own,
+    which an echo's line would take out of the block. (The agent's "Given the March 14 deadline, a
+    two day review fits" derives from the user's value, and goes with it.)"""
+    if same_words(old) == same_words(new):
+        return bool(same_words(old))
+    if looks_like_code(old) or looks_like_code(new):
+        return False
+    o, n = parse(old), parse(new)
+    if o.history or n.history or WISH.match(n.body) or periods_differ(o, n) or _gives_another_value(o, n):
+        return False
+    if by_user and _adds_a_value(o, n):
+        return False
+    for ov in o.values:
+        echoed = [nv for nv in n.values if same_value_loosely(ov, nv)]
+        if not echoed or worded(ov):
+            continue
+        family = kind_family(ov.kind)
+        # another value of this kind in `new` ("from Tuesday to Thursday", "Tuesday or Wednesday"):
+        # a change or a choice, never a plain echo
+        if any(kind_family(v.kind) == family and not same_value_loosely(ov, v) for v in n.values):
+            continue
+        # a short claim is about one thing: all its words name the slot; a long one's, those around it
+        named = claim_content(o) if is_short(o) else _context(o, ov)
+        value_words = content(ov.text)
+        for nv in echoed:
+            slot = (named & _context(n, nv)) - MEASURES - value_words
+            if slot and not other_person(o, ov, n, nv):
+                return True
+    return False
+
+
+def _adds_a_value(o: Claim, n: Claim) -> bool:
+    """`n` states a value (not a count in words) that none of `o`'s values matches."""
+    theirs = [ov for ov in o.values if not worded(ov)]
+    return any(not worded(nv) and not any(same_value_loosely(ov, nv) for ov in theirs) for nv in n.values)
+
+
+def _gives_another_value(o: Claim, n: Claim) -> bool:
+    """`n` states a value of a kind `o` states too, and none of `o`'s: "The CFO moved the board report
+    deadline up to Tuesday, October 15." after "The Q3 board report is due to the CFO on Friday,
+    October 18." repeats the CFO and changes the date. An echo changes nothing, so that is a change
+    (for supersession to judge), whatever else it repeats."""
+    theirs = [ov for ov in o.values if not worded(ov)]
+    for nv in n.values:
+        if worded(nv):
+            continue
+        same_kind = [ov for ov in theirs if kind_family(ov.kind) == kind_family(nv.kind)]
+        if same_kind and not any(same_value_loosely(ov, nv) for ov in same_kind):
+            return True
+    return False

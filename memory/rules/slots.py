@@ -1,0 +1,147 @@
+"""Two claims about one slot in one block: which goes first, and what the other is flagged with.
+
+Supersession links a correction to what it corrects when the rules can decide (memory.graph.supersession)
+or an agent says so (`remember_fact(supersedes=...)`). When they could not, the block may still hold
+two current claims that give one slot different values (memory.rules.corrections.same_slot). Ranking by
+similarity alone puts whichever is worded closer to the question first, which is the stale one as
+often as not. So, between two such claims:
+
+  trust    a tool result or web page never ranks above the user's own claim about the same slot,
+           and is flagged as untrusted (the poisoning case: a page saying "the user's budget is $1");
+           nor does its instruction or question ("What is the user's budget?"), which states nothing
+           and resembles the query precisely because it is one.
+  words    the agent's own claim (a conclusion, a sub-agent's summary, a fact it remembered) restates
+           what it read; it never ranks above the user's own claim about the same slot, whichever is
+           newer, and is flagged as not the user's words (a stale echo must not outvote a correction).
+  time     otherwise the newer claim goes first and the older is flagged "possibly outdated" when
+           both say one thing; two long messages are only ordered (their pairing is often wrong).
+           Nothing is dropped: the model sees both, and the flags say how they relate.
+
+Hits that state no value take no part, and the rest keep their order.
+
+This module is the one place that decides whether two hits are the same slot and how one stands to
+the other, and it records the decision on the hits (memory.flags): the block folds, marks and leaves
+out lines by reading those records (memory.context.block.fold), never by judging the words again. Where the
+block needs more than the order, the record says it: `PossiblyOutdated.foldable` is whether the rules
+read the newer claim as a plain correction of the older (capture's `judge`, less its demand that a
+correction be said outright), which is when a block may show the older value only as folded into the
+newer line (`outdated_by`); `Restates.foldable` whether a restatement says nothing else
+(`restatement`, which memory.retrieval.hits calls for the restates edges it reads). Capture's
+supersession at write time (memory.graph.supersession) is another thing: it writes edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from memory.flags import Flag, NotTheUsers, PossiblyOutdated, Restates, SaidBefore, Untrusted
+from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, Source
+from memory.rules.corrections import asks, judge, may_share_slot, same_slot, says_one_thing, states_something
+from memory.rules.splitting import classify
+
+__all__ = ["ORDERED", "may_outdate", "order_same_slot", "outdated_by", "restatement"]
+
+ORDERED = 64
+
+
+def _untrusted(hit: Hit) -> bool:
+    return hit.fact.source in UNTRUSTED_SOURCES
+
+
+# where a claim's words came from, most trusted first: the user, the agent, a tool or web page
+_USER, _AGENT, _TOOL = 2, 1, 0
+_USERS_KINDS = frozenset({Kind.USER_INPUT, Kind.DIRECTIVE})
+
+
+def _trust(hit: Hit) -> int:
+    if _untrusted(hit):
+        return _TOOL
+    # what capture carved from the user's own message (a claim, or a question or goal); a passively
+    # captured answer is the agent's conclusion
+    said_by_user = hit.fact.kind in _USERS_KINDS and hit.fact.source == Source.PASSIVE_CAPTURE
+    return _USER if said_by_user else _AGENT
+
+
+def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
+    """`hits` (best first) with each same-slot pair put in trust, then time, order; flags added."""
+    ordered = list(hits)
+    if len(ordered) < 2:
+        return ordered
+    flags: dict[int, list[Flag]] = {id(h): list(h.flags) for h in ordered}
+    # an instruction or a question from a tool result states nothing: below every trusted hit
+    asks = {id(h) for h in ordered if _untrusted(h) and classify(h.fact.body) == "directive"}
+    if asks and len(asks) < len(ordered):
+        for h in ordered:
+            if id(h) in asks:
+                flags[id(h)].append(Untrusted())
+        ordered = [h for h in ordered if id(h) not in asks] + [h for h in ordered if id(h) in asks]
+    # the first ORDERED hits are what a block holds; past them the order matters to no one
+    valued = [h for h in ordered[:ORDERED] if states_something(h.fact.body)]
+    for i, upper in enumerate(valued):
+        for lower in valued[i + 1 :]:
+            # read in time order, as the rules read a correction: the older claim, then the newer
+            older, newer = (
+                (upper, lower) if lower.fact.valid_from >= upper.fact.valid_from else (lower, upper)
+            )
+            if not _one_slot(older.fact.body, newer.fact.body):
+                continue
+            first, second = _precedence(upper, lower)
+            if _asks_only(first.fact.body, second.fact.body):
+                continue
+            note: Flag
+            if _untrusted(second) and not _untrusted(first):
+                note = Untrusted(conflicts_with=first.fact.short_id)
+            elif _trust(second) < _trust(first):
+                note = NotTheUsers(first.fact.short_id)
+            elif says_one_thing(second.fact.body) and says_one_thing(first.fact.body):
+                note = outdated_by(second.fact.body, first.fact)
+            else:
+                # two long messages read as one slot are often two things ("Sprint 2 is due April 20" /
+                # "the first sprint is due April 5"): ordered by time, but nothing says one is outdated
+                note = SaidBefore(first.fact.short_id)
+            if note not in flags[id(second)]:
+                flags[id(second)].append(note)
+            a, b = ordered.index(first), ordered.index(second)
+            if a > b:  # move the one that goes first just above the other
+                ordered.insert(b, ordered.pop(a))
+    return [replace(h, flags=tuple(flags[id(h)])) if flags[id(h)] != list(h.flags) else h for h in ordered]
+
+
+def outdated_by(older: str, newer: Fact) -> PossiblyOutdated:
+    """The flag on the claim `older` where ranking found `newer` on its slot and newer. Foldable
+    where both say one thing and the rules read the newer as a correction of the older (capture's
+    judge, less its demand that a correction be said outright: nothing is stored). A folded claim's
+    words leave the block, so the looser one-slot reading that orders them is not enough: "Just for
+    this month we meet the second Tuesday" beside "the book club meets the first Thursday" is one slot
+    to it, and folding it would hide the fact that still holds."""
+    foldable = says_one_thing(older) and says_one_thing(newer.body) and judge(older, newer.body).supersedes
+    return PossiblyOutdated(newer.short_id, foldable=foldable)
+
+
+def restatement(body: str, of: str) -> Restates:
+    """The flag on the claim `body` that restates the hit `of` (a restates edge, memory.graph.restatements).
+    Foldable where that is all it says: a long message that also restates a value says more."""
+    return Restates(of, foldable=says_one_thing(body))
+
+
+def _asks_only(newer: str, older: str) -> bool:
+    """A question names a value, it does not state one: it never outdates a statement."""
+    return asks(newer) and not asks(older)
+
+
+def _one_slot(older: str, newer: str) -> bool:
+    return may_share_slot(older, newer) and same_slot(older, newer)
+
+
+def may_outdate(newer: str, older: str) -> bool:
+    """Whether ranking would put `newer` first and flag `older` possibly outdated (trust aside)."""
+    return _one_slot(older, newer) and not _asks_only(newer, older)
+
+
+def _precedence(a: Hit, b: Hit) -> tuple[Hit, Hit]:
+    """(the one that goes first, the other): the user's claim before the agent's before a tool's,
+    else the newer."""
+    if _trust(a) != _trust(b):
+        return (b, a) if _trust(a) < _trust(b) else (a, b)
+    return (b, a) if b.fact.valid_from > a.fact.valid_from else (a, b)

@@ -227,3 +227,15 @@ def test_a_long_text_is_cut_around_what_the_question_asks_not_to_its_first_lines
     # nothing in common with the question, or no question: its first lines, as before
     assert clip(answer, 200, "Where do I live?") == clip(answer, 200)
     assert clip(answer, 200).startswith("Great question!")
+
+
+def test_a_long_block_of_code_is_shown_around_the_line_the_question_is_about() -> None:
+    # pasted code has no full stops: read as one sentence, it was cut to its first lines
+    from memory.context.block import clip
+
+    routes = "\n".join(f"    location /api{i} {{ proxy_pass http://backend{i}:80; }}" for i in range(20))
+    config = f"```nginx\nserver {{\n{routes}\n    proxy_read_timeout 90s;\n    gzip on;\n}}\n```"
+    shown = clip(config, 200, "What read timeout did I set in nginx?")
+    assert "proxy_read_timeout 90s;" in shown and shown.startswith("… ")
+    assert "\n" not in shown and len(shown) <= 200
+    assert "proxy_read_timeout" not in clip(config, 200)  # without a query: the first lines, as before

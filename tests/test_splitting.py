@@ -677,3 +677,40 @@ def test_a_request_to_keep_a_statement_in_mind_is_a_claim(message: str) -> None:
 )
 def test_a_reminder_that_hands_over_no_statement_stays_a_directive(message: str) -> None:
     assert [c.kind for c in split_message(message)] == ["directive"]
+
+
+def test_a_fenced_code_block_is_one_claim() -> None:
+    # cut line by line, a pasted block is fragments ("}", "return x") that crowd out what was said of it
+    message = (
+        "Our service listens on port 8080. Here is the config:\n"
+        "```yaml\nserver:\n  port: 8080\n  host: 0.0.0.0\n```\n"
+        "Why does it refuse connections?"
+    )
+    block = "```yaml\nserver:\n  port: 8080\n  host: 0.0.0.0\n```"
+    assert [(c.kind, c.text) for c in split_message(message)] == [
+        ("user_input", "Our service listens on port 8080."),
+        ("user_input", "Here is the config:"),
+        ("user_input", block),
+        ("directive", "Why does it refuse connections?"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("message", "blocks"),
+    [
+        # an unclosed block runs to the end of the message
+        ("Try this:\n```\nx = 1\ny = 2", ["```\nx = 1\ny = 2"]),
+        # a fence with an info string opens, it never closes; a longer run of the same mark closes
+        ("~~~\ncode ``` inside\n```python\n~~~~\nWe moved to Go.", ["~~~\ncode ``` inside\n```python\n~~~~"]),
+        # indented up to three spaces; two blocks are two claims
+        ("  ```\na()\n  ```\nand\n```\nb()\n```", ["```\na()\n  ```", "```\nb()\n```"]),
+    ],
+)
+def test_fenced_blocks_end_where_commonmark_ends_them(message: str, blocks: list[str]) -> None:
+    claims = split_message(message)
+    assert all(message[c.start : c.end] == c.text for c in claims)
+    assert [c.text for c in claims if c.text.lstrip().startswith(("```", "~~~"))] == blocks
+
+
+def test_fences_alone_say_nothing() -> None:
+    assert [c.text for c in split_message("```\n```\nWe use Postgres 16.")] == ["We use Postgres 16."]

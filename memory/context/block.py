@@ -71,15 +71,17 @@ def clip(text: str, limit: int = MAX_FACT_CHARS, query: str = "") -> str:
     text is cut around its sentence that shares the most words with the query (with its neighbours
     while they fit), not to its first lines: a long answer's first lines are often its preamble, and
     what it said about the question is further down."""
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    if query and (focused := _focused(text, limit, query)) is not None:
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    # focused on the text as written: its line breaks end a unit too (a pasted block of code or a
+    # list has no full stops, and one "sentence" of it would be cut at its first lines)
+    if query and (focused := _focused(text.strip(), limit, query)) is not None:
         return focused
-    return text[: limit - 1].rstrip() + "…"
+    return flat[: limit - 1].rstrip() + "…"
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\s*\n\s*(?=\S)")
 
 
 def _focused(text: str, limit: int, query: str) -> str | None:
@@ -105,7 +107,7 @@ def _focused(text: str, limit: int, query: str) -> str | None:
         else:
             break
     a, b = sentences[lo][0], sentences[hi][1]
-    piece = text[a:b].strip()
+    piece = " ".join(text[a:b].split())
     if len(piece) > room:
         piece = piece[: room - 1].rstrip() + "…"
     return ("… " if a > 0 else "") + piece + (" …" if b < len(text) else "")

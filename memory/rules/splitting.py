@@ -4,6 +4,10 @@ Heuristics only, biased toward under-splitting: two claims kept as one fact cost
 claim shredded stores fragments that mean nothing alone. Every claim is an exact substring of the message
 (``message[start:end] == text``) so provenance is exact. Every pass is linear in the message length.
 
+0. Code. A fenced block (a line opening with three backticks or tildes, to the line that closes it, or
+   to the end of the message) is one claim, fences included: its lines are one piece of work the user
+   handed over, and cut line by line they are fragments ("}", "return x") that crowd out what the
+   user said about it.
 1. Lines. Each line is a separate claim source; a leading bullet or list number is left out of the span.
 2. Sentences. A line is cut after ``.``, ``!`` or ``?`` followed by whitespace, except inside brackets
    or double quotes, after an ellipsis, after a known abbreviation, dotted acronym or initial, and
@@ -197,7 +201,19 @@ _GOAL = re.compile(
 def split_message(message: str) -> list[Claim]:
     """Split ``message`` into claims, in order, dropping framing; ``[]`` for blank input."""
     claims: list[Claim] = []
+    blocks = _code_blocks(message)
+    block = 0
     for line in _LINES.finditer(message):
+        while block < len(blocks) and blocks[block][1] <= line.start():
+            block += 1
+        if block < len(blocks) and blocks[block][0] <= line.start():
+            lo, hi = blocks[block]
+            if (
+                line.start() == lo and _FENCE.sub("", message[lo:hi]).strip()
+            ):  # once; fences alone say nothing
+                lo, hi = _strip(message, lo, hi)
+                claims.append(Claim(message[lo:hi], lo, hi, "user_input"))
+            continue
         start, end = _strip(message, line.start(), line.end())
         bullet = _BULLET.match(message, start, end)
         if bullet:
@@ -213,6 +229,32 @@ def split_message(message: str) -> list[Claim]:
                     if text and not is_framing(text):
                         claims.append(Claim(text, p_start, p_end, kind or classify(text)))
     return claims
+
+
+# a fence: up to three spaces, then three or more backticks or tildes (CommonMark's fenced code)
+_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n\r]*", re.M)
+
+
+def _code_blocks(message: str) -> list[tuple[int, int]]:
+    """The (start, end) of each fenced code block of `message`, fences included, in order: from an
+    opening fence to the first fence of the same character at least as long (an unclosed block runs
+    to the end of the message), each starting where its opening fence's line does. Linear: one pass
+    over the fences."""
+    blocks: list[tuple[int, int]] = []
+    opened: re.Match[str] | None = None
+    for fence in _FENCE.finditer(message):
+        if opened is None:
+            opened = fence
+        else:
+            mark, run = opened.group(1)[0], len(opened.group(1))
+            closing = fence.group(1)
+            # a closing fence is the run alone on its line (CommonMark): an info string opens another
+            if closing[0] == mark and len(closing) >= run and not fence.group(0).strip().strip(mark):
+                blocks.append((opened.start(), fence.end()))
+                opened = None
+    if opened is not None:
+        blocks.append((opened.start(), len(message.rstrip())))
+    return blocks
 
 
 # Where a statement hands over to a request inside one sentence: "I've added 52 sources to my

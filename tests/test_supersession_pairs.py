@@ -124,7 +124,9 @@ class EveryLaterClaimSupersedes(FactStore):
 
     def capture_message(self, ns, text, **kwargs):  # type: ignore[no-untyped-def]
         earlier = [
-            f for f in self.audit.session_facts(ns.session_id) if f.kind is Kind.USER_INPUT and f.head_id == f.id
+            f
+            for f in self.audit.session_facts(ns.session_id)
+            if f.kind is Kind.USER_INPUT and f.head_id == f.id
         ]
         result = super().capture_message(ns, text, **kwargs)
         for new in (f for f in result.facts if f.kind is Kind.USER_INPUT):

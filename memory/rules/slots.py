@@ -109,14 +109,14 @@ def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
 
 
 def outdated_by(older: str, newer: Fact) -> PossiblyOutdated:
-    """The flag on the claim `older` where ranking found `newer` on its slot and newer. Foldable
-    where both say one thing and the rules read the newer as a correction of the older (capture's
-    judge, less its demand that a correction be said outright: nothing is stored). A folded claim's
+    """The flag on the claim `older` where ranking found `newer` on its slot and newer, both saying
+    one thing (the caller has read that much). Foldable where the rules read the newer as a
+    correction of the older (capture's judge, less its demand that a correction be said outright:
+    nothing is stored). A folded claim's
     words leave the block, so the looser one-slot reading that orders them is not enough: "Just for
     this month we meet the second Tuesday" beside "the book club meets the first Thursday" is one slot
     to it, and folding it would hide the fact that still holds."""
-    foldable = says_one_thing(older) and says_one_thing(newer.body) and judge(older, newer.body).supersedes
-    return PossiblyOutdated(newer.short_id, foldable=foldable)
+    return PossiblyOutdated(newer.short_id, foldable=judge(older, newer.body).supersedes)
 
 
 def restatement(body: str, of: str) -> Restates:

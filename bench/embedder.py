@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -153,3 +154,24 @@ class LookupEmbedder:
     async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
         await asyncio.sleep(0)
         return self.embed(texts)
+
+
+class RemoteEmbedder:
+    """`inner`'s vectors, answered after the wait a model on another machine costs (an Ollama server
+    with a GPU, say): `per_call` seconds a call and `per_text` a text, slept, so that the wait takes
+    no CPU from the store being timed, as a remote model's does not."""
+
+    def __init__(self, inner: LookupEmbedder, per_call: float, per_text: float) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dims = inner.dims
+        self.per_call = per_call
+        self.per_text = per_text
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        time.sleep(self.per_call + self.per_text * len(texts))
+        return self.inner.embed(texts)
+
+    async def aembed(self, texts: Sequence[str]) -> list[list[float]]:
+        await asyncio.sleep(self.per_call + self.per_text * len(texts))
+        return self.inner.embed(texts)

@@ -36,9 +36,11 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row
 
-from bench.embedder import LookupEmbedder, TopicEmbedder
+from bench.embedder import LookupEmbedder, RemoteEmbedder, TopicEmbedder
 from bench.eval.loaders import load_locomo
 from bench.scratch import scratch_server
+from memory.embedders.base import Embedder
+from memory.embedders.select import embedder_from_name
 from memory.graph.facts import message_facts
 from memory.graph.importing import ImportMessage
 from memory.graph.store import FactStore
@@ -120,10 +122,32 @@ def ingest_once(server: str, conversation: Any, lookup: LookupEmbedder, round_: 
     }
 
 
-def import_once(server: str, conversation: Any, lookup: LookupEmbedder, round_: int) -> dict[str, Any]:
+def import_once(
+    server: str,
+    conversation: Any,
+    lookup: LookupEmbedder,
+    round_: int,
+    model: str | None = None,
+    latency: tuple[float, float] | None = None,
+) -> dict[str, Any]:
     """One conversation three ways, each into a fresh database, whole and timed whole: ours through
     the bulk path (`FactStore.import_messages`), PostgresStore through one `put` per turn and through
-    one `batch` of every put; the order alternates by round so that machine drift lands on each."""
+    one `batch` of every put; the order alternates by round so that machine drift lands on each.
+    `model`: embed with that model inside the timed calls (each store a fresh, uncached instance of
+    it, loaded before its clock starts), instead of `lookup`'s vectors computed in advance.
+    `latency`: `lookup`'s vectors, each call answered after a remote model's wait (seconds a call,
+    seconds a text: bench.embedder.RemoteEmbedder)."""
+
+    def embedder() -> Embedder:
+        if latency is not None:
+            return RemoteEmbedder(lookup, *latency)
+        if model is None:
+            return lookup
+        fresh = embedder_from_name(model)
+        fresh = getattr(fresh, "inner", fresh)  # no cache: the stores embed the same texts
+        fresh.embed(["load the model before the clock starts"])
+        return fresh
+
     turns = [t for s in conversation.sessions for t in s.turns]
     messages = [ImportMessage(t.text, "user", t.id, t.session_id, t.speaker, t.timestamp) for t in turns]
     prefix = ("memories", conversation.id)
@@ -134,7 +158,7 @@ def import_once(server: str, conversation: Any, lookup: LookupEmbedder, round_: 
         nonlocal written
         url = _fresh(server, f"import_ours_{round_}")
         with open_pool(url, min_size=1, max_size=3) as pool:
-            store = FactStore(pool, lookup)
+            store = FactStore(pool, embedder())
             store.setup()
             started = time.perf_counter()
             written = store.import_messages(conversation.id, messages).written
@@ -143,8 +167,10 @@ def import_once(server: str, conversation: Any, lookup: LookupEmbedder, round_: 
     def theirs(how: str) -> None:
         url = _fresh(server, f"import_theirs_{how}_{round_}")
         with psycopg.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
+            theirs_embedder = embedder()
             store = PostgresStore(
-                conn, index={"dims": lookup.dims, "embed": lookup.embed, "fields": ["content"]}
+                conn,
+                index={"dims": theirs_embedder.dims, "embed": theirs_embedder.embed, "fields": ["content"]},
             )
             store.setup()
             started = time.perf_counter()
@@ -158,7 +184,7 @@ def import_once(server: str, conversation: Any, lookup: LookupEmbedder, round_: 
     def ours_one_by_one() -> None:
         url = _fresh(server, f"import_capture_{round_}")
         with open_pool(url, min_size=1, max_size=3) as pool:
-            store = FactStore(pool, lookup)
+            store = FactStore(pool, embedder())
             store.setup()
             ns = store.root(conversation.id)
             started = time.perf_counter()
@@ -186,14 +212,30 @@ def import_once(server: str, conversation: Any, lookup: LookupEmbedder, round_: 
         "capture_msgs_per_s": n / seconds["capture"],
         "put_msgs_per_s": n / seconds["put"],
         "batch_msgs_per_s": n / seconds["batch"],
+        "embedder": model
+        or (f"remote: {latency[0] * 1000:g} ms a call, {latency[1] * 1000:g} ms a text" if latency else None)
+        or "vectors computed in advance",
         "loadavg": _loadavg(),
     }
 
 
-def import_markdown(runs: list[dict[str, Any]], source: str) -> str:
+def import_markdown(
+    runs: list[dict[str, Any]],
+    source: str,
+    model: str | None = None,
+    latency: tuple[float, float] | None = None,
+) -> str:
+    vectors = (
+        f"vectors computed in advance, each embedding call answered after a remote model's wait "
+        f"({latency[0] * 1000:g} ms a call and {latency[1] * 1000:g} ms a text, slept)"
+        if latency is not None
+        else "vectors computed in advance"
+        if model is None
+        else f"every text embedded by {model} inside the timed calls (a fresh, uncached instance for each store)"
+    )
     lines = [
         f"Bulk import (messages per second), {len(runs)} conversation runs of LoCoMo's dev set ({source}), "
-        "vectors computed in advance, each store in a fresh database of one embedded Postgres.",
+        f"{vectors}, each store in a fresh database of one embedded Postgres.",
         "",
         "| conversation | turns | facts written | ours: import_messages | ours: capture_message each "
         "| PostgresStore put | PostgresStore batch | import / capture | import / put | import / batch |",
@@ -269,6 +311,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="times each conversation is ingested")
     parser.add_argument("--out", type=Path, default=RESULTS / "ingest.json")
     parser.add_argument(
+        "--embedder",
+        default=None,
+        help="with --bulk: embed with this model (memory.embedders.select's names, e.g. minilm) inside "
+        "the timed calls, instead of vectors computed in advance",
+    )
+    parser.add_argument(
+        "--embedder-latency",
+        default=None,
+        metavar="CALL_MS,TEXT_MS",
+        help="with --bulk: vectors computed in advance, each embedding call answered after this wait "
+        "(a model on another machine, e.g. 5,1)",
+    )
+    parser.add_argument(
         "--bulk",
         action="store_true",
         help="time the bulk path (import_messages) against put and batch instead",
@@ -277,15 +332,19 @@ def main(argv: list[str] | None = None) -> int:
     conversations = list(load_locomo(args.locomo).conversations)[: args.conversations]
     lookup = LookupEmbedder(TopicEmbedder())
     precompute(lookup, conversations)
+    latency = None
+    if args.embedder_latency is not None:
+        call_ms, text_ms = (float(x) for x in args.embedder_latency.split(","))
+        latency = (call_ms / 1000, text_ms / 1000)
     server = scratch_server("beads-ingest-")
     if args.bulk:
         runs = []
         for round_ in range(args.rounds):
             for conversation in conversations:
-                run = import_once(server, conversation, lookup, round_)
+                run = import_once(server, conversation, lookup, round_, args.embedder, latency)
                 print(json.dumps(run), flush=True)
                 runs.append(run)
-        table = import_markdown(runs, args.locomo.name)
+        table = import_markdown(runs, args.locomo.name, args.embedder, latency)
         print(table)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"runs": runs, "machine": {"nproc": os.cpu_count()}}, indent=1) + "\n")

@@ -165,6 +165,21 @@ def test_an_import_stopped_midway_resumes_to_the_same_rows(
     assert rows(stopped_url) == rows(clean_url)
 
 
+def test_a_message_said_twice_in_one_file_is_written_once(
+    two_stores: tuple[FactStore, FactStore, str, str],
+) -> None:
+    # the next batch is read, checked against what is stored and embedded while this one is written:
+    # a message that this one writes is not stored yet when the next is checked, and is still skipped
+    said = conversation()
+    once, twice, once_url, twice_url = two_stores
+    once.import_messages("chat", said, batch_messages=2)
+    # said[2] again in the batch right after its own, said[0] far from it
+    again = [*said[:4], said[2], *said[4:], said[0]]
+    report = twice.import_messages("chat", again, batch_messages=4)
+    assert report.skipped == 2 and report.messages == len(said) + 2
+    assert rows(twice_url) == rows(once_url)
+
+
 def write_jsonl(path: Path, lines: Sequence[str]) -> Path:
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

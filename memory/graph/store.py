@@ -92,6 +92,15 @@ class _Message:
 
 
 @dataclass(frozen=True, slots=True)
+class _ImportBatch:
+    """A batch of an import, ready to write: its messages not stored yet, and their texts' vectors."""
+
+    size: int  # messages read
+    todo: list[_PlannedImport]
+    vectors_of: Mapping[str, Sequence[float]]
+
+
+@dataclass(frozen=True, slots=True)
 class _PlannedImport:
     """One message of an import: a message to split (user, tool) or one conclusion (assistant)."""
 
@@ -397,40 +406,48 @@ class FactStore:
         started = time.perf_counter()
         done = skipped = written = superseded = 0
         analyzed_at: float | None = None  # the facts the planner's statistics counted at the last ANALYZE
-        for batch in batched(messages, batch_messages):
-            planned = [self._plan_import(ns, m, max_chars) for m in batch]
-            with self._connection() as conn:
-                ids = [i for p in planned for i in p.ids]
-                stored = {
-                    r["id"] for r in conn.execute("SELECT id FROM beads.facts WHERE id = ANY(%s)", (ids,))
-                }
-            todo = [p for p in planned if p.ids and not set(p.ids) <= stored]
-            skipped += len(batch) - len(todo)
-            texts = list(dict.fromkeys(t for p in todo for t in p.texts()))
-            vectors_of = dict(zip(texts, self.embedder.embed(texts), strict=True)) if texts else {}
-            with self._connection() as conn:
-                # statistics this import made are current (it analyzes again before they are half
-                # the truth, and each ANALYZE plans prepared statements again): the generic plans
-                # memory.postgres.prepared guards against are made from them
-                prepare = analyzed_at is not None or worth_preparing(conn)
-                with conn.transaction():
-                    # a crash loses at most this batch, which a rerun writes again (its facts are not
-                    # all stored): no message needs its own durable flush
-                    conn.execute("SET LOCAL synchronous_commit = off")
-                    for plan in todo:
-                        for n, items in enumerate(plan.item_chunks(vectors_of)):
-                            with conn.pipeline():
-                                w = self._write_in(
-                                    conn, ns, items, plan.provenance, plan.own_key, n > 0, prepare
-                                )
-                            written += len(w.new)
-                            superseded += sum(1 for a in w.auto if not a.proposed)
-            if written:
-                self._vectors_written()
-                analyzed_at = self._analyze_grown(analyzed_at)
-            done += len(batch)
-            if progress is not None:
-                progress(done, written)
+        stored_here: set[uuid.UUID] = set()  # facts this import wrote (a message said twice in one file)
+        # One batch ahead: while a batch is written (the client waits on the server most of that
+        # time), a worker splits the next one, asks which of its messages are stored already and
+        # embeds the rest (a model releases the GIL while it runs), so that neither waits on the other.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="beads-import") as ahead:
+            batches = batched(messages, batch_messages)
+            first = next(batches, None)
+            coming = None if first is None else ahead.submit(self._prepare_import, ns, first, max_chars)
+            while coming is not None:
+                prepared = coming.result()
+                following = next(batches, None)
+                coming = (
+                    None
+                    if following is None
+                    else ahead.submit(self._prepare_import, ns, following, max_chars)
+                )
+                todo = [p for p in prepared.todo if not set(p.ids) <= stored_here]
+                skipped += prepared.size - len(todo)
+                with self._connection() as conn:
+                    # statistics this import made are current (it analyzes again before they are half
+                    # the truth, and each ANALYZE plans prepared statements again): the generic plans
+                    # memory.postgres.prepared guards against are made from them
+                    prepare = analyzed_at is not None or worth_preparing(conn)
+                    with conn.transaction():
+                        # a crash loses at most this batch, which a rerun writes again (its facts are
+                        # not all stored): no message needs its own durable flush
+                        conn.execute("SET LOCAL synchronous_commit = off")
+                        for plan in todo:
+                            for n, items in enumerate(plan.item_chunks(prepared.vectors_of)):
+                                with conn.pipeline():
+                                    w = self._write_in(
+                                        conn, ns, items, plan.provenance, plan.own_key, n > 0, prepare
+                                    )
+                                written += len(w.new)
+                                superseded += sum(1 for a in w.auto if not a.proposed)
+                            stored_here.update(plan.ids)
+                if written:
+                    self._vectors_written()
+                    analyzed_at = self._analyze_grown(analyzed_at)
+                done += prepared.size
+                if progress is not None:
+                    progress(done, written)
         return ImportReport(
             messages=done,
             skipped=skipped,
@@ -438,6 +455,20 @@ class FactStore:
             superseded=superseded,
             seconds=round(time.perf_counter() - started, 3),
         )
+
+    def _prepare_import(
+        self, ns: Namespace, batch: list[ImportMessage], max_chars: int | Literal["store"] | None
+    ) -> _ImportBatch:
+        """A batch of an import made ready to write: split, what is stored already left out (a
+        rerun's, before anything of it is embedded), the rest embedded in one call."""
+        planned = [self._plan_import(ns, m, max_chars) for m in batch]
+        with self._connection() as conn:
+            ids = [i for p in planned for i in p.ids]
+            stored = {r["id"] for r in conn.execute("SELECT id FROM beads.facts WHERE id = ANY(%s)", (ids,))}
+        todo = [p for p in planned if p.ids and not set(p.ids) <= stored]
+        texts = list(dict.fromkeys(t for p in todo for t in p.texts()))
+        vectors_of = dict(zip(texts, self.embedder.embed(texts), strict=True)) if texts else {}
+        return _ImportBatch(len(batch), todo, vectors_of)
 
     def _analyze_grown(self, analyzed_at: float | None) -> float:
         """Statistics for the tables an import fills, each time it has doubled them (and after its

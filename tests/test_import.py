@@ -136,6 +136,42 @@ def test_an_import_leaves_the_planner_statistics_of_what_it_wrote(
                 assert planned >= stored / 2
 
 
+def test_a_session_imported_beside_others_is_in_the_planner_statistics(
+    two_stores: tuple[FactStore, FactStore, str, str],
+) -> None:
+    # a second session, too small to double the table, was left out of the statistics until
+    # autovacuum came: planned as one row, its first searches read every claim it has
+    _, bulk, _, bulk_url = two_stores
+    bulk.import_messages("chat", conversation(), batch_messages=4)
+    bulk.import_messages("other", conversation()[:5], batch_messages=4)
+    with psycopg.connect(bulk_url) as conn:
+        planned, stored, other = conn.execute(
+            "SELECT (SELECT reltuples FROM pg_class WHERE oid = 'beads.facts'::regclass),"
+            " (SELECT count(*) FROM beads.facts),"
+            " (SELECT count(*) FROM beads.facts WHERE session_id = 'other')"
+        ).fetchone()
+        assert other > 0 and planned == stored
+        [estimate] = conn.execute(
+            "EXPLAIN (FORMAT JSON) SELECT * FROM beads.facts WHERE session_id = 'other'"
+        ).fetchone()
+        assert estimate[0]["Plan"]["Plan Rows"] == other
+
+
+def test_an_import_leaves_nothing_pending_in_the_keyword_indexes(
+    two_stores: tuple[FactStore, FactStore, str, str],
+) -> None:
+    # a GIN index's pending list is read whole by every lookup; after a bulk load the planner, costing
+    # it, counted a search's words by reading the session's claims instead of the index
+    _, bulk, _, bulk_url = two_stores
+    bulk.import_messages("chat", conversation(), batch_messages=4)
+    with psycopg.connect(bulk_url, autocommit=True) as conn:
+        merged = conn.execute(
+            "SELECT gin_clean_pending_list('beads.facts_body_tsv'::regclass)"
+            " + gin_clean_pending_list('beads.passages_body_tsv'::regclass)"
+        ).fetchone()
+        assert merged == (0,)  # the import merged them already
+
+
 class StopsAt(FakeEmbedder):
     """Fails on its `n`th call, as a process killed mid-import would stop."""
 

@@ -5,7 +5,8 @@ claims, ids, passages, edges, supersessions and restatements: the rules see ever
 as they would live), and differs only in how it gets there:
 
 - embedding is batched across many messages (one model call per batch, where capture makes one per
-  message),
+  message), and runs one batch ahead: the next batch is split, checked against what is stored and
+  embedded while this one is written, so that a model on another machine and the writes overlap,
 - a batch of messages is written in one transaction with `synchronous_commit` off (one commit, not
   one durable flush per message; a crash loses at most the last batch, which a rerun writes again),
 - the tables it fills are analyzed as they grow (after the first batch, then each time the facts

@@ -108,8 +108,9 @@ def time_parts(
 def plan_summary(
     conn: Any, root: Namespace, q: str, vector: Any, embedder_id: int, dims: int, options: SearchOptions
 ) -> dict[str, float]:
-    """Planning and execution time of our candidate statement for `q`, and the nearest claims' scan's
-    share (figures only: the plan names the query's words)."""
+    """Planning and execution time of our candidate statement for `q`, and the shares of the nearest
+    claims' scan and of counting the query's words in the session (figures only: the plan names the
+    query's words)."""
     common = known_common_words(conn, root.session_id, q, options)
     statement, params = candidate_query(root, q, vector, embedder_id, dims, options, common)
     with conn.transaction():
@@ -124,11 +125,13 @@ def plan_summary(
         return next((t for t in found if t is not None), None)
 
     scan = cte_time(explained["Plan"], "claim_hits")
+    counts = cte_time(explained["Plan"], "words")  # each word counted in the session: common or not
     return {
         "words": float(sum(k.startswith("w") for k in params)),
         "planning": float(explained["Planning Time"]),
         "execution": float(explained["Execution Time"]),
         "nearest_claims_scan": -1.0 if scan is None else scan,
+        "keyword_counts": -1.0 if counts is None else counts,
     }
 
 
@@ -237,6 +240,14 @@ def main() -> None:
                 label: plan_summary(conn, root, q, vectors[q], facts.embedder_id, embedder.dims, options)
                 for label, q in (("longest_message", longest), ("first_question", questions[0]))
                 if q
+            }
+            # the same figures over a sample of the queries: the median of each
+            sampled = [
+                plan_summary(conn, root, q, vectors[q], facts.embedder_id, embedder.dims, options)
+                for q in random.Random(args.seed).sample(texts, min(40, len(texts)))
+            ]
+            plans["median_of_40_queries"] = {
+                key: statistics.median(p[key] for p in sampled) for key in sampled[0]
             }
             for label, plan in plans.items():
                 print(f"  plan of the {label.replace('_', ' ')}: {plan}")

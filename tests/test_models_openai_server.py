@@ -123,7 +123,9 @@ def test_a_harness_reader_pass_through_the_server(served: str) -> None:
     )
     reading = read(model, "- Maria moved to Lisbon last spring.", question)
     assert reading.reply and reading.answer == reading.reply.splitlines()[0].strip()
-    assert "lisbon" in reading.reply.lower()
+    # the city, in either language: a llama.cpp built for another CPU reads the same weights a hair
+    # differently, and greedy decoding then answers "Lisboa" (seen on a fresh machine)
+    assert "lisbo" in reading.reply.lower()
 
 
 async def test_a_playground_turn_streams_both_lanes_through_the_server(served: str, play_db: str) -> None:

@@ -18,10 +18,14 @@ from psycopg import sql
 
 from memory import retrieval
 from memory.embedders import FakeEmbedder
+from memory.graph.importing import ImportMessage
 from memory.graph.store import FactStore
 from memory.model import Kind, Source
 from memory.postgres import prepared
 from memory.postgres.connection import connection_kwargs, open_pool
+from memory.retrieval import SearchOptions
+from memory.retrieval.hnsw import ef_search_for, set_hnsw_local
+from memory.retrieval.statement import candidate_query
 
 FACTS = [
     "Our budget is $100k per year.",
@@ -157,3 +161,46 @@ def test_a_pool_without_prepared_statements_prepares_nothing_and_answers_alike(
         with_prepared = answers(store, ns, QUERIES * 3)
     assert with_prepared == without
     assert any(resolved for hits in without for _, _, resolved, _ in hits), "a resolved hit is compared"
+
+
+def _executed_indexes(plan: dict[str, Any]) -> set[str]:
+    """The indexes an EXPLAIN ANALYZE plan read from (nodes that ran at least once)."""
+    found = {plan["Index Name"]} if plan.get("Index Name") and plan.get("Actual Loops", 0) > 0 else set()
+    for child in plan.get("Plans", ()):
+        found |= _executed_indexes(child)
+    return found
+
+
+def test_a_large_session_walks_the_index_and_a_small_one_reads_its_claims(store: FactStore) -> None:
+    # A session that is a large share of every claim finds its nearest claims by walking the HNSW
+    # index; joined plainly, the planner read all its claims instead once it was a quarter of the
+    # table. A small one among many reads its claims: a walk would pass thousands of others' claims
+    # and stop (hnsw.max_scan_tuples) short of its own.
+    said = [
+        ImportMessage(f"Service {n} runs on node {n % 17} in rack {n % 5}.", message_id=f"m{n}")
+        for n in range(300)
+    ]
+    store.import_messages("large", said)
+    store.import_messages("small", said[:3])  # 1% of the claims
+    store.index_pending()
+    ran = {}
+    for session in ("large", "small"):
+        root = store.root(session)
+        query = "Which node does service 7 run on?"
+        statement, params = candidate_query(
+            root,
+            query,
+            store.embedder.embed([query])[0],
+            store.embedder_id,
+            store.embedder.dims,
+            SearchOptions(),
+        )
+        with store.pool.connection() as conn, conn.transaction():
+            set_hnsw_local(conn, ef_search_for(SearchOptions()))
+            [explained] = conn.execute(
+                sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + statement, params
+            ).fetchone()["QUERY PLAN"]
+        ran[session] = _executed_indexes(explained["Plan"])
+    assert any(name.startswith("fact_vectors_hnsw") for name in ran["large"])
+    assert not any(name.startswith("fact_vectors_hnsw") for name in ran["small"])
+    assert store.search(store.root("small"), "Which node does service 1 run on?").hits  # and it finds them

@@ -69,6 +69,12 @@ _RECALLABLE = """f.status <> 'archived'
             AND (%(directives)s OR f.kind <> 'directive'
                  OR (%(valued)s AND f.body ~ '[0-9]' AND f.source = 'passive_capture'))"""
 
+# A session this share of all claims or more finds its nearest claims by walking the HNSW index
+# (claim_hits). pgvector's iterative scan gives up after hnsw.max_scan_tuples (20,000) tuples, so a
+# walk over a table where the session is 2% of the claims meets about 400 of them, more than the 32
+# it needs; below that, its claims are read instead.
+WALK_SHARE = 0.02
+
 # Keyword search off, or a query without a content word: as with the passage scan, left out rather
 # than switched off by a parameter.
 _NO_WORD_HITS = """claim_words AS (SELECT NULL::uuid AS id, NULL::float4 AS rank WHERE false),
@@ -88,6 +94,14 @@ WITH scope AS (
      WHERE session_id = %(session)s
        AND (id = ANY(%(lineage)s::uuid[]) OR lineage @> ARRAY[%(ns)s]::uuid[])
 ),
+walk AS (
+    -- the session's share of all claims, as ANALYZE last counted it (a session it has not seen, or
+    -- too rare to be among the most common values, has none)
+    SELECT coalesce((SELECT s.most_common_freqs[array_position(s.most_common_vals::text::text[], %(session)s::text)]
+                       FROM pg_stats s
+                      WHERE s.schemaname = 'beads' AND s.tablename = 'facts' AND s.attname = 'session_id'),
+                    0) >= {walk_share} AS large
+),
 -- Each side: the nearest indexed vectors through HNSW, plus the few written since the background
 -- indexer last ran (migration 0006), compared exactly. Similarities are computed here, on rows the
 -- scans already hold (vectors are stored inline, migration 0005); below, only the side a candidate
@@ -95,10 +109,17 @@ WITH scope AS (
 -- As on the keyword side, directives and archived facts, which ranking drops, take no place: the
 -- nearest claims to a question are the same question asked before, and in a long session those
 -- copies filled every place, leaving blocks of one fact or none (the 1M growth run).
--- The indexed side reads each vector's fact by primary key (a LATERAL read of at most one row), so
--- that the scan can only walk the HNSW index: joined plainly, once the session was a quarter of the
--- table the planner read all its claims and compared every vector by hand instead (6 ms of a 17 ms
--- search on a 500K chat, 0.6 ms through the index; results/long-sessions-24).
+-- The indexed side is read one of two ways, chosen by the session's share of all claims as the
+-- planner's statistics give it (`walk`):
+-- - a large share (WALK_SHARE or more): through the HNSW index, each vector's fact read by primary
+--   key (a LATERAL read of at most one row), which leaves the planner no other plan. Joined plainly,
+--   once the session was a quarter of the table it read all the session's claims and compared every
+--   vector by hand instead (6 ms of a 17 ms search on a 500K chat, 0.6 ms through the index;
+--   results/long-sessions-24);
+-- - otherwise joined plainly, as the planner sees fit: for a small session among many, reading its
+--   claims is right, and a walk would pass thousands of other sessions' claims to find its few
+--   (pgvector stops an iterative scan after hnsw.max_scan_tuples, with fewer than asked for).
+-- Only one side runs: the other's condition is false before it starts.
 claim_hits AS (
     SELECT id, sim FROM (
         (SELECT v.fact_id AS id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims})) AS sim
@@ -109,7 +130,17 @@ claim_hits AS (
                     AND f.namespace_id IN (SELECT id FROM scope)
                     AND {recallable}
                   LIMIT 1) f
-          WHERE v.embedder_id = {eid} AND v.indexed
+          WHERE v.embedder_id = {eid} AND v.indexed AND (SELECT large FROM walk)
+          ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
+          LIMIT {n})
+        UNION ALL
+        (SELECT v.fact_id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
+           FROM beads.fact_vectors v
+           JOIN beads.facts f ON f.id = v.fact_id
+          WHERE v.embedder_id = {eid} AND v.indexed AND f.session_id = %(session)s
+            AND f.namespace_id IN (SELECT id FROM scope)
+            AND {recallable}
+            AND NOT (SELECT large FROM walk)
           ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
           LIMIT {n})
         UNION ALL
@@ -240,6 +271,7 @@ def candidate_query(
         "n": sql.Literal(candidate_count(options)),
         "kn": sql.Literal(keyword_candidate_count(options)),
         "common": sql.Literal(int(options.keyword_common)),
+        "walk_share": sql.Literal(WALK_SHARE),
     }
     keywords = [w for w in keyword_words(query) if w not in common_words] if options.keyword else []
     recallable = sql.SQL(_RECALLABLE)

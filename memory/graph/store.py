@@ -14,7 +14,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Concatenate, Literal, ParamSpec, Protocol, TypeVar, Unpack
 
@@ -110,23 +110,26 @@ class _PlannedImport:
     source: Source | None
     speaker: str | None
     conclusion: tuple[str, Kind, Source, str] | None  # body, kind, source, source key
+    # the ids its facts get: known before anything is embedded (what a rerun skips by); computed once,
+    # since an import asks for them at each step of a batch
+    ids: tuple[uuid.UUID, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        sid, nsid = self.ns.session_id, self.ns.id
+        if self.conclusion is not None:
+            body, _, source, key = self.conclusion
+            ids = [fact_id(sid, nsid, source.value, key, body)] if body else []
+        else:
+            assert self.message is not None and self.source is not None
+            key = self.message.source_key
+            ids = [
+                fact_id(sid, nsid, self.source.value, f"{key}:{c.start}", c.text) for c in self.message.claims
+            ]
+        object.__setattr__(self, "ids", tuple(ids))
 
     @property
     def own_key(self) -> str | None:
         return None if self.message is None else self.message.source_key
-
-    @property
-    def ids(self) -> list[uuid.UUID]:
-        """The ids its facts get: known before anything is embedded (what a rerun skips by)."""
-        sid, nsid = self.ns.session_id, self.ns.id
-        if self.conclusion is not None:
-            body, _, source, key = self.conclusion
-            return [fact_id(sid, nsid, source.value, key, body)] if body else []
-        assert self.message is not None and self.source is not None
-        key = self.message.source_key
-        return [
-            fact_id(sid, nsid, self.source.value, f"{key}:{c.start}", c.text) for c in self.message.claims
-        ]
 
     def texts(self) -> list[str]:
         if self.conclusion is not None:

@@ -40,6 +40,7 @@ from bench.embedder import LookupEmbedder, RemoteEmbedder, TopicEmbedder
 from bench.eval.loaders import load_locomo
 from bench.scratch import scratch_server
 from memory.embedders.base import Embedder
+from memory.embedders.cache import CachedEmbedder
 from memory.embedders.select import embedder_from_name
 from memory.graph.facts import message_facts
 from memory.graph.importing import ImportMessage
@@ -144,7 +145,8 @@ def import_once(
         if model is None:
             return lookup
         fresh = embedder_from_name(model)
-        fresh = getattr(fresh, "inner", fresh)  # no cache: the stores embed the same texts
+        if isinstance(fresh, CachedEmbedder):  # no cache: the stores embed the same texts
+            fresh = fresh.inner
         fresh.embed(["load the model before the clock starts"])
         return fresh
 

@@ -17,9 +17,12 @@ from psycopg_pool import ConnectionPool
 
 from memory.doors.middleware import CAPTURE_EVENT, INJECTION_EVENT, BeadsMemoryMiddleware
 from memory.embedders import FakeEmbedder, MiniLMEmbedder
+from memory.graph import earlier_claims
+from memory.graph.importing import ImportMessage
 from memory.graph.store import CAPTURE_CHUNK_CLAIMS, FactStore
 from memory.model import Kind, Status
 from memory.postgres.connection import open_pool
+from memory.postgres.vectors import as_vector
 from memory.rules import clean_text
 from memory.rules.splitting import split_message
 from memory.scripted import ScriptedChatModel
@@ -83,6 +86,54 @@ def test_a_capture_stopped_between_chunks_is_completed_by_a_replay(pool: Connect
     assert len(flaky.audit.facts_in_namespace(ns.id)) == CAPTURE_CHUNK_CLAIMS  # the first chunk landed whole
     again = flaky.capture_message(ns, text, source_key="m-1", max_chars=None)
     assert again.written == CAPTURE_CHUNK_CLAIMS and len(again.facts) == CAPTURE_CHUNK_CLAIMS * 2
+
+
+def _looped_indexes(plan: dict[str, Any]) -> set[str]:
+    """The indexes an EXPLAIN ANALYZE plan read once per row of another node (loops > 1)."""
+    found = {plan["Index Name"]} if plan.get("Index Name") and plan.get("Actual Loops", 0) > 1 else set()
+    for child in plan.get("Plans", ()):
+        found |= _looped_indexes(child)
+    return found
+
+
+def test_a_long_messages_waiting_claims_are_each_read_by_primary_key(pool: ConnectionPool) -> None:
+    # While a long message is written its claims wait for the index, and each claim's scan for its
+    # nearest earlier claims reads every waiting vector's fact to leave its own message out. In a
+    # session the planner's statistics have not seen (an import's first batch beside other chats),
+    # it read each of them through the session index, all the session's facts per waiting vector:
+    # quadratic for each claim (65 ms at 833 claims, a 256 KB message unfinished after 24 minutes).
+    store = FactStore(pool, FakeEmbedder(64), index_in_background=False)
+    store.setup()
+    store.import_messages(
+        "others", [ImportMessage(FILLER.format(n=n), message_id=f"o{n}") for n in range(200)]
+    )
+    ns = store.root("new")  # after the others' ANALYZE: the statistics know nothing of it
+    result = store.capture_message(ns, long_message(CAPTURE_CHUNK_CLAIMS * 2), source_key="m", max_chars=None)
+    with pool.connection() as conn, conn.transaction(force_rollback=True):
+        # as midway through the message: its claims not yet in the index
+        conn.execute(
+            "UPDATE beads.fact_vectors v SET indexed = false FROM beads.facts f"
+            " WHERE f.id = v.fact_id AND f.session_id = 'new'"
+        )
+        [vector] = store.embedder.embed([result.facts[-1].body])
+        statement = earlier_claims.statement(
+            ns, store.embedder_id, store.embedder.dims, correct=True, restate=True, own=True
+        )
+        params = {
+            "q": as_vector(vector),
+            "session": "new",
+            "ns": ns.id,
+            "lineage": list(ns.lineage),
+            "speaker": None,
+            "at": None,
+            "min_sim": 0.0,
+            "own": "m:",
+        }
+        row = conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + statement, params).fetchone()
+        assert row is not None
+        looped = _looped_indexes(row["QUERY PLAN"][0]["Plan"])
+    assert looped & {"fact_vectors_fact", "facts_pkey"}, looped  # the scan did read the waiting claims
+    assert not {name for name in looped if name.startswith("facts_")} - {"facts_pkey"}, looped
 
 
 @pytest.mark.parametrize(

@@ -56,10 +56,10 @@ _SCAN = """
     (SELECT {label}::text, v.fact_id, 1 - (v.embedding::vector({dims}) <=> %(q)s::vector({dims}))
        FROM beads.fact_vectors v
        CROSS JOIN LATERAL (
-             SELECT 1 FROM beads.facts f
-              WHERE f.id = v.fact_id AND f.session_id = %(session)s AND f.namespace_id {where} {not_own}
-              LIMIT 1) f
-      WHERE v.embedder_id = {eid} AND NOT v.indexed
+             SELECT f.session_id, f.namespace_id, f.source_key FROM beads.facts f
+              WHERE f.id = v.fact_id LIMIT 1) f
+      WHERE v.embedder_id = {eid} AND NOT v.indexed AND f.session_id = %(session)s
+        AND f.namespace_id {where} {not_own}
       ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims})
       LIMIT {scanned})"""
 

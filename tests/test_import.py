@@ -18,8 +18,10 @@ from memory.doors.cli import main
 from memory.doors.transcripts import read_transcripts
 from memory.embedders import FakeEmbedder
 from memory.graph.importing import ImportError_, ImportMessage, read_jsonl
+from memory.graph.indexer import BackgroundIndexer
 from memory.graph.store import CAPTURE_CHUNK_CLAIMS, FactStore
 from memory.model import Kind, Source
+from memory.postgres import vectors
 from memory.postgres.connection import open_pool
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -222,8 +224,10 @@ def write_jsonl(path: Path, lines: Sequence[str]) -> Path:
 
 
 def test_a_jsonl_chat_imports_from_the_command_line(
-    tmp_path: Path, db_url: str, pool: ConnectionPool
+    tmp_path: Path, db_url: str, pool: ConnectionPool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # as if the background indexer had not reached the last batch's vectors when the import ended
+    monkeypatch.setattr(BackgroundIndexer, "poke", lambda self: None)
     chat = write_jsonl(
         tmp_path / "chat.jsonl",
         [
@@ -240,6 +244,8 @@ def test_a_jsonl_chat_imports_from_the_command_line(
         ],
     )
     assert main(["import", str(chat), "alice", "--embedder", "fake", "--database-url", db_url]) == 0
+    with pool.connection() as conn:  # the command waited for its vectors to reach the index
+        assert vectors.pending_count(conn) == 0
     store = FactStore(pool, FakeEmbedder())
     bodies = {f.body: f.status.value for f in store.audit.session_facts("alice")}
     assert bodies == {

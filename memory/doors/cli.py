@@ -185,8 +185,9 @@ def _opened(url: str, embedder: Embedder) -> Iterator[tuple[FactStore, str]]:
     except psycopg.ProgrammingError as exc:
         raise Failure(f"not a valid database URL: {first_line(exc)}", 2) from None
     try:
-        with open_pool(url, min_size=1, max_size=2) as pool:
-            store = FactStore(pool, embedder)
+        # the store is closed before the pool: its indexer finishes the vectors it is moving into
+        # the index (an import's last batch) rather than have the server stopped under it
+        with open_pool(url, min_size=1, max_size=2) as pool, FactStore(pool, embedder) as store:
             store.setup()
             yield store, mask_url(url)
     except (DatabaseUnavailableError, ConfigurationError, psycopg.OperationalError, PoolTimeout) as exc:
@@ -515,6 +516,9 @@ def import_file(args: argparse.Namespace, console: Console) -> int:
                     f"superseded, {report.skipped} already stored, in {report.seconds:.1f} s"
                 )
             )
+        # what the last batches wrote is in the index before the command ends: left waiting, every
+        # search of the session would compare those vectors one by one until the next write
+        store.index_pending()
     return 0
 
 

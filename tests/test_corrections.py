@@ -303,3 +303,25 @@ def test_a_question_about_how_things_were_is_told_from_one_about_now(question: s
     from memory.rules.corrections import asks_about_earlier
 
     assert asks_about_earlier(question) is earlier
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The budget is $100k; the team is 5 people, and the deadline is March 3.",
+        "We moved to Denver - rent is $2,400 - and my commute is 25 minutes, while the office is 3 miles away.",
+        "Costs: hosting is $300, which5 of us share. Storage is 2 TB! Backups run at 4am.",
+        "A1C was 6.1 in March, 5.8 in June, whereas the target is 5.5, so the next check is in 90 days.",
+        "Sprint 2 is due April 20, but the first sprint is due April 5 : QA gets 3 days.",
+    ],
+)
+def test_a_values_clause_is_where_the_text_cut_at_the_value_puts_it(text: str) -> None:
+    # clause_bounds reads a claim's breaks once for all its values; each value's clause must start
+    # where reading the text cut at that value would put it (the rules' reading before)
+    from memory.rules.corrections.claims import _CLAUSE_BREAK, clause_bounds, parse
+
+    claim = parse(text)
+    assert claim.values
+    for value in claim.values:
+        start = max((m.end() for m in _CLAUSE_BREAK.finditer(claim.body, 0, value.start)), default=0)
+        assert clause_bounds(claim.body, value)[0] == start, value

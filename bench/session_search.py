@@ -68,6 +68,13 @@ def _args() -> argparse.Namespace:
         " (its fingerprint differs): search is timed, not what capture writes, and ingesting again"
         " costs minutes of CPU",
     )
+    p.add_argument(
+        "--plan-cache-mode",
+        choices=("auto", "force_generic_plan", "force_custom_plan"),
+        default="auto",
+        help="Postgres's plan_cache_mode on the connection our searches run on (auto: as the library runs; the"
+        " other two tell what planning each search would cost, or save)",
+    )
     return p.parse_args()
 
 
@@ -194,6 +201,7 @@ def main() -> None:
         reasons: Counter[str] = Counter()
         hits: dict[str, list[int]] = {"ours": [], "theirs": []}
         with facts.pool.connection() as conn:
+            conn.execute(sql.SQL("SET plan_cache_mode = {}").format(sql.Literal(args.plan_cache_mode)))
             for q in texts[:40]:  # warm-up: plans, caches, the HNSW pages
                 ours(conn, q)
                 theirs(conn, q)
@@ -292,6 +300,7 @@ def main() -> None:
         # EXPLAIN ANALYZE of our candidate statement: its planning, its execution, and the part of
         # the execution that the nearest claims' scan (the claim_hits CTE) took
         "ours_plans_ms": plans,
+        "plan_cache_mode": args.plan_cache_mode,
         "ingested_now": not ingested_before and not fingerprint_current,
         # False: searched as an earlier ingestion left the chat (--as-ingested)
         "ingestion_current": fingerprint_current,

@@ -44,7 +44,7 @@ from memory.postgres.prepared import worth_preparing
 from memory.retrieval import SearchOptions
 from memory.retrieval.hits import search_result
 from memory.retrieval.hnsw import ef_search_for, session_settings_hold, set_hnsw_local
-from memory.retrieval.keywords import known_common_words, remember_common_words
+from memory.retrieval.keywords import keyword_words, known_common_words, remember_common_words
 from memory.retrieval.ranking import rank
 from memory.retrieval.statement import candidate_query
 
@@ -200,6 +200,7 @@ def main() -> None:
         short: list[int] = []
         reasons: Counter[str] = Counter()
         hits: dict[str, list[int]] = {"ours": [], "theirs": []}
+        by_words: dict[int, list[float]] = {}  # ours after the first round, by the words it sent
         with facts.pool.connection() as conn:
             conn.execute(sql.SQL("SET plan_cache_mode = {}").format(sql.Literal(args.plan_cache_mode)))
             for q in texts[:40]:  # warm-up: plans, caches, the HNSW pages
@@ -215,9 +216,14 @@ def main() -> None:
                 random.Random(args.seed + n_round).shuffle(order)
                 for i, q in enumerate(order):
                     for label in list(calls) if i % 2 == 0 else list(reversed(calls)):
+                        # the content words our statement will send (those known common are left out)
+                        common = known_common_words(conn, root.session_id, q, options)
+                        sent = sum(w not in common for w in keyword_words(q))
                         t0 = time.perf_counter()
                         found = calls[label](conn, q)
                         series[label].append((time.perf_counter() - t0) * 1000)
+                        if label == "ours" and n_round > 0:
+                            by_words.setdefault(sent, []).append(series[label][-1])
                         by_kind.setdefault(f"{label}_{kind_of[q]}s", []).append(series[label][-1])
                         if n_round == 0:
                             hits[label].append(found)
@@ -300,6 +306,12 @@ def main() -> None:
         # EXPLAIN ANALYZE of our candidate statement: its planning, its execution, and the part of
         # the execution that the nearest claims' scan (the claim_hits CTE) took
         "ours_plans_ms": plans,
+        # ours in the rounds after the first, by how many content words the statement sent: each word
+        # not yet known common is counted in the session and ranks its matches
+        "ours_after_round_1_by_words_sent": {
+            str(n): {"searches": len(ms), "p50": statistics.median(ms), "p95": writes.summary(ms)["p95"]}
+            for n, ms in sorted(by_words.items())
+        },
         "plan_cache_mode": args.plan_cache_mode,
         "ingested_now": not ingested_before and not fingerprint_current,
         # False: searched as an earlier ingestion left the chat (--as-ingested)

@@ -174,7 +174,7 @@ def test_claims_of_one_message_in_a_block_share_its_line(store: FactStore) -> No
     )
     model = ScriptedChatModel(replies=["ok"])
     middleware = BeadsMemoryMiddleware(
-        store, root, retrieved_tokens=400, tier=TierSettings(merge_claims=True)
+        store, root, retrieved_tokens=400, tier=TierSettings(merge_claims=True, excerpt_share=0.0)
     )
     [event] = injection_events(create_agent(model, tools=[], middleware=[middleware]), ASK)
     block = system_text(model.prompts[0])
@@ -187,7 +187,7 @@ def test_claims_of_one_message_in_a_block_share_its_line(store: FactStore) -> No
     # off: a line each
     model = ScriptedChatModel(replies=["ok"])
     middleware = BeadsMemoryMiddleware(
-        store, root, retrieved_tokens=400, tier=TierSettings(merge_claims=False)
+        store, root, retrieved_tokens=400, tier=TierSettings(merge_claims=False, excerpt_share=0.0)
     )
     injection_events(create_agent(model, tools=[], middleware=[middleware]), ASK)
     assert sum("budget for item" in x for x in system_text(model.prompts[0]).splitlines()) == 2
@@ -211,7 +211,7 @@ def test_a_thin_claim_brings_its_passage_within_the_budget(store: FactStore) -> 
     root = store.root("s")
     store.capture_message(root, "We moved the launch. Friday.", message_id="launch")
     store.capture_message(root, "The launch party needs a venue near the office.", message_id="party")
-    tier = TierSettings(thin_tokens=8, passage_chars=120)
+    tier = TierSettings(thin_tokens=8, passage_chars=120, excerpt_share=0.0)
     everything = SearchOptions(relevance_floor=-1.0)  # every claim is a candidate, "Friday." included
     ask = "Did we move the launch?"  # a question: held out of retrieval, so no call finds the last one
 
@@ -241,13 +241,13 @@ def test_a_thin_claim_brings_its_passage_within_the_budget(store: FactStore) -> 
     tight, _ = event(tier=tier, retrieved_tokens=small)
     assert 0 < retrieved_tier(tight)["tokens"] <= small
     assert "We moved the launch." not in {f["text"] for f in tight["facts"]}
-    # off (thin_tokens=0, the default): claims alone, a line each where they are not merged
-    plain, _ = event(retrieved_tokens=400, tier=TierSettings(merge_claims=False))
+    # off (thin_tokens=0, excerpts off): claims alone, a line each where they are not merged
+    plain, _ = event(retrieved_tokens=400, tier=TierSettings(merge_claims=False, excerpt_share=0.0))
     assert all(f["passage"] is None for f in plain["facts"]) and "Friday." in {
         f["text"] for f in plain["facts"]
     }
     # and with merge_claims the message's two claims share one line
-    merged, text = event(retrieved_tokens=400, tier=TierSettings(merge_claims=True))
+    merged, text = event(retrieved_tokens=400, tier=TierSettings(merge_claims=True, excerpt_share=0.0))
     assert "We moved the launch. … Friday." in text and "Friday." not in {f["text"] for f in merged["facts"]}
 
 
@@ -394,7 +394,7 @@ def test_a_large_budget_shows_a_long_message_whole_and_whole_share_caps_it(store
     whole = system(TierSettings())
     assert message in whole
     # whole_share=0: no budget for whole messages, so the message is shown as its claims
-    claims = system(TierSettings(whole_share=0.0))
+    claims = system(TierSettings(whole_share=0.0, excerpt_share=0.0))
     assert message not in claims and sentences[0] in claims
     # an agent's conclusion too long to be shown whole is clipped as a claim is, at any budget
     answer = " ".join(
@@ -414,6 +414,7 @@ def test_excerpts_show_a_claim_in_its_turn_only_where_a_line_may_hold_a_paragrap
     assert everywhere.thin_tokens == 100 and everywhere.passage_chars == 200
     large = settings.for_budget(3_000)  # 250 tokens a line: a claim with 500 characters of its turn
     assert large.thin_tokens == 250 and large.passage_chars == 500 and large.max_chars == 1_000
-    assert TierSettings().for_budget(3_000).thin_tokens == 0  # off by default
+    assert TierSettings().for_budget(3_000).thin_tokens == 250  # on by default, at every budget
+    assert TierSettings(excerpt_share=0.0).for_budget(3_000).thin_tokens == 0  # off: claims alone
     with pytest.raises(ValueError, match="excerpt_share"):
         TierSettings(excerpt_share=1.5)

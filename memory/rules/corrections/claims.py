@@ -297,15 +297,23 @@ def clause_bounds(body: str, value: Value) -> tuple[int, int]:
     """Where the clause that holds `value` starts and ends in `body`."""
     starts, ends = _breaks(body)
     n = bisect.bisect_right(ends, value.start)  # the breaks that end before the value starts
-    if (n and ends[n - 1] == value.start) or (n < len(starts) and starts[n] < value.start):
-        # a break that ends where the value starts may owe its match to the value's first character
-        # (a word boundary), and one that runs into the value hides what the text before it holds:
-        # read there as the rules always have, with the text cut at the value
+    if (
+        (n and ends[n - 1] == value.start)
+        or (n < len(starts) and starts[n] < value.start)
+        or (value.start > 0 and _WORD_CHAR.match(body, value.start - 1) is not None)
+    ):
+        # where a break could end at the value, its match turns on a word boundary that cutting the
+        # text at the value moves (a value glued to the word before it), and a break that runs into
+        # the value hides what the text before it holds: read there as the rules always have, with
+        # the text cut at the value
         lo = max((m.end() for m in _CLAUSE_BREAK.finditer(body, 0, value.start)), default=0)
     else:
         lo = ends[n - 1] if n else 0
     after = _CLAUSE_BREAK.search(body, value.end)
     return lo, after.start() if after else len(body)
+
+
+_WORD_CHAR = re.compile(r"\w")
 
 
 @functools.lru_cache(maxsize=1024)

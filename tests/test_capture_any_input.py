@@ -26,6 +26,7 @@ from memory.postgres.vectors import as_vector
 from memory.rules import clean_text
 from memory.rules.splitting import split_message
 from memory.scripted import ScriptedChatModel
+from tests.plan_helpers import indexes_read
 
 FILLER = "The {n}th delivery of paper cups arrived at dock {n} on time."
 
@@ -88,14 +89,6 @@ def test_a_capture_stopped_between_chunks_is_completed_by_a_replay(pool: Connect
     assert again.written == CAPTURE_CHUNK_CLAIMS and len(again.facts) == CAPTURE_CHUNK_CLAIMS * 2
 
 
-def _looped_indexes(plan: dict[str, Any]) -> set[str]:
-    """The indexes an EXPLAIN ANALYZE plan read once per row of another node (loops > 1)."""
-    found = {plan["Index Name"]} if plan.get("Index Name") and plan.get("Actual Loops", 0) > 1 else set()
-    for child in plan.get("Plans", ()):
-        found |= _looped_indexes(child)
-    return found
-
-
 def test_a_long_messages_waiting_claims_are_each_read_by_primary_key(pool: ConnectionPool) -> None:
     # While a long message is written its claims wait for the index, and each claim's scan for its
     # nearest earlier claims reads every waiting vector's fact to leave its own message out. In a
@@ -131,7 +124,7 @@ def test_a_long_messages_waiting_claims_are_each_read_by_primary_key(pool: Conne
         }
         row = conn.execute(sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + statement, params).fetchone()
         assert row is not None
-        looped = _looped_indexes(row["QUERY PLAN"][0]["Plan"])
+        looped = indexes_read(row["QUERY PLAN"][0]["Plan"], loops_over=1)
     assert looped & {"fact_vectors_fact", "facts_pkey"}, looped  # the scan did read the waiting claims
     assert not {name for name in looped if name.startswith("facts_")} - {"facts_pkey"}, looped
 

@@ -26,6 +26,7 @@ from memory.postgres.connection import connection_kwargs, open_pool
 from memory.retrieval import SearchOptions
 from memory.retrieval.hnsw import ef_search_for, set_hnsw_local
 from memory.retrieval.statement import candidate_query
+from tests.plan_helpers import indexes_read
 
 FACTS = [
     "Our budget is $100k per year.",
@@ -163,14 +164,6 @@ def test_a_pool_without_prepared_statements_prepares_nothing_and_answers_alike(
     assert any(resolved for hits in without for _, _, resolved, _ in hits), "a resolved hit is compared"
 
 
-def _executed_indexes(plan: dict[str, Any]) -> set[str]:
-    """The indexes an EXPLAIN ANALYZE plan read from (nodes that ran at least once)."""
-    found = {plan["Index Name"]} if plan.get("Index Name") and plan.get("Actual Loops", 0) > 0 else set()
-    for child in plan.get("Plans", ()):
-        found |= _executed_indexes(child)
-    return found
-
-
 def test_a_large_session_walks_the_index_and_a_small_one_reads_its_claims(store: FactStore) -> None:
     # A session that is a large share of every claim finds its nearest claims by walking the HNSW
     # index; joined plainly, the planner read all its claims instead once it was a quarter of the
@@ -200,7 +193,7 @@ def test_a_large_session_walks_the_index_and_a_small_one_reads_its_claims(store:
             [explained] = conn.execute(
                 sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) ") + statement, params
             ).fetchone()["QUERY PLAN"]
-        ran[session] = _executed_indexes(explained["Plan"])
+        ran[session] = indexes_read(explained["Plan"])
     assert any(name.startswith("fact_vectors_hnsw") for name in ran["large"])
     assert not any(name.startswith("fact_vectors_hnsw") for name in ran["small"])
     assert store.search(store.root("small"), "Which node does service 1 run on?").hits  # and it finds them

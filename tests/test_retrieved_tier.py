@@ -207,6 +207,42 @@ def test_excerpt_centres_on_the_claim_and_cuts_at_words() -> None:
     assert whole == text and (lo, hi) == (0, len(text))
 
 
+def test_an_excerpt_below_a_line_of_its_message_shows_what_that_line_did_not() -> None:
+    text = "We talked about many things that day. We moved the launch. Friday. Then lunch happened."
+    start = text.index("Friday.")
+    shown, (lo, _) = excerpt(text, (start, start + 7), 40, not_before=text.index("Friday"))
+    assert lo == start and shown.startswith("…Friday. Then lunch")  # the room goes after the claim
+    # never past the claim's own start, whatever the line above showed
+    assert excerpt(text, (start, start + 7), 40, not_before=len(text))[1][0] == start
+
+
+def test_two_claims_of_one_message_make_lines_that_do_not_repeat_each_other(store: FactStore) -> None:
+    root = store.root("two-claims")
+    store.capture_message(
+        root,
+        "Status on the Orion migration: the schema review wrapped up on Monday and the dashboards are"
+        " green. Priya from the platform team joined us this week. She will run the rollback drill on"
+        " Thursday, before the cutover window on Saturday from 02:00 to 04:00 UTC. Marco is on call for"
+        " the weekend, and the runbook lives in the ops wiki under Orion.",
+        message_id="status",
+    )
+    model = ScriptedChatModel(replies=["ok"])
+    middleware = BeadsMemoryMiddleware(store, root, retrieved_tokens=1_200)
+    create_agent(model, tools=[], middleware=[middleware]).invoke(
+        {
+            "messages": [
+                HumanMessage("Who runs the rollback drill for the Orion migration, and who is on call?")
+            ]
+        }
+    )
+    lines = [x for x in system_text(model.prompts[0]).splitlines() if x.startswith("- ")]
+    # the message is too long for one line: its claims come as excerpts, each showing what the lines
+    # above did not (they had each repeated the rollback drill and the cutover window)
+    assert len(lines) >= 2
+    for sentence in ("Priya from the platform team joined us", "before the cutover window on Saturday"):
+        assert sum(sentence in line for line in lines) == 1, (sentence, lines)
+
+
 def test_a_thin_claim_brings_its_passage_within_the_budget(store: FactStore) -> None:
     root = store.root("s")
     store.capture_message(root, "We moved the launch. Friday.", message_id="launch")

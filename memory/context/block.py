@@ -283,14 +283,18 @@ def fold(
 ELLIPSIS = "…"
 
 
-def excerpt(passage: str, span: tuple[int, int], chars: int) -> tuple[str, tuple[int, int]]:
+def excerpt(
+    passage: str, span: tuple[int, int], chars: int, not_before: int = 0
+) -> tuple[str, tuple[int, int]]:
     """About `chars` characters of `passage` around `span` (the claim's place in it), cut at word
-    boundaries and marked where cut; and the range of `passage` it shows."""
+    boundaries and marked where cut; and the range of `passage` it shows. `not_before`: where a line
+    above already shows the text before it (never past the claim's start), the room goes after."""
     start, end = max(0, span[0]), min(len(passage), span[1])
+    floor = min(max(0, not_before), start)
     room = max(0, chars - (end - start))
-    lo = max(0, start - room // 2)
+    lo = max(floor, start - room // 2)
     hi = min(len(passage), end + (room - (start - lo)))
-    lo = max(0, min(lo, hi - chars))  # room the end could not use goes before the claim
+    lo = max(floor, min(lo, hi - chars))  # room the end could not use goes before the claim
     while 0 < lo < start and not passage[lo - 1].isspace():
         lo += 1  # never open on half a word
     while end < hi < len(passage) and not passage[hi].isspace():
@@ -537,7 +541,10 @@ def _lines(
             continue
         text = texts.get(pid) if pid is not None and thin.get(fact.id) else None
         if pid is not None and text is not None and span is not None:
-            shown_text, shown_range = excerpt(text, span, settings.passage_chars)
+            # what a better-ranked line of this message already shows before the claim is not shown
+            # again: two claims a sentence apart made two lines that repeated each other
+            above = max((min(b, span[0]) for a, b in shown.get(pid, []) if a <= span[0]), default=0)
+            shown_text, shown_range = excerpt(text, span, settings.passage_chars, not_before=above)
             shown.setdefault(pid, []).append(shown_range)
             excerpts[fact.id] = shown_text
             # an excerpt a line long is the claim in its turn, shown as the line (the claim is in

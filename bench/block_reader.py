@@ -153,6 +153,14 @@ def ask(model: BaseChatModel, system: str, block: str, question: str) -> str:
     return str(reply.content).strip()
 
 
+def _as_given(path: Path) -> Path:
+    """`path` relative to the working directory where it lies under it, as a user would type it."""
+    try:
+        return path.resolve().relative_to(Path.cwd())
+    except ValueError:
+        return path
+
+
 def summary(rows: Sequence[dict[str, Any]], title: str, command: str) -> str:
     lines = [f"# {title}", "", f"`{command}`", ""]
     lines += [
@@ -235,7 +243,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
     command = (
-        f"python -m bench.block_reader --sequences {args.sequences} --out {args.out} --model {args.model}"
+        # the default file is found from this module: named as from where the command runs
+        f"python -m bench.block_reader --sequences {_as_given(args.sequences)} --out {args.out}"
+        f" --model {args.model}"
         + (f" --lanes {' '.join(args.lanes)}" if args.lanes != ["ours", "stock"] else "")
         + (f" --limit {args.limit}" if args.limit else "")
         + (f" --oracle {args.oracle}" if args.oracle else "")

@@ -31,13 +31,14 @@ from psycopg.rows import DictRow
 from memory.model import Namespace
 from memory.postgres.vectors import as_vector
 from memory.retrieval import set_hnsw_local
+from memory.rules.corrections import SHORT_MESSAGE_CHARS
 
 # the nearest claims each scan reads, before the filters below
 SCANNED = 40
 # what a row carries of the message its claim was cut from: enough for memory.graph.supersession.rule_of to
 # tell a short message from a long one (a message of more than 1,000 characters is long), never the
 # whole of a pasted document, which each row of each new claim would otherwise carry
-MESSAGE_CHARS = 1_001
+MESSAGE_CHARS = SHORT_MESSAGE_CHARS + 1
 EF_SEARCH = 40
 
 # Each fact a scan returns, and each vector still waiting for the index, is looked up by primary key

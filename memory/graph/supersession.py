@@ -57,15 +57,11 @@ _USER_SOURCES = frozenset({Source.PASSIVE_CAPTURE})
 # bench.edge_audit` its command). Between long messages (BEAM's chats) every rule read fell below;
 # between short ones, as people type in a chat, none did.
 MIN_RULE_PRECISION = 0.9
-# Short messages: both at most this many words, a chat turn of a sentence or three ("Follow-up went
-# fine today. Dr. Osei increased my dose, I'm now on 100mg, same time of day. She also wants bloodwork
-# in six weeks." is 24). Every wrong edge read on real chats had a message longer than this (for the
-# closest pair, the longer one had 32 words); at 20, a correction typed with a sentence of news
-# around it only proposed, and the stale value stayed a plain line of the block.
-SHORT_MESSAGE_WORDS = 30
-# ... and at most this many characters: a pasted blob of few "words" is no chat turn (capture reads
-# no more of an earlier message than tells this, memory.graph.earlier_claims.MESSAGE_CHARS)
-SHORT_MESSAGE_CHARS = earlier_claims.MESSAGE_CHARS - 1
+# Short messages (memory.rules.corrections.short_message): both at most SHORT_MESSAGE_WORDS words and
+# SHORT_MESSAGE_CHARS characters (capture reads no more of an earlier message than tells this,
+# memory.graph.earlier_claims.MESSAGE_CHARS)
+SHORT_MESSAGE_WORDS = corrections.SHORT_MESSAGE_WORDS
+SHORT_MESSAGE_CHARS = corrections.SHORT_MESSAGE_CHARS
 PROPOSING_RULES: frozenset[str] = frozenset(
     f"{rule}, long messages"
     for rule in (
@@ -254,10 +250,7 @@ def rule_of(reason: str, old: str | None = None, new: str | None = None) -> str:
     rule = _rule(reason)
     if old is None or new is None or rule == "echo of a replaced claim":
         return rule
-    short = (
-        max(len(old), len(new)) <= SHORT_MESSAGE_CHARS
-        and max(corrections.word_count(old), corrections.word_count(new)) <= SHORT_MESSAGE_WORDS
-    )
+    short = corrections.short_message(old) and corrections.short_message(new)
     return f"{rule}, {'short' if short else 'long'} messages"
 
 

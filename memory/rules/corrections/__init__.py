@@ -46,9 +46,17 @@ from memory.rules.corrections.claims import asks, looks_like_code, says_one_thin
 from memory.rules.corrections.cues import asks_about_earlier, is_strong_cue
 from memory.rules.corrections.stated_values import Value, names_a_value, values
 from memory.rules.corrections.verdicts import Verdict, judge, states_something
-from memory.rules.corrections.vocabulary import same_words, word_count
+from memory.rules.corrections.vocabulary import (
+    SHORT_MESSAGE_CHARS,
+    SHORT_MESSAGE_WORDS,
+    same_words,
+    short_message,
+    word_count,
+)
 
 __all__ = [
+    "SHORT_MESSAGE_CHARS",
+    "SHORT_MESSAGE_WORDS",
     "Value",
     "Verdict",
     "asks",
@@ -62,6 +70,7 @@ __all__ = [
     "same_slot",
     "same_words",
     "says_one_thing",
+    "short_message",
     "states_something",
     "values",
     "word_count",

@@ -33,6 +33,25 @@ def word_count(text: str) -> int:
     return sum(1 for _ in WORD.finditer(text))
 
 
+# A short message: at most this many words, a chat turn of a sentence or three ("Follow-up went fine
+# today. Dr. Osei increased my dose, I'm now on 100mg, same time of day. She also wants bloodwork in
+# six weeks." is 24). The same cue, or the same look-alike value, reads differently in a one-line
+# message and in a paragraph. Every wrong automatic edge read on real chats had a message longer than
+# this (for the closest pair, the longer one had 32 words; memory.graph.supersession); at 20, a
+# correction typed with a sentence of news around it was only proposed.
+SHORT_MESSAGE_WORDS = 30
+# ... and at most this many characters: a pasted blob of few "words" is no chat turn. Whoever tells a
+# short message from a long one needs no more of it than one character past this.
+SHORT_MESSAGE_CHARS = 1_000
+
+
+def short_message(text: str) -> bool:
+    """Whether `text`, a whole message (or its first SHORT_MESSAGE_CHARS + 1 characters), is a short
+    one: what decides whether capture's rules write an edge or only propose one, and whether ranking
+    marks an older claim as outdated or only orders it (memory.rules.slots)."""
+    return len(text) <= SHORT_MESSAGE_CHARS and word_count(text) <= SHORT_MESSAGE_WORDS
+
+
 def stem(word: str) -> str:
     w = word.lower().replace("’", "'")
     if w.endswith("'s"):

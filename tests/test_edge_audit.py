@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from eval_samples import write_beam
 
 from bench.edge_audit import main, written_edges
 
@@ -37,3 +38,39 @@ def test_written_chats_are_captured_afresh_and_their_edges_named(pg_server_url: 
     [edge] = written_edges(pg_server_url, [chats])
     assert edge["dataset"] == "written:chats" and edge["rule"] == "strong cue, short messages"
     assert "9:30" in edge["old_body"] and "10:45" in edge["new_body"]
+
+
+def test_the_report_of_ranking_pairs_says_which_are_at_the_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    verdicts = tmp_path / "pairs.jsonl"
+    rows = [
+        {"dataset": "beam", "rule": "ranking pair, long messages", "verdict": "wrong"},
+        {"dataset": "beam", "rule": "ranking pair, short messages", "verdict": "right"},
+    ]
+    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["report", "--verdicts", str(verdicts)]) == 0
+    table = capsys.readouterr().out
+    assert "at the bar (>= 0.9)" in table
+    assert "| ranking pair, long messages | 1 | 0 | 1 | 0.00 | no |" in table
+    assert "| ranking pair, short messages | 1 | 1 | 0 | 1.00 | yes |" in table
+
+
+def test_ranking_pairs_are_read_from_the_harness_blocks(
+    pg_server_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.eval.cli import main as harness
+
+    beam = write_beam(tmp_path)
+    common = ["--embedder", "fake-64", "--database-url", pg_server_url]
+    argv = ["run", "--beam", str(beam), "--arms", "beads", "--budgets", "1200", "--no-progress"]
+    assert harness([*argv, "--out", str(tmp_path / "out"), *common]) == 0
+    capsys.readouterr()
+    assert main(["pairs", "--beam", str(beam), *common]) == 0
+    out = capsys.readouterr().out
+    header, *pairs = [line for line in out.splitlines() if not line.startswith("#   ")]
+    assert header.startswith("# ") and " pairs" in header
+    for line in pairs:
+        pair = json.loads(line)
+        assert pair["rule"] in ("ranking pair, short messages", "ranking pair, long messages")
+        assert pair["verdict"] == "?" and pair["session"].startswith("beam-")

@@ -45,6 +45,7 @@ from memory.retrieval import SearchOptions
 from memory.retrieval.hits import search_result
 from memory.retrieval.hnsw import ef_search_for, session_settings_hold, set_hnsw_local
 from memory.retrieval.keywords import keyword_words, known_common_words, remember_common_words
+from memory.retrieval.pipeline import message_starts
 from memory.retrieval.ranking import rank
 from memory.retrieval.statement import candidate_query
 
@@ -89,8 +90,8 @@ def time_parts(
     options: SearchOptions,
 ) -> dict[str, dict[str, float]]:
     """Our search's two steps timed apart, as `memory.retrieval.search` runs them: the candidate
-    statement (built, sent, its rows read) and ranking with the hits made of its rows (pure Python,
-    the same-slot ordering among them), by kind of query."""
+    statement (built, sent, its rows read) and ranking with the hits made of its rows (Python, the
+    same-slot ordering among them, with its read of the hits' message starts), by kind of query."""
     samples: dict[str, list[float]] = {}
     for q in texts:
         t0 = time.perf_counter()
@@ -105,7 +106,7 @@ def time_parts(
                 rows = conn.execute(statement, params, prepare=prepare).fetchall()
         remember_common_words(conn, root.session_id, options, params, rows)
         t1 = time.perf_counter()
-        search_result(q, rank(rows, options, q))
+        search_result(q, rank(rows, options, q), lambda ids: message_starts(conn, ids))
         t2 = time.perf_counter()
         samples.setdefault(f"statement_{kind_of[q]}s", []).append((t1 - t0) * 1000)
         samples.setdefault(f"ranking_{kind_of[q]}s", []).append((t2 - t1) * 1000)

@@ -14,12 +14,14 @@ from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, SearchResult
 from memory.retrieval.keywords import keyword_words
 from memory.retrieval.ranking import Ranked
 from memory.retrieval.statement import fact_of
-from memory.rules.slots import order_same_slot, restatement
+from memory.rules.slots import MessageStarts, order_same_slot, restatement
 
 
-def search_result(query: str, ranked: Ranked) -> SearchResult:
-    """The hits of `ranked`, built from the candidate rows it chose (pure: no database): flags for
-    resolved, demoted, keyword and restating hits, then same-slot and trust order."""
+def search_result(query: str, ranked: Ranked, messages: MessageStarts | None = None) -> SearchResult:
+    """The hits of `ranked`, built from the candidate rows it chose: flags for resolved, demoted,
+    keyword and restating hits, then same-slot and trust order. No database but what `messages`
+    reads: the start of the messages the hits were cut from, which same-slot order asks of a pair
+    (memory.rules.slots)."""
     hits = []
     restated: dict[uuid.UUID, Sequence[uuid.UUID]] = {}
     for c in ranked.chosen:
@@ -53,7 +55,7 @@ def search_result(query: str, ranked: Ranked) -> SearchResult:
     if len(hits) > 1 and restated:
         hits = flag_restatements(hits, restated)
     return SearchResult(
-        hits=tuple(below_the_users_claims(order_same_slot(hits))),
+        hits=tuple(below_the_users_claims(order_same_slot(hits, messages))),
         query=query,
         not_in_memory=not hits,
         best_score=ranked.best_score,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Collection, Sequence
 
 import psycopg
 from psycopg.rows import DictRow
@@ -15,6 +16,7 @@ from memory.retrieval.keywords import known_common_words, remember_common_words
 from memory.retrieval.options import SearchOptions
 from memory.retrieval.ranking import rank
 from memory.retrieval.statement import candidate_query
+from memory.rules.corrections import SHORT_MESSAGE_CHARS
 
 _DEFAULTS = SearchOptions()  # frozen, so one shared default is safe
 
@@ -44,4 +46,21 @@ def search(
             set_hnsw_local(conn, ef_search)
             rows = conn.execute(statement, params, prepare=prepare).fetchall()
     remember_common_words(conn, ns.session_id, options, params, rows)
-    return search_result(query, rank(rows, options, query))
+
+    def messages(ids: Collection[uuid.UUID]) -> dict[uuid.UUID, str]:
+        return message_starts(conn, ids)
+
+    return search_result(query, rank(rows, options, query), messages)
+
+
+# as much of each message as tells a short one from a long one (memory.rules.corrections.short_message):
+# never the whole of a pasted document
+_MESSAGE_STARTS = "SELECT id, left(body, %(chars)s) AS start FROM beads.passages WHERE id = ANY(%(ids)s)"
+
+
+def message_starts(conn: psycopg.Connection[DictRow], ids: Collection[uuid.UUID]) -> dict[uuid.UUID, str]:
+    """The start of each message (passage) of `ids`, by id."""
+    if not ids:
+        return {}
+    rows = conn.execute(_MESSAGE_STARTS, {"chars": SHORT_MESSAGE_CHARS + 1, "ids": list(ids)}).fetchall()
+    return {row["id"]: row["start"] for row in rows}

@@ -14,8 +14,14 @@ often as not. So, between two such claims:
            what it read; it never ranks above the user's own claim about the same slot, whichever is
            newer, and is flagged as not the user's words (a stale echo must not outvote a correction).
   time     otherwise the newer claim goes first and the older is flagged "possibly outdated" when
-           both say one thing; two long messages are only ordered (their pairing is often wrong).
-           Nothing is dropped: the model sees both, and the flags say how they relate.
+           both say one thing and both were said in short messages (`short_message`, the line capture
+           draws between an edge and a proposal). Two long claims, or claims cut from a long
+           message, are only ordered: there, look-alikes are the rule. Read by hand on 500K-token
+           chats, where messages run to paragraphs, about one pair in five was one slot changing value
+           (`results/long-sessions-26/`): the rest were two things of one project ("PostgreSQL 14" /
+           "10,000+ restaurant entries"), or a run of values in time, and an "older" tag told the
+           model to pass over a line that still held. Nothing is dropped: the model sees both, and
+           the flags say how they relate.
 
 Hits that state no value take no part, and the rest keep their order.
 
@@ -32,12 +38,21 @@ supersession at write time (memory.graph.supersession) is another thing: it writ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import uuid
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 
 from memory.flags import Flag, NotTheUsers, PossiblyOutdated, Restates, SaidBefore, Untrusted
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, Source
-from memory.rules.corrections import asks, judge, may_share_slot, same_slot, says_one_thing, states_something
+from memory.rules.corrections import (
+    asks,
+    judge,
+    may_share_slot,
+    same_slot,
+    says_one_thing,
+    short_message,
+    states_something,
+)
 from memory.rules.splitting import classify
 
 __all__ = ["ORDERED", "may_outdate", "order_same_slot", "outdated_by", "restatement"]
@@ -63,11 +78,19 @@ def _trust(hit: Hit) -> int:
     return _USER if said_by_user else _AGENT
 
 
-def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
-    """`hits` (best first) with each same-slot pair put in trust, then time, order; flags added."""
+# the start of each message a claim was cut from, by passage id, for the passage ids asked for (at most
+# SHORT_MESSAGE_CHARS + 1 characters of each: all `short_message` reads)
+MessageStarts = Callable[[Collection[uuid.UUID]], Mapping[uuid.UUID, str]]
+
+
+def order_same_slot(hits: Sequence[Hit], messages: MessageStarts | None = None) -> list[Hit]:
+    """`hits` (best first) with each same-slot pair put in trust, then time, order; flags added.
+    `messages` reads the messages the hits were cut from, once, when a pair needs to know whether
+    they were short; without it a claim cut from a message counts as said in a short one."""
     ordered = list(hits)
     if len(ordered) < 2:
         return ordered
+    said_in_short = _short_messages(ordered[:ORDERED], messages)
     flags: dict[int, list[Flag]] = {id(h): list(h.flags) for h in ordered}
     # an instruction or a question from a tool result states nothing: below every trusted hit
     asks = {id(h) for h in ordered if _untrusted(h) and classify(h.fact.body) == "directive"}
@@ -94,11 +117,17 @@ def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
                 note = Untrusted(conflicts_with=first.fact.short_id)
             elif _trust(second) < _trust(first):
                 note = NotTheUsers(first.fact.short_id)
-            elif says_one_thing(second.fact.body) and says_one_thing(first.fact.body):
+            elif (
+                says_one_thing(second.fact.body)
+                and says_one_thing(first.fact.body)
+                and said_in_short(first)
+                and said_in_short(second)
+            ):
                 note = outdated_by(second.fact.body, first.fact)
             else:
-                # two long messages read as one slot are often two things ("Sprint 2 is due April 20" /
-                # "the first sprint is due April 5"): ordered by time, but nothing says one is outdated
+                # two long claims, or claims of long messages, read as one slot are often two things
+                # ("Sprint 2 is due April 20" / "the first sprint is due April 5"): ordered by time,
+                # but nothing says one is outdated
                 note = SaidBefore(first.fact.short_id)
             if note not in flags[id(second)]:
                 flags[id(second)].append(note)
@@ -106,6 +135,27 @@ def order_same_slot(hits: Sequence[Hit]) -> list[Hit]:
             if a > b:  # move the one that goes first just above the other
                 ordered.insert(b, ordered.pop(a))
     return [replace(h, flags=tuple(flags[id(h)])) if flags[id(h)] != list(h.flags) else h for h in ordered]
+
+
+def _short_messages(hits: Sequence[Hit], messages: MessageStarts | None) -> Callable[[Hit], bool]:
+    """Whether a hit was said in a short message: a claim that is its whole message is its own
+    message; the messages of the others are read (once, for all of `hits`) the first time one is
+    asked about."""
+    starts: Mapping[uuid.UUID, str] | None = None
+
+    def said_in_short(hit: Hit) -> bool:
+        nonlocal starts
+        passage = hit.fact.passage_id
+        if passage is None:
+            return short_message(hit.fact.body)
+        if messages is None:
+            return True
+        if starts is None:
+            starts = messages({h.fact.passage_id for h in hits if h.fact.passage_id is not None})
+        start = starts.get(passage)
+        return start is None or short_message(start)
+
+    return said_in_short
 
 
 def outdated_by(older: str, newer: Fact) -> PossiblyOutdated:

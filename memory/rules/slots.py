@@ -16,10 +16,10 @@ often as not. So, between two such claims:
   time     otherwise the newer claim goes first and the older is flagged "possibly outdated" when
            both say one thing and both were said in short messages (`short_message`, the line capture
            draws between an edge and a proposal). Two long claims, or claims cut from a long
-           message, are only ordered: there, look-alikes are the rule. Read by hand on 500K-token
-           chats, where messages run to paragraphs, about one pair in five was one slot changing value
-           (`results/long-sessions-26/`): the rest were two things of one project ("PostgreSQL 14" /
-           "10,000+ restaurant entries"), or a run of values in time, and an "older" tag told the
+           message, are only ordered: there, look-alikes are the rule. Read by hand in the blocks
+           of 500K-token and LoCoMo chats, 4 such pairs in 54 were one slot changing value
+           (results/supersession/edge-audit/); the rest were two things of one project ("PostgreSQL
+           14" / "10,000+ restaurant entries") or a run of values in time, and an "older" tag told the
            model to pass over a line that still held. Nothing is dropped: the model sees both, and
            the flags say how they relate.
 

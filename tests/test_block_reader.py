@@ -41,6 +41,36 @@ def test_every_line_says_when_it_was_said() -> None:
     assert said_when(datetime(2023, 5, 8, tzinfo=UTC)) == "8 May 2023"
 
 
+def test_lines_that_share_a_day_say_their_time_so_the_later_one_can_be_told(store: FactStore) -> None:
+    # a value and its change said the same day, a third line the day before: dated to the day alone,
+    # the first two would not say which holds ("the later one holds")
+    hits = hits_for(
+        store,
+        "same-day",
+        [
+            ("The team offsite is in Lisbon.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
+            ("I booked the flights for the offsite.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 1),
+            ("Our team offsite venue is a hotel near the river.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 1),
+        ],
+    )
+    later = replace(
+        hits[2], fact=replace(hits[2].fact, valid_from=hits[1].fact.valid_from + timedelta(hours=5))
+    )
+    block = render_block(SearchResult((hits[0], hits[1], later), "Where is the offsite?", False, 0.9))
+    lines = block.splitlines()[2:]
+    assert "(20 Nov 2026) The team" in lines[0]  # alone on its day: the date
+    assert "(21 Nov 2026 09:00) I booked" in lines[1] and "(21 Nov 2026 14:00) Our team" in lines[2]
+    now = hits[1].fact.valid_from + timedelta(days=1, hours=2)
+    relative = render_block(
+        SearchResult((hits[0], hits[1], later), "Where?", False, 0.9), now=now
+    ).splitlines()
+    assert "(2 days ago) The team" in relative[2] and "(yesterday 09:00) I booked" in relative[3]
+    # one day, one time (a conversation dated by its session): the time would tell nothing
+    same = replace(later, fact=replace(later.fact, valid_from=hits[1].fact.valid_from))
+    plain = render_block(SearchResult((hits[1], same), "Where?", False, 0.9)).splitlines()[2:]
+    assert all("(21 Nov 2026) " in line for line in plain)
+
+
 def test_the_header_states_the_rule_and_calls_nothing_current() -> None:
     assert "later one holds" in HEADER and "current" not in HEADER.lower()
 

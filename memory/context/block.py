@@ -118,19 +118,32 @@ def shown_as_outdated(hit: Hit) -> bool:
     return hit.resolved_from is None and any(isinstance(f, PossiblyOutdated) for f in hit.flags)
 
 
-def said_when(at: datetime, now: datetime | None = None) -> str:
+def said_when(at: datetime, now: datetime | None = None, *, clock: bool = False) -> str:
     """When a fact was said, as a small model reads it best: "today 14:05", "yesterday", "3 days ago",
-    else the date ("8 May 2023"); always the date without `now`."""
+    else the date ("8 May 2023"); always the date without `now`. `clock`: with the time of day too
+    ("yesterday 14:05", "8 May 2023 09:30"), for lines that share their day with another (`clocked`)."""
     if now is not None:
         at_utc, now_utc = at.astimezone(UTC), now.astimezone(UTC)
         days = (now_utc.date() - at_utc.date()).days
         if days == 0:
             return f"today {at_utc:%H:%M}"
         if days == 1:
-            return "yesterday"
+            return f"yesterday {at_utc:%H:%M}" if clock else "yesterday"
         if 1 < days < 7:
-            return f"{days} days ago"
-    return f"{at.day} {at:%b %Y}"
+            return f"{days} days ago {at_utc:%H:%M}" if clock else f"{days} days ago"
+    return f"{at.day} {at:%b %Y} {at:%H:%M}" if clock else f"{at.day} {at:%b %Y}"
+
+
+def clocked(hits: Sequence[Hit], now: datetime | None = None) -> frozenset[uuid.UUID]:
+    """The hits whose lines say the time of day as well: those that share their day (`said_when`)
+    with a line said at another time. The header tells the model that of two lines that disagree the
+    later one holds; two lines dated "7 Feb 2024" say nothing of which is later, and a correction is
+    often made the day the value was said (in BEAM's tune chats, each of 34 updates)."""
+    times: dict[str, set[str]] = {}
+    for hit in hits:
+        at = hit.fact.valid_from
+        times.setdefault(said_when(at, now), set()).add(said_when(at, now, clock=True))
+    return frozenset(h.fact.id for h in hits if len(times[said_when(h.fact.valid_from, now)]) > 1)
 
 
 def hit_line(
@@ -143,15 +156,17 @@ def hit_line(
     body: str | None = None,
     max_chars: int = MAX_FACT_CHARS,
     query: str = "",
+    clock: bool = False,
 ) -> str:
     """One retrieved fact as the model reads it: when it was said, its text, and what it is if not
     plainly the user's. With older values on its slot folded into it (`earlier`), or as a linked
     correction, it says it replaces an earlier value, without the earlier words. `passage`: the
     excerpt of its message shown with it; `body`: the whole message, shown instead of the claim cut
-    from it; `query`: what it was recalled for, which chooses the part of a long text shown (`clip`)."""
+    from it; `query`: what it was recalled for, which chooses the part of a long text shown (`clip`);
+    `clock`: the time of day too (`clocked`)."""
     note = line_note(hit, earlier)
     context = f' (in: "{passage}")' if passage else ""
-    when = said_when(hit.fact.valid_from, now)
+    when = said_when(hit.fact.valid_from, now, clock=clock)
     sid = f"[{hit.fact.short_id}] " if style.ids else ""
     speaker = hit.fact.metadata.get("speaker") if style.speakers else None
     who = f"{speaker}: " if isinstance(speaker, str) and speaker else ""
@@ -484,6 +499,7 @@ def _lines(
     now: datetime | None,
 ) -> RetrievedTier:
     hits, earlier, folded = fold(result.hits, keep_history=asks_about_earlier(result.query))
+    timed = clocked(hits, now)
     thin: dict[uuid.UUID, bool] = {}
     if settings.thin_tokens and hits:
         bodies = count_cached([clip(h.fact.body) for h in hits])
@@ -534,6 +550,7 @@ def _lines(
                 body=texts[pid],
                 max_chars=settings.max_chars,
                 query=result.query,
+                clock=fact.id in timed,
             )
             whole_tokens += count_cached([line])[0]
             lines.append(line)
@@ -559,6 +576,7 @@ def _lines(
                     style=settings.style,
                     body=shown_text if in_turn else None,
                     max_chars=settings.max_chars,
+                    clock=fact.id in timed,
                 )
             )
         else:
@@ -573,7 +591,12 @@ def _lines(
                 if len(body) <= settings.max_chars:
                     merged[pid] = (at, joined)
                     lines[at] = hit_line(
-                        kept[at], now=now, style=settings.style, body=body, max_chars=len(body)
+                        kept[at],
+                        now=now,
+                        style=settings.style,
+                        body=body,
+                        max_chars=len(body),
+                        clock=kept[at].fact.id in timed,
                     )
                     dropped.append(
                         (fact.short_id, "its words are in the line of a better-ranked claim of its message")
@@ -590,6 +613,7 @@ def _lines(
                     style=settings.style,
                     max_chars=settings.conclusion_chars if agents else settings.max_chars,
                     query=result.query,
+                    clock=fact.id in timed,
                 )
             )
         kept.append(hit)
@@ -630,8 +654,16 @@ def render_block(
     hits: Sequence[Hit] = result.hits
     if earlier is None:
         hits, earlier, _ = fold(result.hits, keep_history=asks_about_earlier(result.query))
+    timed = clocked(hits, now)
     lines = (
-        hit_line(h, shown.get(h.fact.id), now=now, earlier=earlier.get(h.fact.id, ()), style=style)
+        hit_line(
+            h,
+            shown.get(h.fact.id),
+            now=now,
+            earlier=earlier.get(h.fact.id, ()),
+            style=style,
+            clock=h.fact.id in timed,
+        )
         for h in hits
     )
     return "\n".join([header(style), *lines])

@@ -97,6 +97,37 @@ def test_knowledge_update_fields() -> None:
     assert "ku_current_present" not in window_metrics(_window([]), Question("q", "c", "t", "?", "!"))
 
 
+def test_a_knowledge_update_is_told_apart_when_the_window_says_which_value_is_later() -> None:
+    from bench.eval.window import said_in
+
+    q = Question("ku", "c", "knowledge_update", "?", "!", stale_ids=("2",), current_ids=("8",))
+
+    def told(*items: WindowItem) -> bool | None:
+        return window_metrics(_window(list(items)), q)["ku_told_apart"]
+
+    # both dated to the day: nothing says which came later
+    assert told(WindowItem("2", 0, said="7 Feb 2024"), WindowItem("8", 1, said="7 Feb 2024")) is False
+    # the time of day says it, or a mark on the stale line does
+    assert told(WindowItem("2", 0, said="7 Feb 2024 00:03"), WindowItem("8", 1, said="7 Feb 2024 00:05"))
+    assert told(
+        WindowItem("2", 0, said="7 Feb 2024", marked_outdated=True), WindowItem("8", 1, said="7 Feb 2024")
+    )
+    # a line that says no time at all tells nothing; one value missing: not counted
+    assert told(WindowItem("2", 0), WindowItem("8", 1, said="7 Feb 2024")) is False
+    assert told(WindowItem("8", 0, said="7 Feb 2024")) is None
+    figures = aggregate(
+        [
+            window_metrics(_window([WindowItem("2", 0, said="a"), WindowItem("8", 1, said="b")]), q),
+            {"ku_current_present": False, "ku_stale_as_current": False, "ku_current_above_stale": False},
+        ]
+    )
+    assert figures["ku_told_apart"] == 1.0 and figures["ku_both_n"] == 1
+    # what the windows' lines say of when they were said
+    assert said_in("[07 Feb 2024 00:03] user: hi") == "07 Feb 2024 00:03"
+    assert said_in("- [3f2a9c1e] (7 Feb 2024 00:05) user: hi") == "7 Feb 2024 00:05"
+    assert said_in("- (yesterday) hi") == "yesterday" and said_in("…the end of a turn") is None
+
+
 def test_aggregate_abstention_precision_recall_and_auroc() -> None:
     def row(abstention: bool, nothing: bool | None, best: float | None, hit: bool | None = None) -> dict:
         return {"abstention": abstention, "nothing_relevant": nothing, "best_score": best, "hit_any": hit}

@@ -32,6 +32,7 @@ from bench.eval.window import (
     WindowItem,
     fact_line,
     fill_tail,
+    said_in,
 )
 from memory.context.assembler import should_inject
 from memory.model import Hit, Namespace, SearchResult, Status
@@ -136,7 +137,8 @@ class RankedTurnsArm:
         items: list[WindowItem] = []
         for turn_id, score in ranking:
             if packer.add(section, view.lines[turn_id], view.tokens[turn_id]):
-                items.append(WindowItem(turn_id, len(items), score=round(score, 4)))
+                said = said_in(view.lines[turn_id])
+                items.append(WindowItem(turn_id, len(items), score=round(score, 4), said=said))
         return packer, items
 
     def window(self, view: ConversationView, question: Question, budget: int | None) -> Window:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from bench.eval.arms import FACT_LINE_TOKENS, FACTS_TITLE, MAX_K, WIDEN_BELOW, FactsArm
 from bench.eval.conversation import Question, Turn
 from bench.eval.tokens import Packer, count_cached
-from bench.eval.window import TAIL_TITLE, ConversationView, Window, WindowItem, fact_line, render
+from bench.eval.window import TAIL_TITLE, ConversationView, Window, WindowItem, fact_line, render, said_in
 from memory.context.assembler import Assembly, Budgets, Item, MessageSlot, assemble, cleared_text, plan_window
 from memory.context.assembler import Role as SlotRole
 from memory.context.block import NOTHING, PINNED_HEADER, clip, header, shown_as_outdated
@@ -96,8 +96,10 @@ def pack_window(
             packer.add(section, line, count_cached([line])[0])
             continue  # a placeholder shows nothing of the turn
         if packer.add(section, view.lines[turn.id], view.tokens[turn.id]):
-            tail.append(WindowItem(turn.id, 0))
-    return [WindowItem(item.turn_id, first_priority + n) for n, item in enumerate(reversed(tail))]
+            tail.append(WindowItem(turn.id, 0, said=said_in(view.lines[turn.id])))
+    return [
+        WindowItem(item.turn_id, first_priority + n, said=item.said) for n, item in enumerate(reversed(tail))
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,6 +277,7 @@ def pack_hits(
                     score=round(hit.score, 4),
                     # the line says so: "(an older line: a later one on this gives a newer value)"
                     marked_outdated=shown_as_outdated(hit),
+                    said=said_in(line),
                 )
             )
     return items

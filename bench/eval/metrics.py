@@ -146,6 +146,12 @@ def window_metrics(window: Window, question: Question, evidence_texts: Sequence[
             # the value true now shown only as outdated: a look-alike or a wrong edge flagged it
             ku_current_marked=current_rank is not None
             and all(i.marked_outdated for i in window.items if i.turn_id in current_turns),
+            # both values shown, and the window tells which is later: every line of the stale one
+            # marked (and none of the current one), or no line of either said when a line of the
+            # other was (a reader told "the later one holds" needs to see which is later)
+            ku_told_apart=_told_apart(window, question)
+            if current_rank is not None and stale_rank is not None
+            else None,
             ku_current_rank=current_rank,
             ku_stale_rank=stale_rank,
             # current ranked above stale: the current value is in the window and the stale one is either
@@ -163,6 +169,15 @@ def window_metrics(window: Window, question: Question, evidence_texts: Sequence[
         answer_words=None if words is None else round(words, 4),
     )
     return row
+
+
+def _told_apart(window: Window, question: Question) -> bool:
+    stale = [i for i in window.items if i.turn_id in set(question.stale_ids)]
+    current = [i for i in window.items if i.turn_id in set(question.current_ids)]
+    if all(i.marked_outdated for i in stale) and not any(i.marked_outdated for i in current):
+        return True
+    said = [{i.said for i in items} for items in (stale, current)]
+    return None not in said[0] | said[1] and not said[0] & said[1]
 
 
 def _mean(values: Iterable[float | bool | None]) -> float | None:
@@ -272,6 +287,9 @@ def aggregate(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "ku_both_unmarked": _mean(r["ku_current_present"] and r["ku_stale_as_current"] for r in ku),
         "ku_current_above_stale": _mean(r["ku_current_above_stale"] for r in ku),
         "ku_current_marked": _mean(r.get("ku_current_marked") for r in ku),
+        # of the knowledge updates with both values shown (rows from before the figure: none)
+        "ku_told_apart": _mean(r.get("ku_told_apart") for r in ku),
+        "ku_both_n": sum(1 for r in ku if r.get("ku_told_apart") is not None),
         "answer_words": _mean(r.get("answer_words") for r in rows),
         "answer_n": sum(1 for r in rows if r.get("answer_words") is not None),
         "tokens_mean": _mean(r.get("tokens") for r in rows),

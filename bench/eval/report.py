@@ -131,6 +131,7 @@ def _figure_cells(figures: dict[str, Any]) -> list[str]:
         _pct(figures["ku_stale_turn_unmarked"]) if figures["ku_n"] else "–",
         _pct(figures["ku_current_above_stale"]) if figures["ku_n"] else "–",
         _pct(figures["ku_current_marked"]) if figures["ku_n"] else "–",
+        f"{_pct(figures['ku_told_apart'])} ({figures['ku_both_n']})" if figures.get("ku_both_n") else "–",
         _pct(figures["abstain_precision"]),
         f"{_pct(figures['abstain_recall'])} ({figures['abstain_n']})" if figures["abstain_n"] else "–",
         "–" if figures["abstain_auroc"] is None else f"{figures['abstain_auroc']:.3f}",
@@ -153,6 +154,7 @@ FIGURE_HEADER = [
     "KU stale turn unmarked",
     "KU current above stale",
     "KU current marked outdated",
+    "KU both shown, told apart (n)",
     "abstain precision",
     "abstain recall (n)",
     "abstain AUROC",
@@ -479,7 +481,10 @@ _DEFINITIONS = """## Definitions
   *current above stale*: the current value is in the window and chosen before the stale one (retrieval
   rank; newest first for a transcript), or the stale one is absent; *current marked outdated*: the
   current value is in the window and every fact of its turn is marked (shown only as possibly
-  outdated). Sequences (`--sequences`) read the same way; for a look-alike the fact is "current" and
+  outdated); *both shown, told apart*: of the updates whose stale and current values are both in the
+  window, the share where the window tells which is later, as a reader told "the later one holds"
+  needs to: every line of the stale value marked outdated and none of the current one, or no line of
+  either said at a time ("7 Feb 2024 00:03", "[07 Feb 2024 00:05]") a line of the other was said at. Sequences (`--sequences`) read the same way; for a look-alike the fact is "current" and
   the look-alike "stale".
 - **abstain precision / recall**: the arm's "memory holds nothing relevant" signal against the
   unanswerable questions (LoCoMo category 5, BEAM abstention, LongMemEval `_abs`). facts:

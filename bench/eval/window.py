@@ -7,6 +7,7 @@ differ only in what they choose, never in how it is shown or counted.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -25,6 +26,7 @@ class WindowItem:
     score: float | None = None  # the retriever's score, for ranked items
     clipped: bool = False  # only the end of the turn fitted
     marked_outdated: bool = False  # the window labels it superseded (never happens for active heads)
+    said: str | None = None  # when the window says it was said ("07 Feb 2024 00:03", "7 Feb 2024")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +39,17 @@ class Window:
     nothing_relevant: bool | None = None  # the arm's "memory holds nothing relevant"; None: no such signal
     best_score: float | None = None
     all_turns: bool = False  # full context: every turn of the conversation
+
+
+# what a line shows of when it was said: a turn's "[07 Feb 2024 00:03] user: ...", a fact's
+# "- [3f2a9c1e] (7 Feb 2024 00:03) ..." (memory.context.block.hit_line)
+_SAID = re.compile(r"^(?:\[([^\]]*)\]|- (?:\[[0-9a-f]+\] )?\(([^)]*)\))")
+
+
+def said_in(line: str) -> str | None:
+    """When `line` says it was said, as the window shows it; None for a line that does not."""
+    found = _SAID.match(line)
+    return None if found is None else found.group(1) or found.group(2)
 
 
 def format_time(stamp: datetime | None) -> str:
@@ -139,7 +152,7 @@ def fill_tail(
     for turn in view.newest_first:
         line = view.lines[turn.id]
         if packer.add(section, line, view.tokens[turn.id]):
-            items.append(WindowItem(turn.id, first_priority + len(items)))
+            items.append(WindowItem(turn.id, first_priority + len(items), said=said_in(line)))
             continue
         room = packer.header_room(section)
         clipped = clip_to_last(line, room) if clip and room is not None else None

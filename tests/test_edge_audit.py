@@ -13,17 +13,22 @@ from bench.edge_audit import main, written_edges
 pytestmark = pytest.mark.bench
 
 
-def test_the_report_counts_each_rule_and_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def _report(tmp_path: Path, capsys: pytest.CaptureFixture[str], rows: list[dict[str, str]]) -> str:
+    """The report's table for verdicts `rows`."""
     verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["report", "--verdicts", str(verdicts)]) == 0
+    return capsys.readouterr().out
+
+
+def test_the_report_counts_each_rule_and_dataset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rows = [
         {"dataset": "beam", "rule": "strong cue, long messages", "verdict": "wrong"},
         {"dataset": "beam", "rule": "strong cue, long messages", "verdict": "right"},
         {"dataset": "written:a", "rule": "strong cue, short messages", "verdict": "right"},
         {"dataset": "written:a", "rule": "strong cue, short messages", "verdict": "?"},  # not read: left out
     ]
-    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert main(["report", "--verdicts", str(verdicts)]) == 0
-    table = capsys.readouterr().out
+    table = _report(tmp_path, capsys, rows)
     assert "| strong cue, long messages | 2 | 1 | 1 | 0.50 | proposes |" in table
     assert "| strong cue, short messages | 1 | 1 | 0 | 1.00 | yes |" in table
     assert "| all | 3 | 2 | 1 | 0.67 | – |" in table
@@ -43,14 +48,11 @@ def test_written_chats_are_captured_afresh_and_their_edges_named(pg_server_url: 
 def test_the_report_of_ranking_pairs_says_which_are_at_the_bar(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    verdicts = tmp_path / "pairs.jsonl"
     rows = [
         {"dataset": "beam", "rule": "ranking pair, long messages", "verdict": "wrong"},
         {"dataset": "beam", "rule": "ranking pair, short messages", "verdict": "right"},
     ]
-    verdicts.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    assert main(["report", "--verdicts", str(verdicts)]) == 0
-    table = capsys.readouterr().out
+    table = _report(tmp_path, capsys, rows)
     assert "at the bar (>= 0.9)" in table
     assert "| ranking pair, long messages | 1 | 0 | 1 | 0.00 | no |" in table
     assert "| ranking pair, short messages | 1 | 1 | 0 | 1.00 | yes |" in table

@@ -154,22 +154,21 @@ def ranking_pairs(args: argparse.Namespace) -> list[dict[str, Any]]:
     questions of a split's conversations, each pair once: the older claim flagged outdated by, or said
     before, the newer, both saying one thing."""
     from bench.eval.assembled import BeadsArm
-    from bench.eval.ingest import database_name, ensure_database
+    from bench.eval.ingest import dataset_database, ensure_database
     from bench.eval.loaders import LOADERS
     from bench.eval.runner import make_arm, open_stores, read_split
     from bench.eval.window import ConversationView, asked_at
     from memory.embedders.select import embedder_from_name
     from memory.flags import PossiblyOutdated, SaidBefore
-    from memory.rules.corrections import says_one_thing, short_message
+    from memory.rules.corrections import says_one_thing
+    from memory.rules.slots import said_in_short_message
 
     loader, path = ("beam", args.beam) if args.beam else ("locomo", args.locomo)
     dataset = LOADERS[loader](path)
     wanted = set(read_split(args.split)[args.only]) if args.split else None
     embedder = embedder_from_name(args.embedder)
     server = args.database_url or resolve_database_url()
-    url = ensure_database(
-        server, database_name(dataset.name, str(Path(dataset.source).resolve()), embedder.name)
-    )
+    url = ensure_database(server, dataset_database(dataset, embedder.name))
     found: dict[tuple[str, str], dict[str, Any]] = {}
     with open_stores(url, embedder) as stores:
         arm = make_arm("beads", stores, budgets=[args.budget], options=stores.facts.search_options, beads={})
@@ -194,15 +193,16 @@ def ranking_pairs(args: argparse.Namespace) -> list[dict[str, Any]]:
                         key = (str(older.fact.id), str(newer.fact.id))
                         if key not in found:
                             found[key] = {"session": conversation.id, "older": older, "newer": newer}
-        ids = {h.fact.passage_id for pair in found.values() for h in (pair["older"], pair["newer"])}
-        messages = stores.facts.passages([i for i in ids if i is not None])
+        paired = [h for pair in found.values() for h in (pair["older"], pair["newer"])]
+        messages = stores.facts.passages([h.fact.passage_id for h in paired if h.fact.passage_id])
+        # ranking's own reading of whether a claim was said in a short message
+        said_in_short = said_in_short_message(paired, lambda ids: messages)
     out = []
     for (old_id, new_id), pair in found.items():
         old_message, new_message = (
-            messages.get(h.fact.passage_id, h.fact.body) if h.fact.passage_id else h.fact.body
-            for h in (pair["older"], pair["newer"])
+            messages.get(h.fact.passage_id, h.fact.body) for h in (pair["older"], pair["newer"])
         )
-        short = short_message(old_message) and short_message(new_message)
+        short = said_in_short(pair["older"]) and said_in_short(pair["newer"])
         out.append(
             {
                 "dataset": loader,

@@ -25,6 +25,7 @@ import random
 import statistics
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from psycopg import sql
 
 from bench import writes
 from bench.eval.arms import docstore_namespace
-from bench.eval.ingest import database_name, ensure_database
+from bench.eval.ingest import dataset_database, ensure_database
 from bench.eval.loaders import load_beam_tiered
 from bench.eval.runner import open_stores
 from memory import retrieval
@@ -106,7 +107,7 @@ def time_parts(
                 rows = conn.execute(statement, params, prepare=prepare).fetchall()
         remember_common_words(conn, root.session_id, options, params, rows)
         t1 = time.perf_counter()
-        search_result(q, rank(rows, options, q), lambda ids: message_starts(conn, ids))
+        search_result(q, rank(rows, options, q), partial(message_starts, conn))
         t2 = time.perf_counter()
         samples.setdefault(f"statement_{kind_of[q]}s", []).append((t1 - t0) * 1000)
         samples.setdefault(f"ranking_{kind_of[q]}s", []).append((t2 - t1) * 1000)
@@ -152,7 +153,7 @@ def main() -> None:
         raise SystemExit(f"no conversation {args.conversation} in {args.beam} (it holds {ids})")
     embedder = embedder_from_name(args.embedder)
     server = resolve_database_url()
-    name = database_name(dataset.name, str(args.beam.resolve()), embedder.name)
+    name = dataset_database(dataset, embedder.name)
     url = ensure_database(server, name)
     users = [t.text for t in conversation.turns if t.role == "user"]
     rng = random.Random(args.seed)

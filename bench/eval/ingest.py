@@ -18,6 +18,7 @@ import hashlib
 import re
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import psycopg
@@ -26,7 +27,7 @@ from psycopg.conninfo import make_conninfo
 from psycopg.rows import DictRow
 
 from bench.eval.arms import docstore_namespace
-from bench.eval.conversation import Conversation
+from bench.eval.conversation import Conversation, Dataset
 from memory.embedders.cache import CachedEmbedder
 from memory.graph.importing import ImportMessage
 from memory.model import Namespace
@@ -67,6 +68,12 @@ def database_name(dataset: str, source: str, embedder_name: str) -> str:
     """`beads_eval_<dataset>_<hash of the source path>_<embedder>`, within Postgres' 63 characters."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:8]
     return f"beads_eval_{_slug(dataset)}_{digest}_{_slug(embedder_name)}"[:63]
+
+
+def dataset_database(dataset: Dataset, embedder_name: str) -> str:
+    """The name of the database the harness ingests `dataset` into with that embedder: what every
+    reader of the harness's rows opens (bench.session_search, bench.edge_audit)."""
+    return database_name(dataset.name, str(Path(dataset.source).resolve()), embedder_name)
 
 
 def ensure_database(server_url: str, name: str) -> str:

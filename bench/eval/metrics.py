@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bench.eval.conversation import Question
-from bench.eval.window import Window
+from bench.eval.window import Window, WindowItem
 
 
 def _first_priority(window: Window, turn_ids: Sequence[str]) -> int | None:
@@ -149,7 +149,7 @@ def window_metrics(window: Window, question: Question, evidence_texts: Sequence[
             # both values shown, and the window tells which is later: every line of the stale one
             # marked (and none of the current one), or no line of either said when a line of the
             # other was (a reader told "the later one holds" needs to see which is later)
-            ku_told_apart=_told_apart(window, question)
+            ku_told_apart=_told_apart(stale_items, [i for i in window.items if i.turn_id in current_turns])
             if current_rank is not None and stale_rank is not None
             else None,
             ku_current_rank=current_rank,
@@ -171,9 +171,7 @@ def window_metrics(window: Window, question: Question, evidence_texts: Sequence[
     return row
 
 
-def _told_apart(window: Window, question: Question) -> bool:
-    stale = [i for i in window.items if i.turn_id in set(question.stale_ids)]
-    current = [i for i in window.items if i.turn_id in set(question.current_ids)]
+def _told_apart(stale: Sequence[WindowItem], current: Sequence[WindowItem]) -> bool:
     if all(i.marked_outdated for i in stale) and not any(i.marked_outdated for i in current):
         return True
     said = [{i.said for i in items} for items in (stale, current)]

@@ -29,7 +29,7 @@ from bench.eval import arms as arm_lib
 from bench.eval.answer_scores import answer_scores
 from bench.eval.arms import Arm, budgets_for
 from bench.eval.conversation import Conversation, Dataset, Question
-from bench.eval.ingest import Ingestor, IngestStats, database_name, ensure_database
+from bench.eval.ingest import Ingestor, IngestStats, dataset_database, ensure_database
 from bench.eval.judging import judge
 from bench.eval.loaders import LOADERS
 from bench.eval.metrics import window_metrics
@@ -399,7 +399,7 @@ class Evaluation:
         if self.config.exact_database:
             url = server
         else:
-            name = database_name(dataset.name, str(Path(dataset.source).resolve()), embedder.name)
+            name = dataset_database(dataset, embedder.name)
             url = ensure_database(server, name)
             record.database = name
             if self.config.consolidate or self.config.expire_days is not None:

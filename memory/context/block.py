@@ -139,11 +139,14 @@ def clocked(hits: Sequence[Hit], now: datetime | None = None) -> frozenset[uuid.
     with a line said at another time. The header tells the model that of two lines that disagree the
     later one holds; two lines dated "7 Feb 2024" say nothing of which is later, and a correction is
     often made the day the value was said (in BEAM's tune chats, each of 34 updates)."""
+    labels = {
+        h.fact.id: (said_when(h.fact.valid_from, now), said_when(h.fact.valid_from, now, clock=True))
+        for h in hits
+    }
     times: dict[str, set[str]] = {}
-    for hit in hits:
-        at = hit.fact.valid_from
-        times.setdefault(said_when(at, now), set()).add(said_when(at, now, clock=True))
-    return frozenset(h.fact.id for h in hits if len(times[said_when(h.fact.valid_from, now)]) > 1)
+    for day, time in labels.values():
+        times.setdefault(day, set()).add(time)
+    return frozenset(fid for fid, (day, _) in labels.items() if len(times[day]) > 1)
 
 
 def hit_line(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Sequence
+from functools import partial
 
 import psycopg
 from psycopg.rows import DictRow
@@ -46,11 +47,7 @@ def search(
             set_hnsw_local(conn, ef_search)
             rows = conn.execute(statement, params, prepare=prepare).fetchall()
     remember_common_words(conn, ns.session_id, options, params, rows)
-
-    def messages(ids: Collection[uuid.UUID]) -> dict[uuid.UUID, str]:
-        return message_starts(conn, ids)
-
-    return search_result(query, rank(rows, options, query), messages)
+    return search_result(query, rank(rows, options, query), partial(message_starts, conn))
 
 
 # as much of each message as tells a short one from a long one (memory.rules.corrections.short_message):

@@ -55,7 +55,15 @@ from memory.rules.corrections import (
 )
 from memory.rules.splitting import classify
 
-__all__ = ["ORDERED", "may_outdate", "order_same_slot", "outdated_by", "restatement"]
+__all__ = [
+    "ORDERED",
+    "MessageStarts",
+    "may_outdate",
+    "order_same_slot",
+    "outdated_by",
+    "restatement",
+    "said_in_short_message",
+]
 
 ORDERED = 64
 
@@ -90,7 +98,7 @@ def order_same_slot(hits: Sequence[Hit], messages: MessageStarts | None = None) 
     ordered = list(hits)
     if len(ordered) < 2:
         return ordered
-    said_in_short = _short_messages(ordered[:ORDERED], messages)
+    said_in_short = said_in_short_message(ordered[:ORDERED], messages)
     flags: dict[int, list[Flag]] = {id(h): list(h.flags) for h in ordered}
     # an instruction or a question from a tool result states nothing: below every trusted hit
     asks = {id(h) for h in ordered if _untrusted(h) and classify(h.fact.body) == "directive"}
@@ -137,23 +145,30 @@ def order_same_slot(hits: Sequence[Hit], messages: MessageStarts | None = None) 
     return [replace(h, flags=tuple(flags[id(h)])) if flags[id(h)] != list(h.flags) else h for h in ordered]
 
 
-def _short_messages(hits: Sequence[Hit], messages: MessageStarts | None) -> Callable[[Hit], bool]:
-    """Whether a hit was said in a short message: a claim that is its whole message is its own
-    message; the messages of the others are read (once, for all of `hits`) the first time one is
-    asked about."""
+def said_in_short_message(hits: Sequence[Hit], messages: MessageStarts | None) -> Callable[[Hit], bool]:
+    """Whether a hit of `hits` was said in a short message (`short_message`): a claim that is its
+    whole message is its own message; the messages of the others are read (once, for all of `hits`)
+    the first time one is asked about, and each hit's answer is worked out once. Without `messages`,
+    or for a message no longer there, a claim cut from a message counts as said in a short one."""
     starts: Mapping[uuid.UUID, str] | None = None
+    known: dict[uuid.UUID, bool] = {}
 
-    def said_in_short(hit: Hit) -> bool:
-        nonlocal starts
+    def short(hit: Hit) -> bool:
         passage = hit.fact.passage_id
         if passage is None:
             return short_message(hit.fact.body)
         if messages is None:
             return True
+        nonlocal starts
         if starts is None:
             starts = messages({h.fact.passage_id for h in hits if h.fact.passage_id is not None})
         start = starts.get(passage)
         return start is None or short_message(start)
+
+    def said_in_short(hit: Hit) -> bool:
+        if hit.fact.id not in known:
+            known[hit.fact.id] = short(hit)
+        return known[hit.fact.id]
 
     return said_in_short
 

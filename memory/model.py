@@ -75,6 +75,18 @@ class Namespace:
         )
 
 
+# the columns of beads.facts a Fact is read from (Fact.from_row), for the statements that read facts
+FACT_COLUMNS = (
+    "id, session_id, namespace_id, kind, status, source, source_key, agent_id, acting_on_behalf_of, body, "
+    "passage_id, thread_id, message_id, span_start, span_end, head_id, valid_from, valid_to, recorded_at, metadata"
+)
+
+
+def fact_columns(alias: str) -> str:
+    """FACT_COLUMNS qualified by a table alias, for queries that join facts to other tables."""
+    return ", ".join(f"{alias}.{c.strip()}" for c in FACT_COLUMNS.split(","))
+
+
 @dataclass(frozen=True, slots=True)
 class Fact:
     id: uuid.UUID

@@ -64,10 +64,9 @@ from psycopg.types.json import Jsonb
 from memory.embedders.base import Embedder, embed_queries
 from memory.errors import InvalidTextError
 from memory.graph import consolidate, revisions
-from memory.graph import facts as fact_sql
 from memory.graph.store import FactStore
 from memory.ids import fact_id, namespace_id
-from memory.model import Fact, Source
+from memory.model import FACT_COLUMNS, Fact, Source
 from memory.postgres import vectors
 from memory.rules import clean_text
 
@@ -85,7 +84,7 @@ Distance = Literal["cosine", "inner_product", "l2"]
 _SESSIONS_UNDER = "(session_id = %(exact)s OR session_id LIKE %(below)s ESCAPE '\\')"
 # every version of each item in the given sessions, the current one (the head) first per key
 _VERSIONS = f"""
-SELECT {fact_sql.FACT_COLUMNS}
+SELECT {FACT_COLUMNS}
 FROM beads.facts
 WHERE metadata ? '{ITEM}' AND status <> 'archived' AND {{scope}}
 ORDER BY session_id, metadata->'{ITEM}'->>'key', (head_id = id) DESC, recorded_at DESC, id

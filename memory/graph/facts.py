@@ -22,19 +22,17 @@ from memory.errors import (
     UntrustedWriteError,
 )
 from memory.ids import body_sha256, fact_id, passage_id
-from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Namespace, Relation, Source
+from memory.model import (
+    FACT_COLUMNS,
+    UNTRUSTED_SOURCES,
+    Fact,
+    Kind,
+    Namespace,
+    Relation,
+    Source,
+)
 from memory.postgres import vectors
 from memory.rules.splitting import Claim, passage_for, split_message
-
-FACT_COLUMNS = (
-    "id, session_id, namespace_id, kind, status, source, source_key, agent_id, acting_on_behalf_of, body, "
-    "passage_id, thread_id, message_id, span_start, span_end, head_id, valid_from, valid_to, recorded_at, metadata"
-)
-
-
-def fact_columns(alias: str) -> str:
-    """FACT_COLUMNS qualified by a table alias, for queries that join facts to other tables."""
-    return ", ".join(f"{alias}.{c.strip()}" for c in FACT_COLUMNS.split(","))
 
 
 @dataclass(frozen=True, slots=True)
@@ -406,7 +404,6 @@ def forget_session(conn: psycopg.Connection[DictRow], session_id: str) -> int:
 
 
 __all__ = [
-    "FACT_COLUMNS",
     "NewFact",
     "Provenance",
     "ProvenanceArgs",

@@ -17,8 +17,8 @@ import psycopg
 from psycopg.rows import DictRow
 
 from memory.errors import BeadsMemoryError, FactNotFoundError, UntrustedWriteError
-from memory.graph.facts import fact_columns, get_fact
-from memory.model import UNTRUSTED_SOURCES, Fact, Status
+from memory.graph.facts import get_fact
+from memory.model import UNTRUSTED_SOURCES, Fact, Status, fact_columns
 
 _H = fact_columns("h")
 

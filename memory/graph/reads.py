@@ -10,8 +10,7 @@ from datetime import datetime
 import psycopg
 from psycopg.rows import DictRow
 
-from memory.graph.facts import fact_columns
-from memory.model import Fact
+from memory.model import Fact, fact_columns
 
 _F = fact_columns("f")
 

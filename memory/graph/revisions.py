@@ -25,8 +25,8 @@ from memory.errors import (
     SupersedeRefusedError,
     UntrustedWriteError,
 )
-from memory.graph.facts import FACT_COLUMNS, fact_columns, get_fact, lock_facts
-from memory.model import UNTRUSTED_SOURCES, Deleted, Fact, Kind, Status
+from memory.graph.facts import get_fact, lock_facts
+from memory.model import FACT_COLUMNS, UNTRUSTED_SOURCES, Deleted, Fact, Kind, Status, fact_columns
 from memory.postgres.prepared import worth_preparing
 from memory.rules.corrections import says_one_thing
 

@@ -48,7 +48,7 @@ from memory.retrieval.hnsw import ef_search_for, session_settings_hold, set_hnsw
 from memory.retrieval.keywords import keyword_words, known_common_words, remember_common_words
 from memory.retrieval.pipeline import message_starts
 from memory.retrieval.ranking import rank
-from memory.retrieval.statement import candidate_query
+from memory.retrieval.statement import candidate_query, read_chosen
 
 
 def _args() -> argparse.Namespace:
@@ -91,8 +91,9 @@ def time_parts(
     options: SearchOptions,
 ) -> dict[str, dict[str, float]]:
     """Our search's two steps timed apart, as `memory.retrieval.search` runs them: the candidate
-    statement (built, sent, its rows read) and ranking with the hits made of its rows (Python, the
-    same-slot ordering among them, with its read of the hits' message starts), by kind of query."""
+    statement (built, sent, its rows read) and ranking with the hits made of the chosen candidates
+    (ranking in Python, the chosen rows' read, the same-slot ordering among them with its read of the
+    hits' message starts), by kind of query."""
     samples: dict[str, list[float]] = {}
     for q in texts:
         t0 = time.perf_counter()
@@ -107,7 +108,11 @@ def time_parts(
                 rows = conn.execute(statement, params, prepare=prepare).fetchall()
         remember_common_words(conn, root.session_id, options, params, rows)
         t1 = time.perf_counter()
-        search_result(q, rank(rows, options, q), partial(message_starts, conn))
+        ranked = rank(rows, options, q)
+        chosen = read_chosen(
+            conn, root.session_id, [(c["hit_id"], c["head_id"]) for c in ranked.chosen], prepare=prepare
+        )
+        search_result(q, ranked, chosen, partial(message_starts, conn))
         t2 = time.perf_counter()
         samples.setdefault(f"statement_{kind_of[q]}s", []).append((t1 - t0) * 1000)
         samples.setdefault(f"ranking_{kind_of[q]}s", []).append((t2 - t1) * 1000)

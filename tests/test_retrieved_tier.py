@@ -145,7 +145,7 @@ def test_one_message_does_not_fill_the_block_with_its_claims() -> None:
 
 def test_a_question_that_names_a_speaker_ranks_their_own_facts_first() -> None:
     def said(score: float, name: str, speaker: str) -> dict[str, Any]:
-        return {**candidate(score, name), "head_metadata": {"speaker": speaker}}
+        return {**candidate(score, name), "head_speaker": speaker}
 
     # Ben says Ana's name to her; Ana says what she does herself, a little further from the query
     rows = [said(0.62, "ben", "Ben"), said(0.55, "ana", "Ana"), said(0.50, "other", "Ben")]

@@ -1,15 +1,18 @@
-"""What a search sends: one statement, prepared where the pool allows it and the plan will hold, and
-the same hits either way.
+"""What a search sends: the candidate statement, then the chosen few's rows, prepared where the pool
+allows it and the plan will hold, and the same hits either way.
 
-Timing lives in bench/search_latency.py; these tests pin the shape that the figures depend on: a
-search is a single round trip (the winners' rows, how their versions were replaced and their restates
-edges come back with the candidates), the library's pools prepare only the statements the library
-asks for, and only once the tables have statistics (memory.postgres.prepared), and a pool without prepared
+Timing lives in bench/search_latency.py and bench/session_search.py; these tests pin the shape that
+the figures depend on: a search is two round trips (what ranking reads of every candidate, then the
+winners' rows, how their versions were replaced and their restates edges), the candidate statement
+is one text for queries of any number of words up to a slot size (so a connection settles on its
+generic plans after a few searches), the library's pools prepare only the statements the library asks
+for, and only once the tables have statistics (memory.postgres.prepared), and a pool without prepared
 statements (for a pooler in transaction mode) answers alike.
 """
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, ClassVar
 
 import psycopg
@@ -23,9 +26,10 @@ from memory.graph.store import FactStore
 from memory.model import Kind, Source
 from memory.postgres import prepared
 from memory.postgres.connection import connection_kwargs, open_pool
-from memory.retrieval import SearchOptions
+from memory.retrieval import SearchOptions, pipeline
 from memory.retrieval.hnsw import ef_search_for, set_hnsw_local
-from memory.retrieval.statement import candidate_query
+from memory.retrieval.keywords import MAX_KEYWORD_WORDS
+from memory.retrieval.statement import WORD_SLOTS, candidate_query
 from tests.plan_helpers import indexes_read
 
 FACTS = [
@@ -86,7 +90,7 @@ def answers(store: FactStore, ns: Any, queries: list[str]) -> list[Any]:
 QUERIES = ["Who owns the payments queue?", "Where is the billing api deployed?", "budget", "audit log"]
 
 
-def test_a_search_is_one_statement(store: FactStore) -> None:
+def test_a_search_is_the_candidate_statement_then_the_chosen_rows(store: FactStore) -> None:
     ns = fill(store)
     [qvec] = store.embedder.embed([QUERIES[0]])
     with store.pool.connection() as conn:
@@ -100,8 +104,48 @@ def test_a_search_is_one_statement(store: FactStore) -> None:
                 assert result.hits
         finally:
             conn.cursor_factory = psycopg.Cursor
-    assert len(CountingCursor.sent) == len(QUERIES)
-    assert all("claim_hits" in text for text in CountingCursor.sent)
+
+    # per search: the candidate statement, then the chosen facts and, where a hit was resolved from
+    # an older version, the edge that replaced it, sent together (one pipeline, one round trip)
+    def shape(text: str) -> str:
+        return next(name for name, part in SHAPES if part in text)
+
+    searches = " ".join(map(shape, CountingCursor.sent)).replace("candidates facts", "search").split()
+    assert searches.count("search") == len(QUERIES)
+    assert set(searches) == {"search", "replaced"}  # the payments queue's owner: resolved from cobalt
+    assert all(a == "search" for a, b in itertools.pairwise(searches) if b == "replaced")
+
+
+SHAPES = (("candidates", "claim_hits"), ("facts", "AS restates"), ("replaced", "chosen.hit_id"))
+
+
+def test_a_fact_deleted_between_the_two_reads_is_left_out(
+    store: FactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ns = fill(store)
+    query = "Where is the billing api deployed?"
+    before = store.search(ns, query, relevance_floor=-1.0)
+    gone = before.hits[0].fact
+    read = pipeline.read_chosen
+
+    def delete_first(conn: Any, session_id: str, pairs: Any, **kwargs: Any) -> Any:
+        conn.execute("DELETE FROM beads.facts WHERE id = %s", (gone.id,))
+        return read(conn, session_id, pairs, **kwargs)
+
+    monkeypatch.setattr(pipeline, "read_chosen", delete_first)
+    after = store.search(ns, query, relevance_floor=-1.0)
+    assert [h.fact.id for h in after.hits] == [h.fact.id for h in before.hits[1:]]
+
+
+def test_the_candidate_statement_is_one_text_for_queries_of_up_to_a_slot_of_words(store: FactStore) -> None:
+    ns = store.root("s1")
+    words = [f"word{n}" for n in range(MAX_KEYWORD_WORDS)]
+    texts = set()
+    with store.pool.connection() as conn:
+        for n in range(1, MAX_KEYWORD_WORDS + 1):
+            statement, _ = candidate_query(ns, " ".join(words[:n]), [0.0] * 8, 1, 8, SearchOptions())
+            texts.add(statement.as_string(conn))
+    assert len(texts) == len(WORD_SLOTS)
 
 
 def test_only_the_statements_asked_for_are_prepared(db_url: str) -> None:
@@ -114,10 +158,10 @@ def test_only_the_statements_asked_for_are_prepared(db_url: str) -> None:
         with pool.connection() as conn:
             prepared = [r["statement"] for r in conn.execute("SELECT statement FROM pg_prepared_statements")]
     assert any("claim_hits" in text for text in prepared), "the candidate statement is prepared"
-    # besides the statements the library asks to prepare (search's candidates, capture's nearest
+    # besides the statements the library asks to prepare (search's candidates and chosen rows, capture's nearest
     # earlier claims, supersede's echo lookup), only what psycopg's executemany prepares by itself
     # (the vector inserts); nothing of the migrations, the other writes or the coverage check
-    asked = ("claim_hits", "nearest.scan", "WITH said AS")
+    asked = ("claim_hits", "AS restates", "chosen.hit_id", "nearest.scan", "WITH said AS")
     for text in prepared:
         assert any(part in text for part in asked) or text.startswith("INSERT INTO beads."), text
 

@@ -22,7 +22,8 @@ The pipeline, in order (every step traces to a failure the seed system measured)
 The modules, in the order a search uses them:
   options     SearchOptions: what a search may be asked
   keywords    the query's content words, and the words a session has made too common to rank by
-  statement   the candidate statement (candidates, resolve, filter's inputs): one round trip
+  statement   the candidate statement (candidates, resolve, what ranking reads): one round trip;
+              then the chosen candidates' rows, which hits are made of: a second
   hnsw        the HNSW settings the statement needs on its connection
   ranking     skip, filter, score, fuse, select and floor, on the statement's rows (pure)
   hits        the chosen rows as Hits: their flags, then the trust order; a result as of a past moment

@@ -13,33 +13,38 @@ from memory.flags import CurrentAsOf, Demoted, Flag, KeywordMatch, ReplacedAutom
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, SearchResult
 from memory.retrieval.keywords import keyword_words
 from memory.retrieval.ranking import Ranked
-from memory.retrieval.statement import fact_of
+from memory.retrieval.statement import Chosen
 from memory.rules.slots import MessageStarts, order_same_slot, restatement
 
 
-def search_result(query: str, ranked: Ranked, messages: MessageStarts | None = None) -> SearchResult:
-    """The hits of `ranked`, built from the candidate rows it chose: flags for resolved, demoted,
-    keyword and restating hits, then same-slot and trust order. No database but what `messages`
-    reads: the start of the messages the hits were cut from, which same-slot order asks of a pair
-    (memory.rules.slots)."""
+def search_result(
+    query: str, ranked: Ranked, chosen: Chosen, messages: MessageStarts | None = None
+) -> SearchResult:
+    """The hits of `ranked`, made of what was read for the candidates it chose (`chosen`:
+    memory.retrieval.statement.read_chosen; a candidate whose fact was deleted since is left out):
+    flags for resolved, demoted, keyword and restating hits, then same-slot and trust order. No
+    database but what `messages` reads: the start of the messages the hits were cut from, which
+    same-slot order asks of a pair (memory.rules.slots)."""
     hits = []
     restated: dict[uuid.UUID, Sequence[uuid.UUID]] = {}
     for c in ranked.chosen:
-        row = c["row"]
-        head = fact_of(row, "head_")
-        resolved_from = fact_of(row, "resolved_") if c["hit_id"] != c["head_id"] else None
+        head = chosen.facts.get(c["head_id"])
+        if head is None:
+            continue
+        resolved_from = chosen.facts.get(c["hit_id"]) if c["hit_id"] != c["head_id"] else None
         flags: list[Flag] = []
         if resolved_from is not None:
             flags.append(ResolvedFrom(resolved_from.short_id))
             # how the head replaced its predecessor: said by capture's rules, or by an agent
-            if row["head_replaced_automatically"]:
-                flags.append(ReplacedAutomatically(_clip(resolved_from.body), row["head_replaced_because"]))
+            because = chosen.replaced_automatically.get(resolved_from.id)
+            if because is not None:
+                flags.append(ReplacedAutomatically(_clip(resolved_from.body), because))
         if c["demoted"]:
             flags.append(Demoted(head.agent_id))
         if c.get("keyword"):
             flags.append(KeywordMatch())
-        if row["head_restates"]:
-            restated[head.id] = row["head_restates"]
+        if head.id in chosen.restates:
+            restated[head.id] = chosen.restates[head.id]
         hits.append(
             Hit(
                 fact=head,

@@ -1,4 +1,5 @@
-"""A search from start to end: the candidate statement on the caller's connection, ranking, hits."""
+"""A search from start to end: the candidate statement on the caller's connection, ranking, the chosen
+candidates' rows, hits."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from memory.retrieval.hnsw import ef_search_for, session_settings_hold, set_hnsw
 from memory.retrieval.keywords import known_common_words, remember_common_words
 from memory.retrieval.options import SearchOptions
 from memory.retrieval.ranking import rank
-from memory.retrieval.statement import candidate_query
+from memory.retrieval.statement import candidate_query, read_chosen
 from memory.rules.corrections import SHORT_MESSAGE_CHARS
 
 _DEFAULTS = SearchOptions()  # frozen, so one shared default is safe
@@ -32,7 +33,8 @@ def search(
     options: SearchOptions = _DEFAULTS,
 ) -> SearchResult:
     """The facts `ns` may read that best answer `query` (embedded as `query_vector` by embedder
-    `embedder_id`), ranked as memory.retrieval describes: one statement on `conn`, then ranking.
+    `embedder_id`), ranked as memory.retrieval describes: the candidate statement on `conn`, ranking,
+    then the chosen candidates' rows.
     Inside a transaction of the caller's, the HNSW settings are scoped to it."""
     common = known_common_words(conn, ns.session_id, query, options)
     statement, params = candidate_query(ns, query, query_vector, embedder_id, dims, options, common)
@@ -47,7 +49,11 @@ def search(
             set_hnsw_local(conn, ef_search)
             rows = conn.execute(statement, params, prepare=prepare).fetchall()
     remember_common_words(conn, ns.session_id, options, params, rows)
-    return search_result(query, rank(rows, options, query), partial(message_starts, conn))
+    ranked = rank(rows, options, query)
+    chosen = read_chosen(
+        conn, ns.session_id, [(c["hit_id"], c["head_id"]) for c in ranked.chosen], prepare=prepare
+    )
+    return search_result(query, ranked, chosen, partial(message_starts, conn))
 
 
 # as much of each message as tells a short one from a long one (memory.rules.corrections.short_message):

@@ -71,11 +71,7 @@ def _recalled_directive(options: SearchOptions, valued: bool | None) -> bool:
 def named_speakers(query: str, rows: Sequence[dict[str, Any]]) -> frozenset[str]:
     """The speakers of the candidates (a session's people, from their facts' metadata) that `query`
     names, compared case-blind as whole words."""
-    speakers = {
-        speaker
-        for row in rows
-        if isinstance(speaker := (row.get("head_metadata") or {}).get("speaker"), str) and speaker.strip()
-    }
+    speakers = {speaker for row in rows if (speaker := row.get("head_speaker")) and speaker.strip()}
     words = {w.lower() for w in re.findall(r"[\w'-]+", query)}
     return frozenset(s for s in speakers if s.lower() in words)
 
@@ -126,7 +122,7 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions, query: str = ""
         similarity = claim_sim if passage_sim is None else w * claim_sim + (1 - w) * passage_sim
         demoted = bool(row["head_demoted"])
         relevance = similarity - (options.descendant_penalty if demoted else 0.0)
-        spoken = bool(named) and (row.get("head_metadata") or {}).get("speaker") in named
+        spoken = bool(named) and row.get("head_speaker") in named
         score = relevance + (options.speaker_boost if spoken else 0.0)
         for side, ranks in words.items():
             if row.get(side) is not None:
@@ -149,7 +145,6 @@ def rank(rows: Sequence[dict[str, Any]], options: SearchOptions, query: str = ""
                 "passage_sim": passage_sim,
                 "demoted": demoted,
                 "derived_from": frozenset(row["head_derived_from"] or ()),
-                "row": row,  # the winners' Hits are built from it
             }
 
     ordered = sorted(best.values(), key=lambda c: (-round(c["score"], 6), c["md5"]))

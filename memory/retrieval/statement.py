@@ -1,20 +1,25 @@
 """The candidate statement: one round trip that finds a search's candidates, resolves each to the
-current version of its fact and returns everything ranking and the hits are made of.
+current version of its fact and returns what ranking reads; then what the hits of the few ranking
+chose are made of (`read_chosen`).
 
 `candidate_query` builds its text from the templates here: the integers we own placed as literals,
-everything else passed as parameters. `fact_of` reads a Fact back from one of its rows.
+everything else passed as parameters.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import uuid
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 from psycopg import sql
+from psycopg.rows import DictRow
 
-from memory.model import Fact, Namespace
+from memory.model import Fact, Namespace, fact_columns
 from memory.postgres.vectors import as_vector
-from memory.retrieval.keywords import keyword_words
+from memory.retrieval.keywords import MAX_KEYWORD_WORDS, keyword_words
 from memory.retrieval.options import SearchOptions, candidate_count, keyword_candidate_count
 
 # Keyword candidates (SearchOptions.keyword): the claims, and the passages, that best match the
@@ -28,24 +33,34 @@ from memory.retrieval.options import SearchOptions, candidate_count, keyword_can
 #   this session: ts_rank_cd knows nothing of how rare a word is, so such a word ranks nothing
 #   apart, and ranking everything it matches would cost a pass over much of the session
 #   (docs/internals/ranking.md, "Figures behind the defaults"). Counting stops there.
-# - Each word is its own subquery, its text a parameter the planner reads as a constant: with the
-#   column's statistics it counts a common word by reading the table until `keyword_common` rows
-#   match (a few hundred rows) rather than building the GIN index's bitmap of all its thousands;
-#   one subquery for every word would be planned once, blind. The words found common are returned,
+# - Each word is its own subquery, its text a parameter, counted once (the counts are materialized:
+#   the two aggregates over them would count each word twice). The words found common are returned,
 #   and searches of the session leave them out for a while.
+# - The words are sent in WORD_SLOTS places, the places past the query's words NULL (counted as 0,
+#   never read): one statement for every query of up to that many words rather than one per number
+#   of words. A prepared statement is planned anew for each of its first five runs (custom plans,
+#   2 ms each at a 1M-token session) before Postgres settles on its generic plan; with a statement
+#   per number of words, a connection's first few hundred searches were still planning
+#   (docs/measured/benchmarks.md).
 # - Claims are restricted to the session and to what this namespace may read, as on the vector side,
 #   and directives and archived facts, which ranking would drop, take no place; a passage's claims
 #   join below, in scope only. No word left: a NULL tsquery, which matches nothing.
 _WORD = """({i}, plainto_tsquery('english', {w}),
-             (SELECT count(*) FROM (SELECT FROM beads.facts f
-                                     WHERE f.body_tsv @@ plainto_tsquery('english', {w})
-                                       AND f.session_id = %(session)s
-                                     LIMIT {common}) AS found))"""
-_WORD_HITS = """words AS (
+             CASE WHEN {w}::text IS NULL THEN 0
+                  ELSE (SELECT count(*) FROM (SELECT FROM beads.facts f
+                                               WHERE f.body_tsv @@ plainto_tsquery('english', {w})
+                                                 AND f.session_id = %(session)s
+                                               LIMIT {common}) AS found) END)"""
+# how many places the query's words are sent in: the smallest that holds them
+WORD_SLOTS = (2, 4, 8, MAX_KEYWORD_WORDS)
+_WORD_HITS = """word_counts AS MATERIALIZED (
+    SELECT * FROM (VALUES {words}) AS word (i, q, found)
+),
+words AS (
     SELECT (string_agg(DISTINCT word.q::text, ' | ')
               FILTER (WHERE word.found < {common} AND numnode(word.q) > 0))::tsquery AS q,
            array_agg(word.i) FILTER (WHERE word.found >= {common}) AS common  -- remembered a while
-      FROM (VALUES {words}) AS word (i, q, found)
+      FROM word_counts AS word
 ),
 claim_words AS (
     SELECT f.id, ts_rank_cd(f.body_tsv, (SELECT q FROM words)) AS rank
@@ -168,15 +183,18 @@ hit_ids AS (
     SELECT f.id FROM beads.facts f JOIN passage_words pw ON pw.id = f.passage_id
      WHERE f.namespace_id IN (SELECT id FROM scope)
 )
--- what ranking reads, and the rest of each head's row (and of the hit's, where the hit was resolved
--- to its head), the edge that replaced the hit's version and the head's restates edges: what the
--- winners' Hits are made of, so that a search is this one round trip (rank picks from these rows)
+-- what ranking reads of each candidate, and no more: the rest of a head's row, the hit's where it was
+-- resolved, and the edges a hit is flagged by are read for the chosen few (read_chosen). Returned for every
+-- candidate (a hundred or more when keyword search adds a long message's claims), they were most of a
+-- search's time at a 1M-token session: decoding them, and computing them for rows ranking drops.
 SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.head_id, hit.valued AS hit_valued,
        head.kind AS head_kind, head.status AS head_status, head.agent_id AS head_agent_id,
        head.source = 'fallback_conclude' AS head_failed_delegation,
        head.message_id AS head_message_id, md5(head.body) AS head_md5,
-       head.valid_from AS head_valid_from,
        head.kind = 'directive' AND head.body ~ '[0-9]' AND head.source = 'passive_capture' AS head_valued,  -- read for directives only
+       -- the speaker a query may name (ranking's speaker boost): a string, or NULL
+       CASE WHEN jsonb_typeof(head.metadata->'speaker') = 'string' THEN head.metadata->>'speaker' END
+           AS head_speaker,
        hs.id IS NOT NULL AS head_in_scope,
        coalesce(hs.demoted, false) AS head_demoted,
        -- a fact found through its passage or by keyword has no claim similarity yet, and vice versa:
@@ -194,16 +212,11 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
        (SELECT rank FROM passage_words c WHERE c.id = hit.passage_id) AS passage_words_rank,
 {common_words}       hv.fact_id IS NOT NULL AS head_has_vector,
        coalesce((SELECT array_agg(e.dst) FROM beads.edges e
-                  WHERE e.src = head.id AND e.relation = 'derived_from'), '{{}}') AS head_derived_from,
-       coalesce((SELECT array_agg(e.dst ORDER BY e.dst) FROM beads.edges e
-                  WHERE e.src = head.id AND e.relation = 'restates'), '{{}}') AS head_restates,
-       replaced.automatic AS head_replaced_automatically, replaced.reason AS head_replaced_because,
-{head_row},
-{resolved_row}
+                  WHERE e.src = head.id AND e.relation = 'derived_from'), '{{}}') AS head_derived_from
   FROM hit_ids
   -- one primary-key read per candidate. Joined plainly, the planner, expecting a hundred candidates
   -- once keyword search adds its own, read every fact of the table instead (docs/internals/ranking.md).
-  CROSS JOIN LATERAL (SELECT {hit_columns},
+  CROSS JOIN LATERAL (SELECT f.id, f.kind, f.status, f.head_id, f.passage_id,
                               f.kind = 'directive' AND f.body ~ '[0-9]' AND f.source = 'passive_capture' AS valued
                         FROM beads.facts f
                        WHERE f.id = hit_ids.id LIMIT 1) AS hit
@@ -211,45 +224,80 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
   LEFT JOIN scope hs ON hs.id = head.namespace_id
   -- a join, not EXISTS: the planner turned EXISTS into a hash of every vector of the space
   LEFT JOIN beads.fact_vectors hv ON hv.embedder_id = {eid} AND hv.fact_id = head.id
-  -- how the head replaced the version that was hit (read only for a hit resolved to its head): the
-  -- edge to that very version if there is one (a head may also have retired a restatement of it),
-  -- else the first it wrote; ordered, so that the reason quoted is the same on every search
-  LEFT JOIN LATERAL (SELECT e.automatic, e.reason FROM beads.edges e
-                      WHERE hit.id <> hit.head_id AND e.src = head.id AND e.relation = 'supersedes'
-                        AND e.undone_at IS NULL
-                      ORDER BY e.dst = hit.id DESC, e.created_at, e.dst
-                      LIMIT 1) AS replaced ON true
 """
 
-# What Fact.from_row reads. The candidate statement returns the head's (prefixed head_) and, where the
-# hit was resolved to its head, the hit's (prefixed resolved_; NULL otherwise), so that the winners'
-# Facts come from the rows ranking chose from.
-_FACT_FIELDS = (
-    "id", "session_id", "namespace_id", "kind", "status", "source", "agent_id", "body", "head_id",
-    "valid_from", "valid_to", "recorded_at", "acting_on_behalf_of", "thread_id", "message_id",
-    "span_start", "span_end", "passage_id", "metadata",
-)  # fmt: skip
-# head_id is the head's id (the hit's head_id, joined on), so the head's own head_id is head_head_id;
-# the statement already reads head_kind, head_status, head_agent_id, head_message_id and head_valid_from
-# by name
-_HEAD_READ = {"id", "kind", "status", "agent_id", "message_id", "valid_from"}
-_HEAD_ROW = sql.SQL(",\n".join(f"       head.{c} AS head_{c}" for c in _FACT_FIELDS if c not in _HEAD_READ))
-_HIT_COLUMNS = sql.SQL(", ".join(f"f.{c}" for c in _FACT_FIELDS))
-_RESOLVED_ROW = sql.SQL(
-    ",\n".join(
-        f"       CASE WHEN hit.id <> hit.head_id THEN hit.{c} END AS resolved_{c}" for c in _FACT_FIELDS
+# The facts of the candidates ranking chose (each head, and each hit resolved to one), with each one's
+# restates edges (the facts it restates, in id order).
+_CHOSEN_FACTS = f"""
+SELECT {fact_columns("f")},
+       coalesce((SELECT array_agg(e.dst ORDER BY e.dst) FROM beads.edges e
+                  WHERE e.src = f.id AND e.relation = 'restates'), '{{}}') AS restates
+  FROM beads.facts f
+ WHERE f.id = ANY(%(ids)s::uuid[]) AND f.session_id = %(session)s
+"""
+# How each chosen head replaced the version that was hit, for the hits resolved to their heads: the
+# edge to that very version if there is one (a head may also have retired a restatement of it), else
+# the first it wrote; ordered, so that the reason quoted is the same on every search
+_REPLACED = """
+SELECT chosen.hit_id, replaced.automatic, replaced.reason
+  FROM unnest(%(hits)s::uuid[], %(heads)s::uuid[]) AS chosen (hit_id, head_id)
+ CROSS JOIN LATERAL (SELECT e.automatic, e.reason FROM beads.edges e
+                      WHERE e.src = chosen.head_id AND e.relation = 'supersedes' AND e.undone_at IS NULL
+                        AND e.session_id = %(session)s
+                      ORDER BY e.dst = chosen.hit_id DESC, e.created_at, e.dst
+                      LIMIT 1) AS replaced
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    """What the hits of a search are made of, read for the candidates ranking chose."""
+
+    facts: Mapping[uuid.UUID, Fact]  # each chosen head, and each hit resolved to one, by id
+    restates: Mapping[uuid.UUID, Sequence[uuid.UUID]]  # a fact's restates edges, where it has any
+    # by the id of a hit resolved to its head: the rule's reason, where capture's rules replaced it
+    replaced_automatically: Mapping[uuid.UUID, str]
+
+
+def read_chosen(
+    conn: psycopg.Connection[DictRow],
+    session_id: str,
+    pairs: Sequence[tuple[uuid.UUID, uuid.UUID]],
+    *,
+    prepare: bool = False,
+) -> Chosen:
+    """The facts of the chosen (hit id, head id) `pairs` of session `session_id` and the edges their
+    hits are flagged by: one round trip. A fact deleted since the candidate statement ran is not
+    there."""
+    resolved = [(hit, head) for hit, head in pairs if hit != head]
+    ids = list(dict.fromkeys([head for _, head in pairs] + [hit for hit, _ in resolved]))
+    if not ids:
+        return Chosen({}, {}, {})
+    with conn.pipeline():
+        facts = conn.execute(_CHOSEN_FACTS, {"ids": ids, "session": session_id}, prepare=prepare)
+        replaced = (
+            conn.execute(
+                _REPLACED,
+                {
+                    "hits": [hit for hit, _ in resolved],
+                    "heads": [head for _, head in resolved],
+                    "session": session_id,
+                },
+                prepare=prepare,
+            )
+            if resolved
+            else None
+        )
+    rows = facts.fetchall()
+    return Chosen(
+        facts={row["id"]: Fact.from_row(row) for row in rows},
+        restates={row["id"]: row["restates"] for row in rows if row["restates"]},
+        replaced_automatically={
+            row["hit_id"]: row["reason"]
+            for row in (replaced.fetchall() if replaced else ())
+            if row["automatic"]
+        },
     )
-)
-
-
-def fact_of(row: dict[str, Any], prefix: str) -> Fact:
-    """The Fact of a candidate row's head ("head_") or resolved hit ("resolved_")."""
-    fields = {c: row[prefix + c] for c in _FACT_FIELDS if c not in ("id", "head_id")}
-    if prefix == "head_":
-        fields.update(id=row["head_id"], head_id=row["head_head_id"])
-    else:
-        fields.update(id=row[prefix + "id"], head_id=row[prefix + "head_id"])
-    return Fact.from_row(fields)
 
 
 def candidate_query(
@@ -281,7 +329,7 @@ def candidate_query(
                 sql.SQL(_WORD).format(
                     i=sql.Literal(i), w=sql.Placeholder(f"w{i}"), common=constants["common"]
                 )
-                for i in range(len(keywords))
+                for i in range(_slots(len(keywords)))
             ),
             recallable=recallable,
             **constants,
@@ -295,9 +343,6 @@ def candidate_query(
     statement = sql.SQL(_CANDIDATES).format(
         word_hits=words,
         common_words=common_words_column,
-        head_row=_HEAD_ROW,
-        resolved_row=_RESOLVED_ROW,
-        hit_columns=_HIT_COLUMNS,
         recallable=recallable,
         **constants,
     )
@@ -310,5 +355,11 @@ def candidate_query(
         "valued": options.directives_with_values,
     }
     if keywords:
+        params.update({f"w{i}": None for i in range(_slots(len(keywords)))})
         params.update({f"w{i}": word for i, word in enumerate(keywords)})
     return statement, params
+
+
+def _slots(words: int) -> int:
+    """The places `words` content words are sent in (WORD_SLOTS)."""
+    return next(n for n in WORD_SLOTS if n >= words)

@@ -141,7 +141,8 @@ def plan_summary(
     scan = cte_time(explained["Plan"], "claim_hits")
     counts = cte_time(explained["Plan"], "words")  # each word counted in the session: common or not
     return {
-        "words": float(sum(k.startswith("w") for k in params)),
+        # the words sent (the slots past them are NULL: memory.retrieval.statement.WORD_SLOTS)
+        "words": float(sum(k.startswith("w") and v is not None for k, v in params.items())),
         "planning": float(explained["Planning Time"]),
         "execution": float(explained["Execution Time"]),
         "nearest_claims_scan": -1.0 if scan is None else scan,

@@ -61,7 +61,9 @@ def paired_table(
 ) -> list[str]:
     """Evidence recall of two runs question by question: for each dataset, arm and budget both ran,
     each run's recall over the questions both answered, the difference, and how many questions only
-    one of them found (a difference of a few questions each way is noise; one way only is not)."""
+    one of them found (a difference of a few questions each way is noise; one way only is not). And
+    of every question both ran there, how many got the very same window: a change meant to leave
+    what memory returns alone (a faster statement) shows all of them."""
 
     def keyed(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str, int | None, str], bool]:
         return {
@@ -70,10 +72,17 @@ def paired_table(
             if r.get("hit_any") is not None
         }
 
+    def windows(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str, int | None, str], Any]:
+        return {(r["dataset"], r["arm"], r.get("budget"), r["question_id"]): r.get("window") for r in rows}
+
     a, b = keyed(left), keyed(right)
     groups: dict[Group, list[tuple[bool, bool]]] = defaultdict(list)
     for key in a.keys() & b.keys():
         groups[key[:3]].append((a[key], b[key]))
+    wa, wb = windows(left), windows(right)
+    alike: dict[Group, list[bool]] = defaultdict(list)
+    for key in wa.keys() & wb.keys():
+        alike[key[:3]].append(wa[key] is not None and wa[key] == wb[key])
     body = []
     for (dataset, arm, budget), pairs in sorted(
         groups.items(), key=lambda g: (g[0][0], _arm_order(g[0][1]), g[0][2] or 0)
@@ -90,6 +99,7 @@ def paired_table(
                 _pct(rb),
                 f"{100 * (rb - ra):+.1f}",
                 only,
+                f"{sum(alike[(dataset, arm, budget)])} of {len(alike[(dataset, arm, budget)])}",
             ]
         )
     header = [
@@ -100,6 +110,7 @@ def paired_table(
         names[1],
         "difference",
         f"only {names[0]} / only {names[1]}",
+        "the same window",
     ]
     return _table(header, body)
 

@@ -35,7 +35,7 @@ from bench import writes
 from bench.eval.arms import docstore_namespace
 from bench.eval.ingest import dataset_database, ensure_database
 from bench.eval.loaders import load_beam_tiered
-from bench.eval.runner import open_stores
+from bench.eval.runner import changed_options, open_stores
 from memory import retrieval
 from memory.embedders.base import embed_query
 from memory.embedders.select import embedder_from_name
@@ -69,6 +69,12 @@ def _args() -> argparse.Namespace:
         help="search the chat as an earlier ingestion left it, even where ingestion has changed since"
         " (its fingerprint differs): search is timed, not what capture writes, and ingesting again"
         " costs minutes of CPU",
+    )
+    p.add_argument(
+        "--search",
+        default="",
+        help="our search's options changed, option=value,... (as bench.eval run --search takes them, e.g."
+        " keyword_candidates=16): what a variant would cost",
     )
     p.add_argument(
         "--plan-cache-mode",
@@ -169,7 +175,7 @@ def main() -> None:
     # a query's kind, to time them apart: a whole user message (BEAM's run to hundreds of words) or
     # one of the chat's short probing questions
     kind_of = {q: "message" for q in messages} | {q: "question" for q in questions}
-    options = SearchOptions(k=args.k)
+    options = changed_options(SearchOptions(k=args.k), args.search)
     started = time.perf_counter()
     with open_stores(url, embedder) as stores:
         ingested_before = (
@@ -322,6 +328,7 @@ def main() -> None:
             for n, ms in sorted(by_words.items())
         },
         "plan_cache_mode": args.plan_cache_mode,
+        "search_changes": args.search,
         "ingested_now": not ingested_before and not fingerprint_current,
         # False: searched as an earlier ingestion left the chat (--as-ingested)
         "ingestion_current": fingerprint_current,

@@ -24,7 +24,12 @@ class SearchOptions:
     # query (full-text search), fused with the nearest ones by reciprocal rank. Off: vectors only, which
     # lost much of LoCoMo's evidence at small budgets (results/tuning/README.md)
     keyword: bool = True
-    keyword_candidates: int = 32  # best keyword matches fetched per side (claims, passages), at least k
+    # best keyword matches fetched per side (claims, passages), at least k. 16 rather than 32: at a
+    # 1M-token session each keyword candidate is a row to rank, and 16 took the p95 of a k=8 search
+    # from 1.21 to 1.01 times PostgresStore's; what reached blocks moved a question or so either way
+    # at 300 and 1,200 tokens, tune and holdout alike, and not at all from 3,000, where k is larger
+    # (results/long-sessions-27/keyword-16)
+    keyword_candidates: int = 16
     # a query word in this many of the session's claims is left out: it ranks nothing apart, and
     # ranking all it matches is slow (docs/internals/ranking.md, "Figures behind the defaults")
     keyword_common: int = 30

@@ -25,7 +25,6 @@ import random
 import statistics
 import time
 from collections import Counter
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,14 +40,11 @@ from memory.embedders.base import embed_query
 from memory.embedders.select import embedder_from_name
 from memory.model import Namespace
 from memory.postgres.embedded_postgres import resolve_database_url
-from memory.postgres.prepared import worth_preparing
 from memory.retrieval import SearchOptions
-from memory.retrieval.hits import search_result
-from memory.retrieval.hnsw import ef_search_for, session_settings_hold, set_hnsw_local
-from memory.retrieval.keywords import keyword_words, known_common_words, remember_common_words
-from memory.retrieval.pipeline import message_starts
-from memory.retrieval.ranking import rank
-from memory.retrieval.statement import candidate_query, read_chosen
+from memory.retrieval.hnsw import ef_search_for, set_hnsw_local
+from memory.retrieval.keywords import keyword_words, known_common_words
+from memory.retrieval.pipeline import find_candidates, hits_of
+from memory.retrieval.statement import candidate_query
 
 
 def _args() -> argparse.Namespace:
@@ -103,22 +99,9 @@ def time_parts(
     samples: dict[str, list[float]] = {}
     for q in texts:
         t0 = time.perf_counter()
-        common = known_common_words(conn, root.session_id, q, options)
-        statement, params = candidate_query(root, q, vectors[q], embedder_id, dims, options, common)
-        prepare = worth_preparing(conn)
-        if session_settings_hold(conn, ef_search_for(options)):
-            rows = conn.execute(statement, params, prepare=prepare).fetchall()
-        else:
-            with conn.pipeline(), conn.transaction():
-                set_hnsw_local(conn, ef_search_for(options))
-                rows = conn.execute(statement, params, prepare=prepare).fetchall()
-        remember_common_words(conn, root.session_id, options, params, rows)
+        candidates = find_candidates(conn, root, q, vectors[q], embedder_id, dims, options)
         t1 = time.perf_counter()
-        ranked = rank(rows, options, q)
-        chosen = read_chosen(
-            conn, root.session_id, [(c["hit_id"], c["head_id"]) for c in ranked.chosen], prepare=prepare
-        )
-        search_result(q, ranked, chosen, partial(message_starts, conn))
+        hits_of(conn, root, q, candidates, options)
         t2 = time.perf_counter()
         samples.setdefault(f"statement_{kind_of[q]}s", []).append((t1 - t0) * 1000)
         samples.setdefault(f"ranking_{kind_of[q]}s", []).append((t2 - t1) * 1000)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 import psycopg
@@ -36,6 +37,29 @@ def search(
     `embedder_id`), ranked as memory.retrieval describes: the candidate statement on `conn`, ranking,
     then the chosen candidates' rows.
     Inside a transaction of the caller's, the HNSW settings are scoped to it."""
+    candidates = find_candidates(conn, ns, query, query_vector, embedder_id, dims, options)
+    return hits_of(conn, ns, query, candidates, options)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """What the candidate statement returned, and whether the search's statements are prepared."""
+
+    rows: list[DictRow]
+    prepare: bool
+
+
+def find_candidates(
+    conn: psycopg.Connection[DictRow],
+    ns: Namespace,
+    query: str,
+    query_vector: Sequence[float],
+    embedder_id: int,
+    dims: int,
+    options: SearchOptions = _DEFAULTS,
+) -> Candidates:
+    """A search's first step: the candidate statement on `conn`, with the HNSW settings it needs
+    (bench.session_search times it apart from the second, `hits_of`)."""
     common = known_common_words(conn, ns.session_id, query, options)
     statement, params = candidate_query(ns, query, query_vector, embedder_id, dims, options, common)
     ef_search = ef_search_for(options)
@@ -49,9 +73,20 @@ def search(
             set_hnsw_local(conn, ef_search)
             rows = conn.execute(statement, params, prepare=prepare).fetchall()
     remember_common_words(conn, ns.session_id, options, params, rows)
-    ranked = rank(rows, options, query)
+    return Candidates(rows, prepare)
+
+
+def hits_of(
+    conn: psycopg.Connection[DictRow],
+    ns: Namespace,
+    query: str,
+    candidates: Candidates,
+    options: SearchOptions = _DEFAULTS,
+) -> SearchResult:
+    """A search's second step: ranking, the chosen candidates' rows, the hits."""
+    ranked = rank(candidates.rows, options, query)
     chosen = read_chosen(
-        conn, ns.session_id, [(c["hit_id"], c["head_id"]) for c in ranked.chosen], prepare=prepare
+        conn, ns.session_id, [(c["hit_id"], c["head_id"]) for c in ranked.chosen], prepare=candidates.prepare
     )
     return search_result(query, ranked, chosen, partial(message_starts, conn))
 

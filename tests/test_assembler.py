@@ -324,9 +324,10 @@ def test_with_a_share_what_one_side_cannot_use_goes_to_the_other() -> None:
     budgets = Budgets(pinned=0, context=400, reserve=0, retrieved_share=0.5)
     history = [human(50) for _ in range(10)] + [human(5)]  # 505 tokens: more than the context
     plan = plan_window(history, budgets, "always")
-    # half of 400 each; whole messages fill 155 of the window's 200, and the 45 left go to the tier
-    assert plan.budget == 200 and sum(history[i].tokens for i in plan.window.kept) == 155
-    assert plan.retrieved == 200 + 45
+    # half of 400 each; whole messages fill 155 of the window's 200, and the 45 left go to the tier:
+    # the window's budget is then what it holds, the two summing to the context
+    assert sum(history[i].tokens for i in plan.window.kept) == 155
+    assert plan.retrieved == 200 + 45 and plan.budget == 155
     assert plan_window(history, replace(budgets, retrieved_share=None), "always").retrieved == 1200
     # the window's leftover goes to the tier; with a short history, nearly everything does
     short = plan_window([human(30), human(5)], budgets, "always")
@@ -336,7 +337,31 @@ def test_with_a_share_what_one_side_cannot_use_goes_to_the_other() -> None:
     wider = lend_to_window(plan, history, used)
     assert wider.retrieved == used and wider.budget == plan.budget + 100
     assert len(wider.window.kept) == len(plan.window.kept) + 2
+    assert wider.budget + wider.retrieved == 400  # lent once: the window never outgrows the context
     assert lend_to_window(plan, history, plan.retrieved) is plan  # nothing left: nothing lent
     # no share, no context: the budgets are what they say
     fixed = plan_window(history, Budgets(pinned=0, retrieved=300), "always")
     assert fixed.retrieved == 300 and lend_to_window(fixed, history, 10) is fixed
+
+
+def test_a_tier_that_stops_short_widens_the_window_without_pushing_its_own_lines_out() -> None:
+    # turns too long for the window's fifth of the context: the window holds only the newest message,
+    # and its unused room goes to the tier. The tier then stops at 300 tokens (the relevance floor),
+    # and lends the rest back: the wider window must leave room for the 300 it kept.
+    budgets = Budgets(pinned=0, context=1000, reserve=0, retrieved_share=0.8)
+    history = [human(300) for _ in range(10)] + [human(0)]
+    plan = plan_window(history, budgets, "always")
+    assert plan.window.kept == (10,) and plan.retrieved == 1000 and plan.budget == 0
+    wider = lend_to_window(plan, history, 300)
+    assert wider.budget == 700 and wider.window.kept == (8, 9, 10)
+    result = assemble(
+        pinned=[],
+        retrieved=items(100, 100, 100),
+        history=history,
+        window=wider.window,
+        budgets=wider.budgets,
+        gate=wider.gate,
+    )
+    # lent twice, the window took 900 tokens and the tier lost lines to the context
+    assert result.retrieved == ("f1", "f2", "f3") and result.total_tokens == 900
+    assert not [d for d in result.dropped if d.tier == "retrieved"]

@@ -448,10 +448,14 @@ def plan_window(
     fit = fit_window(history, budgets.recent_messages, room, budgets.clear_tool_output)
     if gate.inject and budgets.retrieved_share is not None:
         # what the window cannot use (a short history, or turns too long to fit whole) goes to the
-        # retrieved tier rather than unused: a ranked fact is worth more than an empty token
-        retrieved = (retrieved or 0) + max(
-            0, left - sum(_cost(history[i], i in fit.cleared) for i in fit.kept)
-        )
+        # retrieved tier rather than unused: a ranked fact is worth more than an empty token. The
+        # window's budget becomes what it uses, so that the two still sum to what they had: a tier
+        # that then stops short lends its rest back (`lend_to_window`) without lending these tokens
+        # twice, which widened the window past the context and cost the tier its lines
+        used = sum(_cost(history[i], i in fit.cleared) for i in fit.kept)
+        if left > used:
+            retrieved = (retrieved or 0) + left - used
+            room = min(room, used)
     return WindowPlan(fit, gate, room, replace(resolved, retrieved=retrieved))
 
 

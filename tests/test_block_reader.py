@@ -69,6 +69,19 @@ def test_lines_that_share_a_day_say_their_time_so_the_later_one_can_be_told(stor
     same = replace(later, fact=replace(later.fact, valid_from=hits[1].fact.valid_from))
     plain = render_block(SearchResult((hits[1], same), "Where?", False, 0.9)).splitlines()[2:]
     assert all("(21 Nov 2026) " in line for line in plain)
+    # a value and its change seconds apart (a chat): to the minute they look said at once, so the two
+    # lines of that minute say their second; the line of another minute keeps its minute
+    soon = replace(
+        later, fact=replace(later.fact, valid_from=hits[1].fact.valid_from + timedelta(seconds=40))
+    )
+    third = replace(
+        hits[0], fact=replace(hits[0].fact, valid_from=hits[1].fact.valid_from + timedelta(hours=2))
+    )
+    seconds = render_block(SearchResult((hits[1], soon, third), "Where?", False, 0.9)).splitlines()[2:]
+    assert "(21 Nov 2026 09:00:00) I booked" in seconds[0] and "(21 Nov 2026 09:00:40) Our team" in seconds[1]
+    assert "(21 Nov 2026 11:00) The team" in seconds[2]
+    today = render_block(SearchResult((hits[1], soon), "Where?", False, 0.9), now=now - timedelta(days=1))
+    assert "(today 09:00:00) I booked" in today and "(today 09:00:40) Our team" in today
 
 
 def test_the_header_states_the_rule_and_calls_nothing_current() -> None:

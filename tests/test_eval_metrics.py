@@ -110,6 +110,15 @@ def test_a_knowledge_update_is_told_apart_when_the_window_says_which_value_is_la
     # the time of day says it, or a mark on the stale line does
     assert told(WindowItem("2", 0, said="7 Feb 2024 00:03"), WindowItem("8", 1, said="7 Feb 2024 00:05"))
     assert told(
+        WindowItem("2", 0, said="7 Feb 2024 00:05:02"), WindowItem("8", 1, said="7 Feb 2024 00:05:40")
+    )
+    # a line that says only the day (the minute) the other was said in orders nothing
+    assert told(WindowItem("2", 0, said="7 Feb 2024"), WindowItem("8", 1, said="7 Feb 2024 00:05")) is False
+    assert (
+        told(WindowItem("2", 0, said="7 Feb 2024 00:05:40"), WindowItem("8", 1, said="7 Feb 2024 00:05"))
+        is False
+    )
+    assert told(
         WindowItem("2", 0, said="7 Feb 2024", marked_outdated=True), WindowItem("8", 1, said="7 Feb 2024")
     )
     # a line that says no time at all tells nothing; one value missing: not counted

@@ -148,7 +148,8 @@ def window_metrics(window: Window, question: Question, evidence_texts: Sequence[
             and all(i.marked_outdated for i in window.items if i.turn_id in current_turns),
             # both values shown, and the window tells which is later: every line of the stale one
             # marked (and none of the current one), or no line of either said when a line of the
-            # other was (a reader told "the later one holds" needs to see which is later)
+            # other was, nor only the day or minute it was said in (a reader told "the later one
+            # holds" needs to see which is later)
             ku_told_apart=_told_apart(stale_items, [i for i in window.items if i.turn_id in current_turns])
             if current_rank is not None and stale_rank is not None
             else None,
@@ -174,8 +175,14 @@ def window_metrics(window: Window, question: Question, evidence_texts: Sequence[
 def _told_apart(stale: Sequence[WindowItem], current: Sequence[WindowItem]) -> bool:
     if all(i.marked_outdated for i in stale) and not any(i.marked_outdated for i in current):
         return True
-    said = [{i.said for i in items} for items in (stale, current)]
-    return None not in said[0] | said[1] and not said[0] & said[1]
+    said = [[i.said for i in items] for items in (stale, current)]
+    stale_said = [s for s in said[0] if s is not None]
+    current_said = [s for s in said[1] if s is not None]
+    if len(stale_said) < len(said[0]) or len(current_said) < len(said[1]):
+        return False  # a line that says no time at all tells nothing
+    # "7 Feb 2024" against "7 Feb 2024 00:05", or "00:05" against "00:05:40", orders nothing: the
+    # shorter says only the day (the minute) the longer was said in
+    return not any(a.startswith(b) or b.startswith(a) for a in stale_said for b in current_said)
 
 
 def _mean(values: Iterable[float | bool | None]) -> float | None:

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from memory.context.tokens import count_cached, count_tokens
 from memory.flags import NotTheUsers, PossiblyOutdated, Restates, Untrusted, texts
@@ -118,35 +118,51 @@ def shown_as_outdated(hit: Hit) -> bool:
     return hit.resolved_from is None and any(isinstance(f, PossiblyOutdated) for f in hit.flags)
 
 
-def said_when(at: datetime, now: datetime | None = None, *, clock: bool = False) -> str:
+# how finely a line says when it was said, beyond its day: to the minute, or to the second
+Clock = Literal["minute", "second"]
+
+
+def said_when(at: datetime, now: datetime | None = None, *, clock: Clock | None = None) -> str:
     """When a fact was said, as a small model reads it best: "today 14:05", "yesterday", "3 days ago",
     else the date ("8 May 2023"); always the date without `now`. `clock`: with the time of day too
-    ("yesterday 14:05", "8 May 2023 09:30"), for lines that share their day with another (`clocked`)."""
+    ("yesterday 14:05", "8 May 2023 09:30"), or to the second ("today 14:05:37"), for lines that
+    share their day, or their minute, with another (`clocked`)."""
+    hour = "%H:%M:%S" if clock == "second" else "%H:%M"
     if now is not None:
         at_utc, now_utc = at.astimezone(UTC), now.astimezone(UTC)
         days = (now_utc.date() - at_utc.date()).days
         if days == 0:
-            return f"today {at_utc:%H:%M}"
+            return f"today {at_utc:{hour}}"
         if days == 1:
-            return f"yesterday {at_utc:%H:%M}" if clock else "yesterday"
+            return f"yesterday {at_utc:{hour}}" if clock else "yesterday"
         if 1 < days < 7:
-            return f"{days} days ago {at_utc:%H:%M}" if clock else f"{days} days ago"
-    return f"{at.day} {at:%b %Y} {at:%H:%M}" if clock else f"{at.day} {at:%b %Y}"
+            return f"{days} days ago {at_utc:{hour}}" if clock else f"{days} days ago"
+    return f"{at.day} {at:%b %Y} {at:{hour}}" if clock else f"{at.day} {at:%b %Y}"
 
 
-def clocked(hits: Sequence[Hit], now: datetime | None = None) -> frozenset[uuid.UUID]:
-    """The hits whose lines say the time of day as well: those that share their day (`said_when`)
-    with a line said at another time. The header tells the model that of two lines that disagree the
-    later one holds; two lines dated "7 Feb 2024" say nothing of which is later, and a correction is
-    often made the day the value was said (in BEAM's tune chats, each of 34 updates)."""
+def clocked(hits: Sequence[Hit], now: datetime | None = None) -> Mapping[uuid.UUID, Clock]:
+    """The hits whose lines say the time of day as well, and how finely: those that share their day
+    (`said_when`) with a line said at another minute, to the minute; those that share their minute
+    with a line said at another second, to the second. The header tells the model that of two lines
+    that disagree the later one holds; two lines dated "7 Feb 2024" say nothing of which is later, and
+    a value is often changed the day it was said (in BEAM's tune chats, each of 34 updates), in a chat
+    often seconds after."""
     labels = {
-        h.fact.id: (said_when(h.fact.valid_from, now), said_when(h.fact.valid_from, now, clock=True))
+        h.fact.id: tuple(said_when(h.fact.valid_from, now, clock=c) for c in (None, "minute", "second"))
         for h in hits
     }
-    times: dict[str, set[str]] = {}
-    for day, time in labels.values():
-        times.setdefault(day, set()).add(time)
-    return frozenset(fid for fid, (day, _) in labels.items() if len(times[day]) > 1)
+    minutes: dict[str, set[str]] = {}  # a day's label -> the minutes said in it
+    seconds: dict[str, set[str]] = {}  # a minute's label -> the seconds said in it
+    for day, minute, second in labels.values():
+        minutes.setdefault(day, set()).add(minute)
+        seconds.setdefault(minute, set()).add(second)
+    clock: dict[uuid.UUID, Clock] = {}
+    for fid, (day, minute, _) in labels.items():
+        if len(seconds[minute]) > 1:
+            clock[fid] = "second"
+        elif len(minutes[day]) > 1:
+            clock[fid] = "minute"
+    return clock
 
 
 def hit_line(
@@ -159,7 +175,7 @@ def hit_line(
     body: str | None = None,
     max_chars: int = MAX_FACT_CHARS,
     query: str = "",
-    clock: bool = False,
+    clock: Clock | None = None,
 ) -> str:
     """One retrieved fact as the model reads it: when it was said, its text, and what it is if not
     plainly the user's. With older values on its slot folded into it (`earlier`), or as a linked
@@ -553,7 +569,7 @@ def _lines(
                 body=texts[pid],
                 max_chars=settings.max_chars,
                 query=result.query,
-                clock=fact.id in timed,
+                clock=timed.get(fact.id),
             )
             whole_tokens += count_cached([line])[0]
             lines.append(line)
@@ -579,7 +595,7 @@ def _lines(
                     style=settings.style,
                     body=shown_text if in_turn else None,
                     max_chars=settings.max_chars,
-                    clock=fact.id in timed,
+                    clock=timed.get(fact.id),
                 )
             )
         else:
@@ -599,7 +615,7 @@ def _lines(
                         style=settings.style,
                         body=body,
                         max_chars=len(body),
-                        clock=kept[at].fact.id in timed,
+                        clock=timed.get(kept[at].fact.id),
                     )
                     dropped.append(
                         (fact.short_id, "its words are in the line of a better-ranked claim of its message")
@@ -616,7 +632,7 @@ def _lines(
                     style=settings.style,
                     max_chars=settings.conclusion_chars if agents else settings.max_chars,
                     query=result.query,
-                    clock=fact.id in timed,
+                    clock=timed.get(fact.id),
                 )
             )
         kept.append(hit)
@@ -665,7 +681,7 @@ def render_block(
             now=now,
             earlier=earlier.get(h.fact.id, ()),
             style=style,
-            clock=h.fact.id in timed,
+            clock=timed.get(h.fact.id),
         )
         for h in hits
     )

@@ -267,6 +267,8 @@ def test_with_a_context_the_tiers_share_it_and_retrieved_facts_are_not_pushed_ou
         pinned_header_tokens=8,
     )
     assert crowded.retrieved == ()
+    assert all(d.context_full for d in crowded.dropped if d.tier == "retrieved")
+    assert not any(d.context_full for d in result.dropped)  # the tiers' own budgets dropped these
 
 
 def test_a_gate_that_holds_back_leaves_the_retrieved_share_to_the_window() -> None:

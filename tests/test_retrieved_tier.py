@@ -356,6 +356,8 @@ def test_the_beads_arm_shows_the_block_the_middleware_decides(stores: Stores, tm
             blocks += bool(call.retrieved_block)
             facts = [i.fact_id for i in window.items if i.fact_id is not None]
             assert facts == [h.fact.short_id for h, _, _ in call.retrieved_lines]
+            # the tiers share the context: none of the tier's lines is pushed out by the window
+            assert window.retrieved_pushed_out == 0
     assert blocks > len(conversation.questions) // 2
 
 

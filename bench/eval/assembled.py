@@ -356,8 +356,16 @@ class BeadsArm:
                 items.append(WindowItem(pin.fact.message_id or "", len(items), fact_id=pin.fact.short_id))
         items.extend(pack_window(packer, view, call.assembly, first_priority=len(items)))
         probe = self.memory_probe(view, question)
+        pushed = sum(1 for d in call.assembly.dropped if d.tier == "retrieved" and d.context_full)
         return Window(
-            self.name, budget, packer.text(), packer.used, tuple(items), probe.not_in_memory, probe.best_score
+            self.name,
+            budget,
+            packer.text(),
+            packer.used,
+            tuple(items),
+            probe.not_in_memory,
+            probe.best_score,
+            retrieved_pushed_out=pushed,
         )
 
     def memory_probe(self, view: ConversationView, question: Question) -> SearchResult:

@@ -245,6 +245,8 @@ def build_row(
     evidence_texts = [turns[e].text for e in question.evidence_ids if e in turns]
     row.update(window_metrics(window, question, evidence_texts))
     row.update(window=encoded, clipped=clipped, harness=HARNESS_VERSION)
+    if window.retrieved_pushed_out is not None:
+        row["retrieved_pushed_out"] = window.retrieved_pushed_out
     if question.stale_ids:  # which of the window's facts it marks outdated: the KU figures can be rechecked
         row["marked_outdated"] = [
             f"{item.turn_id}@{item.fact_id}" for item in window.items if item.marked_outdated and item.fact_id

@@ -39,6 +39,9 @@ class Window:
     nothing_relevant: bool | None = None  # the arm's "memory holds nothing relevant"; None: no such signal
     best_score: float | None = None
     all_turns: bool = False  # full context: every turn of the conversation
+    # the middleware's arms: its ranked facts that fitted their tier but not the context (the tiers
+    # together asked for more than it holds); None: no such tier
+    retrieved_pushed_out: int | None = None
 
 
 # what a line shows of when it was said: a turn's "[07 Feb 2024 00:03] user: ...", a fact's

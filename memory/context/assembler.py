@@ -152,6 +152,9 @@ class Drop:
     key: str
     tokens: int
     reason: str
+    # dropped because the model's context was full, not because its tier's budget was: the tiers
+    # together asked for more than the context holds
+    context_full: bool = False
 
     def describe(self) -> dict[str, Any]:
         return {"tier": self.tier, "item": self.key, "tokens": self.tokens, "reason": self.reason}
@@ -545,6 +548,7 @@ def assemble(
                     RETRIEVED_LABEL.format(rank=retrieved_ranks[id(item)], key=item.key),
                     item.tokens,
                     f"{full}: lowest-ranked first",
+                    context_full=True,
                 )
             )
         # 3. window messages, oldest first, cutting only where no tool result loses its call
@@ -559,6 +563,7 @@ def assemble(
                         history[i].label(i),
                         _cost(history[i], i in cleared),
                         f"{full}: oldest first",
+                        context_full=True,
                     )
                 )
                 cleared.discard(i)
@@ -572,6 +577,7 @@ def assemble(
                     PINNED_LABEL.format(rank=pinned_ranks[id(item)], key=item.key),
                     item.tokens,
                     f"{full}: pinned facts go last, newest pin first",
+                    context_full=True,
                 )
             )
         overflow = max(0, total() - limit)

@@ -213,3 +213,16 @@ def test_an_evidence_turn_is_readable_when_enough_of_it_is_shown() -> None:
         "evidence_whole": None,
         "evidence_readable": None,
     }
+
+
+def test_answer_words_are_looked_for_in_what_lines_say_not_in_the_time_their_stamps_give() -> None:
+    from bench.eval.metrics import answer_words
+
+    q = Question("q", "c", "multi_session_reasoning", "How many terms in all?", "42")
+    # a stamp's seconds (made up by the loaders) are no answer; the line's own words are
+    stamped = "- (15 May 2024 00:15:42) user: I summed the first 20 terms.\n[07 Feb 2024 00:42] user: hi"
+    assert answer_words(_window([], text=stamped), q) == 0.0
+    assert answer_words(_window([], text="- (15 May 2024 00:15:07) user: that is 42 terms"), q) == 1.0
+    # a stamp's date stays: it is when something was said, which a question may ask
+    when = Question("w", "c", "temporal_reasoning", "When did I start?", "15 May 2024")
+    assert answer_words(_window([], text="- (15 May 2024 00:15:07) user: I started."), when) == 1.0

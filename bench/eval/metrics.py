@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bench.eval.conversation import Question
-from bench.eval.window import Window, WindowItem
+from bench.eval.window import Window, WindowItem, without_clock
 
 
 def _first_priority(window: Window, turn_ids: Sequence[str]) -> int | None:
@@ -37,14 +37,15 @@ def answer_words(window: Window, question: Question) -> float | None:
     of the question left out: they say nothing about the answer). None for long references (rubrics,
     summaries) and unanswerable questions. Where evidence recall counts a fact from the right turn,
     this counts the words of the answer: a fact carved from the evidence turn may not be the one
-    that says it, and a claim shown with its passage may say more."""
+    that says it, and a claim shown with its passage may say more. The time of day the lines' stamps
+    say is not counted (`without_clock`); their dates are."""
     if question.abstention:
         return None
     asked = set(_words(question.question))
     wanted = list(dict.fromkeys(w for w in _words(question.reference) if w not in asked))
     if not wanted or len(wanted) > ANSWER_WORDS_MAX:
         return None
-    present = set(_words(window.text))
+    present = set(_words(without_clock(window.text)))
     return sum(w in present for w in wanted) / len(wanted)
 
 

@@ -55,6 +55,23 @@ def said_in(line: str) -> str | None:
     return None if found is None else found.group(1) or found.group(2)
 
 
+_CLOCK = re.compile(r"\s*\b\d{1,2}:\d{2}(?::\d{2})?\b")
+
+
+def without_clock(text: str) -> str:
+    """`text` with the time of day its lines' stamps say taken out ("[07 Feb 2024 00:03] user: ..."
+    reads "[07 Feb 2024] user: ..."): the stamp's digits are when a line was said, not what it says,
+    and the loaders' times of day are made up (a session's turns seconds apart), so a reference's
+    "15" or "42" must not be found in them."""
+    lines = []
+    for line in text.splitlines():
+        found = _SAID.match(line)
+        if found is not None:
+            line = _CLOCK.sub("", line[: found.end()]) + line[found.end() :]
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def format_time(stamp: datetime | None) -> str:
     return stamp.strftime("%d %b %Y %H:%M") if stamp else "undated"
 

@@ -69,19 +69,35 @@ def test_lines_that_share_a_day_say_their_time_so_the_later_one_can_be_told(stor
     same = replace(later, fact=replace(later.fact, valid_from=hits[1].fact.valid_from))
     plain = render_block(SearchResult((hits[1], same), "Where?", False, 0.9)).splitlines()[2:]
     assert all("(21 Nov 2026) " in line for line in plain)
-    # a value and its change seconds apart (a chat): to the minute they look said at once, so the two
-    # lines of that minute say their second; the line of another minute keeps its minute
-    soon = replace(
-        later, fact=replace(later.fact, valid_from=hits[1].fact.valid_from + timedelta(seconds=40))
+
+
+def test_lines_of_one_minute_that_may_give_one_thing_two_values_say_their_second(store: FactStore) -> None:
+    hits = hits_for(
+        store,
+        "same-minute",
+        [
+            ("The offsite budget is $4,000.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
+            ("I raised the offsite budget to $5,500.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
+            ("The offsite is near the river.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
+            ("My cat is 3 years old.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
+        ],
     )
-    third = replace(
-        hits[0], fact=replace(hits[0].fact, valid_from=hits[1].fact.valid_from + timedelta(hours=2))
-    )
-    seconds = render_block(SearchResult((hits[1], soon, third), "Where?", False, 0.9)).splitlines()[2:]
-    assert "(21 Nov 2026 09:00:00) I booked" in seconds[0] and "(21 Nov 2026 09:00:40) Our team" in seconds[1]
-    assert "(21 Nov 2026 11:00) The team" in seconds[2]
-    today = render_block(SearchResult((hits[1], soon), "Where?", False, 0.9), now=now - timedelta(days=1))
-    assert "(today 09:00:00) I booked" in today and "(today 09:00:40) Our team" in today
+    at = hits[0].fact.valid_from
+    hits = [
+        replace(h, fact=replace(h.fact, valid_from=at + timedelta(seconds=s)))
+        for h, s in zip(hits, (0, 40, 20, 30), strict=True)
+    ]
+    lines = render_block(SearchResult(tuple(hits), "What is the offsite budget?", False, 0.9)).splitlines()[
+        2:
+    ]
+    # a value and its change, seconds apart: to the minute they read as said at once
+    assert "(20 Nov 2026 09:00:00) The offsite budget" in lines[0]
+    assert "(20 Nov 2026 09:00:40) I raised" in lines[1]
+    # a line of that minute with no value, or about something else, needs no order against them
+    assert "(20 Nov 2026) The offsite is near" in lines[2] and "(20 Nov 2026) My cat" in lines[3]
+    # said today, the same: the time of day is always there, the second only where it orders values
+    today = render_block(SearchResult(tuple(hits), "Budget?", False, 0.9), now=at + timedelta(hours=1))
+    assert "(today 09:00:40) I raised" in today and "(today 09:00) My cat" in today
 
 
 def test_the_header_states_the_rule_and_calls_nothing_current() -> None:

@@ -37,6 +37,7 @@ from memory.graph.pins import PinnedFact
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, SearchResult
 from memory.rules.corrections import asks_about_earlier, same_words
 from memory.rules.corrections.claims import content
+from memory.rules.corrections.stated_values import kind_family, values
 
 # one claim is short; a long conclusion is clipped so the block stays bounded whatever was stored
 MAX_FACT_CHARS = 320
@@ -141,27 +142,48 @@ def said_when(at: datetime, now: datetime | None = None, *, clock: Clock | None 
 
 
 def clocked(hits: Sequence[Hit], now: datetime | None = None) -> Mapping[uuid.UUID, Clock]:
-    """The hits whose lines say the time of day as well, and how finely: those that share their day
-    (`said_when`) with a line said at another minute, to the minute; those that share their minute
-    with a line said at another second, to the second. The header tells the model that of two lines
-    that disagree the later one holds; two lines dated "7 Feb 2024" say nothing of which is later, and
-    a value is often changed the day it was said (in BEAM's tune chats, each of 34 updates), in a chat
-    often seconds after."""
+    """The hits whose lines say the time of day as well, and how finely. The header tells the model
+    that of two lines that disagree the later one holds, so two lines that may disagree must say which
+    came first:
+    - a line that shares its day (`said_when`) with a line said at another minute says its minute:
+      two lines dated "7 Feb 2024" say nothing of which is later, and a value is often changed the day
+      it was said (in BEAM's tune chats, each of 34 updates);
+    - two lines of one minute said at different seconds that may give one thing two values (a
+      content word in common and a value of one kind each, names aside) say their second: in a chat a
+      value and its change are often seconds apart. Only those: a second costs a line two tokens."""
     labels = {
         h.fact.id: tuple(said_when(h.fact.valid_from, now, clock=c) for c in (None, "minute", "second"))
         for h in hits
     }
     minutes: dict[str, set[str]] = {}  # a day's label -> the minutes said in it
-    seconds: dict[str, set[str]] = {}  # a minute's label -> the seconds said in it
-    for day, minute, second in labels.values():
+    in_minute: dict[str, list[Hit]] = {}  # a minute's label -> its lines
+    for h in hits:
+        day, minute, _ = labels[h.fact.id]
         minutes.setdefault(day, set()).add(minute)
-        seconds.setdefault(minute, set()).add(second)
-    clock: dict[uuid.UUID, Clock] = {}
-    for fid, (day, minute, _) in labels.items():
-        if len(seconds[minute]) > 1:
-            clock[fid] = "second"
-        elif len(minutes[day]) > 1:
-            clock[fid] = "minute"
+        in_minute.setdefault(minute, []).append(h)
+    clock: dict[uuid.UUID, Clock] = {
+        fid: "minute" for fid, (day, _, _) in labels.items() if len(minutes[day]) > 1
+    }
+    for lines in in_minute.values():
+        if len({labels[h.fact.id][2] for h in lines}) < 2:
+            continue
+        about = {
+            h.fact.id: (
+                content(h.fact.body),
+                {kind_family(v.kind) for v in values(h.fact.body) if v.kind != "name"},
+            )
+            for h in lines
+        }
+        for i, one in enumerate(lines):
+            words, kinds = about[one.fact.id]
+            if not kinds:
+                continue
+            for other in lines[i + 1 :]:
+                if labels[one.fact.id][2] == labels[other.fact.id][2]:
+                    continue
+                other_words, other_kinds = about[other.fact.id]
+                if words & other_words and kinds & other_kinds:
+                    clock[one.fact.id] = clock[other.fact.id] = "second"
     return clock
 
 

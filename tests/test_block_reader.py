@@ -32,6 +32,17 @@ def hits_for(store: FactStore, session: str, said: list[tuple[str, Kind, Source,
     return [Hit(f, 0.9 - i * 0.01, 0.1, 0.9, None, False, None) for i, f in enumerate(facts)]
 
 
+def user_said(store: FactStore, session: str, said: list[tuple[str, timedelta]]) -> list[Hit]:
+    """The user's messages, each captured at T0 plus its offset, as hits in the order given."""
+    root = store.root(session)
+    facts = [
+        fact
+        for i, (text, after) in enumerate(said)
+        for fact in store.capture_message(root, text, message_id=f"m{i}", valid_from=T0 + after).facts
+    ]
+    return [Hit(f, 0.9 - i * 0.01, 0.1, 0.9, None, False, None) for i, f in enumerate(facts)]
+
+
 def test_every_line_says_when_it_was_said() -> None:
     now = datetime(2026, 12, 2, 15, 30, tzinfo=UTC)
     assert said_when(now - timedelta(minutes=5), now) == "today 15:25"
@@ -72,24 +83,19 @@ def test_lines_that_share_a_day_say_their_time_so_the_later_one_can_be_told(stor
 
 
 def test_lines_of_one_minute_that_may_give_one_thing_two_values_say_their_second(store: FactStore) -> None:
-    hits = hits_for(
+    hits = user_said(
         store,
         "same-minute",
         [
-            ("The offsite budget is $4,000.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
-            ("I raised the offsite budget to $5,500.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
-            ("The offsite is near the river.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
-            ("My cat is 3 years old.", Kind.USER_INPUT, Source.PASSIVE_CAPTURE, 0),
+            ("The offsite budget is $4,000.", timedelta(seconds=0)),
+            ("I raised the offsite budget to $5,500.", timedelta(seconds=40)),
+            ("The offsite is near the river.", timedelta(seconds=20)),
+            ("My cat is 3 years old.", timedelta(seconds=30)),
         ],
     )
     at = hits[0].fact.valid_from
-    hits = [
-        replace(h, fact=replace(h.fact, valid_from=at + timedelta(seconds=s)))
-        for h, s in zip(hits, (0, 40, 20, 30), strict=True)
-    ]
-    lines = render_block(SearchResult(tuple(hits), "What is the offsite budget?", False, 0.9)).splitlines()[
-        2:
-    ]
+    block = render_block(SearchResult(tuple(hits), "What is the offsite budget?", False, 0.9))
+    lines = block.splitlines()[2:]
     # a value and its change, seconds apart: to the minute they read as said at once
     assert "(20 Nov 2026 09:00:00) The offsite budget" in lines[0]
     assert "(20 Nov 2026 09:00:40) I raised" in lines[1]

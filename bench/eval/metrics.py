@@ -176,14 +176,14 @@ def window_metrics(window: Window, question: Question, evidence_texts: Sequence[
 def _told_apart(stale: Sequence[WindowItem], current: Sequence[WindowItem]) -> bool:
     if all(i.marked_outdated for i in stale) and not any(i.marked_outdated for i in current):
         return True
-    said = [[i.said for i in items] for items in (stale, current)]
-    stale_said = [s for s in said[0] if s is not None]
-    current_said = [s for s in said[1] if s is not None]
-    if len(stale_said) < len(said[0]) or len(current_said) < len(said[1]):
-        return False  # a line that says no time at all tells nothing
-    # "7 Feb 2024" against "7 Feb 2024 00:05", or "00:05" against "00:05:40", orders nothing: the
-    # shorter says only the day (the minute) the longer was said in
-    return not any(a.startswith(b) or b.startswith(a) for a in stale_said for b in current_said)
+    return all(_ordered(a.said, b.said) for a in stale for b in current)
+
+
+def _ordered(a: str | None, b: str | None) -> bool:
+    """Whether two lines' stamps say which was said first: both say a time, and neither says only
+    the day (or minute) the other was said in ("7 Feb 2024" against "7 Feb 2024 00:05", "00:05"
+    against "00:05:40" order nothing)."""
+    return a is not None and b is not None and not (a.startswith(b) or b.startswith(a))
 
 
 def _mean(values: Iterable[float | bool | None]) -> float | None:

@@ -212,22 +212,25 @@ def test_compare_pairs_two_runs_question_by_question(tmp_path: Path) -> None:
                 "budget": 1200,
                 "question_id": q,
                 "hit_any": hit,
-                "window": {"text": f"{q} {'found' if hit else 'missed'}"},
+                "window": [f"{q}@1", "found@2" if hit else "missed@2"],
             }
             for q, hit in found.items()
         ]
 
     left = rows({"q1": True, "q2": True, "q3": False, "q4": False})
     right = rows({"q1": True, "q2": False, "q3": True, "q4": False, "q5": True})  # q5: only one ran it
+    right[0]["window"].reverse()  # q1: the same lines, read in another order
     table = paired_table(left, right, ("a", "b"))
-    # q1 and q4 got the same window in both runs
-    assert table[2] == "| locomo (4) | beads | 1,200 | 50.0% | 50.0% | +0.0 | 1 / 1 | 2 of 4 |"
+    # q4 got the same window in both runs, q1 and q4 the same lines
+    assert table[2] == "| locomo (4) | beads | 1,200 | 50.0% | 50.0% | +0.0 | 1 / 1 | 1 of 4 | 2 |"
     for name, data in (("a", left), ("b", right)):
         (tmp_path / name).mkdir()
         write_snapshot(tmp_path / name / ROWS_SNAPSHOT, data)
     console = Console(record=True, width=200)
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")], console=console) == 0
-    assert "| locomo (4) | beads | 1,200 | 50.0% | 50.0% | +0.0 | 1 / 1 | 2 of 4 |" in console.export_text()
+    assert (
+        "| locomo (4) | beads | 1,200 | 50.0% | 50.0% | +0.0 | 1 / 1 | 1 of 4 | 2 |" in console.export_text()
+    )
     assert (
         main(["compare", str(tmp_path / "a"), str(tmp_path / "missing")], console=Console(record=True)) == 2
     )

@@ -62,8 +62,9 @@ def paired_table(
     """Evidence recall of two runs question by question: for each dataset, arm and budget both ran,
     each run's recall over the questions both answered, the difference, and how many questions only
     one of them found (a difference of a few questions each way is noise; one way only is not). And
-    of every question both ran there, how many got the very same window: a change meant to leave
-    what memory returns alone (a faster statement) shows all of them."""
+    of every question both ran there, how many got the very same window (a change meant to leave
+    what memory returns alone, a faster statement, shows all of them) and how many the same lines in
+    any order (a change of the order lines are read in shows all of those)."""
 
     def keyed(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, str, int | None, str], bool]:
         return {
@@ -81,8 +82,12 @@ def paired_table(
         groups[key[:3]].append((a[key], b[key]))
     wa, wb = windows(left), windows(right)
     alike: dict[Group, list[bool]] = defaultdict(list)
+    same_lines: dict[Group, list[bool]] = defaultdict(list)
     for key in wa.keys() & wb.keys():
         alike[key[:3]].append(wa[key] is not None and wa[key] == wb[key])
+        same_lines[key[:3]].append(
+            wa[key] is not None and wb[key] is not None and sorted(wa[key]) == sorted(wb[key])
+        )
     body = []
     for (dataset, arm, budget), pairs in sorted(
         groups.items(), key=lambda g: (g[0][0], _arm_order(g[0][1]), g[0][2] or 0)
@@ -100,6 +105,7 @@ def paired_table(
                 f"{100 * (rb - ra):+.1f}",
                 only,
                 f"{sum(alike[(dataset, arm, budget)])} of {len(alike[(dataset, arm, budget)])}",
+                f"{sum(same_lines[(dataset, arm, budget)])}",
             ]
         )
     header = [
@@ -111,6 +117,7 @@ def paired_table(
         "difference",
         f"only {names[0]} / only {names[1]}",
         "the same window",
+        "the same lines, in any order",
     ]
     return _table(header, body)
 

@@ -454,6 +454,11 @@ class RetrievedTier:
     # fact id -> the older values folded into its line, newest first (`fold`)
     earlier: Mapping[uuid.UUID, Sequence[Fact]] = field(default_factory=dict)
     now: datetime | None = None  # what the lines' "today" / "3 days ago" are relative to
+    messages: Mapping[uuid.UUID, str] = field(default_factory=dict)  # fact id -> the whole message shown
+
+    def shown(self) -> Mapping[uuid.UUID, str]:
+        """Fact id -> the words its line shows in place of its claim: an excerpt, or its whole message."""
+        return {**self.passages, **self.messages}
 
     def without_messages(self, message_ids: Collection[str], reason: str) -> RetrievedTier:
         """The tier less the facts carved from `message_ids` (the window came to show them)."""
@@ -566,6 +571,7 @@ def _lines(
     kept: list[Hit] = []
     lines: list[str] = []
     excerpts: dict[uuid.UUID, str] = {}
+    messages: dict[uuid.UUID, str] = {}
     dropped = [*result.dropped, *folded]
     whole_tokens = 0  # what the lines shown as whole messages have spent
     # passage id -> the line its plain claims share, and their (span, text)
@@ -594,6 +600,7 @@ def _lines(
                 clock=timed.get(fact.id),
             )
             whole_tokens += count_cached([line])[0]
+            messages[fact.id] = texts[pid]
             lines.append(line)
             kept.append(hit)
             continue
@@ -660,7 +667,7 @@ def _lines(
         kept.append(hit)
     result = replace(result, hits=tuple(kept), dropped=tuple(dropped))
     return RetrievedTier(
-        result, tuple(lines), tuple(count_cached(lines)), excerpts, k, searches, earlier, now
+        result, tuple(lines), tuple(count_cached(lines)), excerpts, k, searches, earlier, now, messages
     )
 
 

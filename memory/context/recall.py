@@ -3,7 +3,8 @@
 `plan_call` is what `BeadsMemoryMiddleware` decides before each model call, written once so that the
 evaluation's `beads` arm runs the very same code (bench.eval.assembled.BeadsArm): the caller costs
 the raw messages (`MessageSlot`s) and says which of them have ids, and gets back which messages the
-model sees, which facts go in (already rendered by memory.context.block) and the assembly's account of why.
+model sees, which facts go in (already rendered by memory.context.block, in the order they are read:
+memory.rules.slots.later_first) and the assembly's account of why.
 It reads the store (pins, search, passages) and writes nothing: recording what was injected, and
 evict-mode capture, stay with the middleware.
 
@@ -46,6 +47,7 @@ from memory.graph.pins import PinnedFact
 from memory.graph.store import FactStore
 from memory.model import Hit, Namespace, SearchResult
 from memory.retrieval import SearchOptions
+from memory.rules.slots import later_first
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,11 +184,15 @@ def plan_call(
     )
     retrieved_lines: tuple[tuple[Hit, str, int], ...] = ()
     if result is not None and filled is not None and not result.not_in_memory:
-        retrieved_lines = tuple(
-            (h, text, n)
+        kept_lines = {
+            h.fact.id: (h, text, n)
             for h, text, n in zip(result.hits, filled.lines, filled.tokens, strict=True)
             if h.fact.short_id in kept_retrieved
-        )
+        }
+        # the lines the budget kept, in the order they are read (a value's change said later the
+        # same day goes above it: memory.rules.slots.later_first); which lines, rank decided
+        in_order = later_first([h for h, _, _ in kept_lines.values()], query, filled.shown())
+        retrieved_lines = tuple(kept_lines[h.fact.id] for h in in_order)
         # the lines the budget left out are in the assembly's account, with the reason
         result = replace(result, hits=tuple(h for h, _, _ in retrieved_lines))
     # the lines exactly as the tier rendered and counted them

@@ -41,7 +41,7 @@ One module per concept, each using only those before it:
   verdicts        the judge, and which claims state something that could be corrected
 """
 
-from memory.rules.corrections.alignment import may_share_slot, restates, same_slot
+from memory.rules.corrections.alignment import may_order, may_share_slot, restates, same_slot
 from memory.rules.corrections.claims import asks, looks_like_code, says_one_thing
 from memory.rules.corrections.cues import asks_about_earlier, is_strong_cue
 from memory.rules.corrections.stated_values import Value, names_a_value, values
@@ -64,6 +64,7 @@ __all__ = [
     "is_strong_cue",
     "judge",
     "looks_like_code",
+    "may_order",
     "may_share_slot",
     "names_a_value",
     "restates",

@@ -221,13 +221,7 @@ def same_slot(a: str, b: str) -> bool:
     if looks_like_code(a) or looks_like_code(b):
         return False
     pa, pb = parse(a), parse(b)
-    if pa.history or pb.history or WISH.match(pa.body) or WISH.match(pb.body):
-        return False
-    # a short claim that adds one ("got a second line") replaces none; in a long one "also" is about
-    # anything
-    if (pa.addition and is_short(pa)) or (pb.addition and is_short(pb)):
-        return False
-    if subjects_differ(pa, pb) or qualifier_conflict(pa, pb) or periods_differ(pa, pb):
+    if _two_things(pa, pb):
         return False
     # ranking flags without the sign of intent `judge` asks for, so the slot must name a thing, not
     # only what its values are measured in or hold for: around the values, or elsewhere in both
@@ -237,6 +231,24 @@ def same_slot(a: str, b: str) -> bool:
     return any(slot - MEASURES for slot in slots) or (
         bool(slots) and bool(claim_content(pa) & claim_content(pb) - MEASURES)
     )
+
+
+def _two_things(pa: Claim, pb: Claim) -> bool:
+    """Whether two claims, whatever their words in common, are told as two things: history, a wish or
+    a condition, a short addition ("got a second line": in a long claim "also" is about anything),
+    other subjects, qualifiers or periods."""
+    if pa.history or pb.history or WISH.match(pa.body) or WISH.match(pb.body):
+        return True
+    if (pa.addition and is_short(pa)) or (pb.addition and is_short(pb)):
+        return True
+    return bool(subjects_differ(pa, pb) or qualifier_conflict(pa, pb) or periods_differ(pa, pb))
+
+
+def may_order(a: str, b: str) -> bool:
+    """The looser reading of one slot, which only orders two lines (memory.rules.slots.later_first):
+    a value kind and an anchor in common (`may_share_slot`), and nothing that tells them as two
+    things (`same_slot`'s exclusions). Code counts: a value set in a config block is the user's value."""
+    return may_share_slot(a, b) and not _two_things(parse(a), parse(b))
 
 
 def may_share_slot(a: str, b: str) -> bool:

@@ -159,7 +159,8 @@ def later_first(
     """The lines a block holds (`hits`, best first) in the order a reader should meet them: a line
     said later the same day than a line above it, that may give one of that line's slots another
     value, goes just above it. `shown`: fact id -> the words a line shows in place of its claim (an
-    excerpt of its message), which is what the two lines are compared on; `query`: what was asked.
+    excerpt of its message, or the whole message), which is what two lines are compared on; `query`:
+    what was asked.
 
     The header tells the reader that of two lines that disagree the later holds, and `order_same_slot`
     puts the newer of two claims it reads as one slot first. But most updates it cannot read that

@@ -35,9 +35,8 @@ from memory.context.tokens import count_cached, count_tokens
 from memory.flags import NotTheUsers, PossiblyOutdated, Restates, Untrusted, texts
 from memory.graph.pins import PinnedFact
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, SearchResult
-from memory.rules.corrections import asks_about_earlier, same_words
+from memory.rules.corrections import asks_about_earlier, same_words, topic_and_kinds
 from memory.rules.corrections.claims import content
-from memory.rules.corrections.stated_values import kind_family, values
 
 # one claim is short; a long conclusion is clipped so the block stays bounded whatever was stored
 MAX_FACT_CHARS = 320
@@ -167,13 +166,7 @@ def clocked(hits: Sequence[Hit], now: datetime | None = None) -> Mapping[uuid.UU
     for lines in in_minute.values():
         if len({labels[h.fact.id][2] for h in lines}) < 2:
             continue
-        about = {
-            h.fact.id: (
-                content(h.fact.body),
-                {kind_family(v.kind) for v in values(h.fact.body) if v.kind != "name"},
-            )
-            for h in lines
-        }
+        about = {h.fact.id: topic_and_kinds(h.fact.body) for h in lines}
         for i, one in enumerate(lines):
             words, kinds = about[one.fact.id]
             if not kinds:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC
+from datetime import UTC, date
 
 from memory.flags import Flag, NotTheUsers, PossiblyOutdated, Restates, SaidBefore, Untrusted
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, Source
@@ -180,14 +180,23 @@ def later_first(
     rank order: there the earlier value is the answer."""
     if len(hits) < 2 or asks_about_earlier(query):
         return list(hits)
-    words = shown or {}
+    # each line's day and words once, each pair judged once (a move makes the lines below an old
+    # line's neighbours again)
+    day = {h.fact.id: h.fact.valid_from.astimezone(UTC).date() for h in hits}
+    words = {h.fact.id: (shown or {}).get(h.fact.id, h.fact.body) for h in hits}
+    judged: dict[tuple[uuid.UUID, uuid.UUID], bool] = {}
+
+    def goes_above(lower: Hit, upper: Hit) -> bool:
+        pair = (lower.fact.id, upper.fact.id)
+        if pair not in judged:
+            judged[pair] = _said_later_on_its_slot(lower, upper, day, words)
+        return judged[pair]
+
     ordered = list(hits)
     i = 0
     while i < len(ordered):
         upper = ordered[i]
-        below = next(
-            (j for j in range(i + 1, len(ordered)) if _said_later_on_its_slot(ordered[j], upper, words)), None
-        )
+        below = next((j for j in range(i + 1, len(ordered)) if goes_above(ordered[j], upper)), None)
         if below is None:
             i += 1
         else:  # each move puts a later line at i, so this ends
@@ -195,13 +204,15 @@ def later_first(
     return ordered
 
 
-def _said_later_on_its_slot(lower: Hit, upper: Hit, shown: Mapping[uuid.UUID, str]) -> bool:
-    said, before = lower.fact.valid_from, upper.fact.valid_from
-    if not (said > before and said.astimezone(UTC).date() == before.astimezone(UTC).date()):
+def _said_later_on_its_slot(
+    lower: Hit, upper: Hit, day: Mapping[uuid.UUID, date], words: Mapping[uuid.UUID, str]
+) -> bool:
+    said, before = lower.fact, upper.fact
+    if not (said.valid_from > before.valid_from and day[said.id] == day[before.id]):
         return False
-    if _trust(lower) < _trust(upper) or _placed_below(lower, upper.fact.short_id):
+    if _trust(lower) < _trust(upper) or _placed_below(lower, before.short_id):
         return False
-    return may_order(shown.get(upper.fact.id, upper.fact.body), shown.get(lower.fact.id, lower.fact.body))
+    return may_order(words[before.id], words[said.id])
 
 
 def _placed_below(hit: Hit, other: str) -> bool:

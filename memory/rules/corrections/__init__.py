@@ -41,7 +41,7 @@ One module per concept, each using only those before it:
   verdicts        the judge, and which claims state something that could be corrected
 """
 
-from memory.rules.corrections.alignment import may_order, may_share_slot, restates, same_slot
+from memory.rules.corrections.alignment import may_order, may_share_slot, restates, same_slot, topic_and_kinds
 from memory.rules.corrections.claims import asks, looks_like_code, says_one_thing
 from memory.rules.corrections.cues import asks_about_earlier, is_strong_cue
 from memory.rules.corrections.stated_values import Value, names_a_value, values
@@ -73,6 +73,7 @@ __all__ = [
     "says_one_thing",
     "short_message",
     "states_something",
+    "topic_and_kinds",
     "values",
     "word_count",
 ]

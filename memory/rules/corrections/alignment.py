@@ -37,6 +37,7 @@ from memory.rules.corrections.stated_values import (
     same_value,
     same_value_loosely,
     small,
+    values,
     worded,
 )
 from memory.rules.corrections.subjects import (
@@ -249,6 +250,13 @@ def may_order(a: str, b: str) -> bool:
     a value kind and an anchor in common (`may_share_slot`), and nothing that tells them as two
     things (`same_slot`'s exclusions). Code counts: a value set in a config block is the user's value."""
     return may_share_slot(a, b) and not _two_things(parse(a), parse(b))
+
+
+def topic_and_kinds(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """What `text` is about (`content`) and the kinds of value it states, names aside: the loosest
+    reading of one thing given two values, two lines sharing a word and a kind
+    (memory.context.block.clocked gives such lines of one minute their second)."""
+    return content(text), frozenset(kind_family(v.kind) for v in values(text) if v.kind != "name")
 
 
 def may_share_slot(a: str, b: str) -> bool:

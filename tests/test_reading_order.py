@@ -16,6 +16,7 @@ from memory.flags import SaidBefore
 from memory.graph.store import FactStore
 from memory.model import Hit, Source
 from memory.rules.corrections import same_slot
+from memory.rules.corrections.alignment import may_order
 from memory.rules.slots import later_first
 
 # rank puts first the line worded like the question; the change, worded apart, comes later the same day
@@ -124,3 +125,28 @@ def test_lines_told_as_two_things_keep_their_rank(store: FactStore) -> None:
     ):
         hits = user_said(store, session, [(KEPT, timedelta(0)), (later, timedelta(hours=2))])
         assert bodies(later_first(hits)) == [KEPT, later]
+
+
+# two long requests of one day: the pool size changes, and each names its queries in passing with its
+# own word before them ("slow queries" / "busy queries"), which tells nothing about the pool
+POOL = (
+    "I'm trying to speed up our API by cutting slow queries, and I think raising the pool size to 20 "
+    "connections could help. Can you check my settings?"
+)
+POOL_CHANGED = "I want to change the pool size to 40 connections, since my busy queries keep timing out. How do I set it?"
+
+
+def test_a_qualifier_in_passing_does_not_tell_a_long_message_apart(store: FactStore) -> None:
+    assert same_slot(POOL, POOL_CHANGED) and may_order(POOL, POOL_CHANGED)
+    hits = user_said(store, "passing", [(POOL, timedelta(0)), (POOL_CHANGED, timedelta(minutes=20))])
+    # each message's claim with the pool size, shown as its whole message
+    said = {"m0": POOL, "m1": POOL_CHANGED}
+    lines = [h for h in hits if "pool size" in h.fact.body]
+    whole = {h.fact.id: said[h.fact.message_id or ""] for h in lines}
+    assert [whole[h.fact.id] for h in later_first(lines, "What pool size should the API use?", whole)] == [
+        POOL_CHANGED,
+        POOL,
+    ]
+    # a qualifier of the thing whose value changes still tells two things apart
+    staging, build = "The staging server has 4GB of memory.", "The build server has 8GB of memory."
+    assert not may_order(staging, build) and not same_slot(staging, build)

@@ -242,7 +242,21 @@ def _two_things(pa: Claim, pb: Claim) -> bool:
         return True
     if (pa.addition and is_short(pa)) or (pb.addition and is_short(pb)):
         return True
-    return bool(subjects_differ(pa, pb) or qualifier_conflict(pa, pb) or periods_differ(pa, pb))
+    return bool(
+        subjects_differ(pa, pb) or qualifier_conflict(pa, pb, _named(pa, pb)) or periods_differ(pa, pb)
+    )
+
+
+def _named(pa: Claim, pb: Claim) -> frozenset[str]:
+    """The words that may name the thing two claims give values to: their subjects, and the words
+    around the values either gives another. A long message names many things in passing, each with
+    its own words before it ("to reduce evictions" / "reducing cache evictions", "git merge" /
+    "commit merge"); a qualifier tells two things apart only on the thing whose value changes."""
+    named = set(pa.subject | pb.subject)
+    for old, new in ((pa, pb), (pb, pa)):
+        for _, _, slot in slot_changes(old, new):
+            named |= slot
+    return frozenset(named)
 
 
 def may_order(a: str, b: str) -> bool:

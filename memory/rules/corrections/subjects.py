@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Collection
 
 from memory.rules.corrections.claims import Claim, clause_of, parse, period
 from memory.rules.corrections.stated_values import Value
@@ -75,11 +76,13 @@ def _same_possession(old: Claim, new: Claim) -> bool:
 _FRAMES = DETERMINERS | word_set("for of on in at with to")
 
 
-def qualifier_conflict(old: Claim, new: Claim) -> str | None:
+def qualifier_conflict(old: Claim, new: Claim, heads: Collection[str] | None = None) -> str | None:
     """One thing named with two qualifiers: "the staging server" / "the build server", "free users" /
-    "paid users". Two claims share a content word, and each puts another content word before it."""
+    "paid users". Two claims share a content word, and each puts another content word before it.
+    `heads`: only these words (stems) count as the thing named, where others may be in passing."""
     before_old, before_new = _modifiers(old), _modifiers(new)
-    for head in before_old.keys() & before_new.keys():
+    shared = before_old.keys() & before_new.keys()
+    for head in sorted(shared if heads is None else shared & set(heads)):
         a, b = before_old[head], before_new[head]
         if a and b and not a & b:
             return f"another qualifier: {sorted(a)[0]} {head} / {sorted(b)[0]} {head}"

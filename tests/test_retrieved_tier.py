@@ -456,3 +456,12 @@ def test_excerpts_show_a_claim_in_its_turn_only_where_a_line_may_hold_a_paragrap
     assert TierSettings(excerpt_share=0.0).for_budget(3_000).thin_tokens == 0  # off: claims alone
     with pytest.raises(ValueError, match="excerpt_share"):
         TierSettings(excerpt_share=1.5)
+
+
+def test_an_excerpt_goes_on_from_where_a_line_above_stopped_in_its_claim() -> None:
+    text = "We met on Monday. The drill runs on Thursday before the cutover on Saturday. Marco is on call."
+    claim = (text.index("The drill"), text.index(" Marco"))
+    stopped = text.index("before the cutover")  # the line above showed the claim up to here
+    shown, (lo, hi) = excerpt(text, claim, 40, not_before=stopped)
+    assert lo == stopped and shown.startswith("…before the cutover on Saturday.")
+    assert "The drill" not in shown and hi > claim[1]  # the room goes after what is left of it

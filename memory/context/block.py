@@ -337,8 +337,13 @@ def excerpt(
 ) -> tuple[str, tuple[int, int]]:
     """About `chars` characters of `passage` around `span` (the claim's place in it), cut at word
     boundaries and marked where cut; and the range of `passage` it shows. `not_before`: where a line
-    above already shows the text before it (never past the claim's start), the room goes after."""
+    above already shows the text before it, the room goes after; where that line showed the start of
+    the claim too, this one goes on from where it stopped instead of saying it again."""
     start, end = max(0, span[0]), min(len(passage), span[1])
+    if start < not_before < end:
+        start = not_before
+        while start < end and passage[start].isspace():
+            start += 1
     floor = min(max(0, not_before), start)
     room = max(0, chars - (end - start))
     lo = max(floor, start - room // 2)
@@ -599,9 +604,9 @@ def _lines(
             continue
         text = texts.get(pid) if pid is not None and thin.get(fact.id) else None
         if pid is not None and text is not None and span is not None:
-            # what a better-ranked line of this message already shows before the claim is not shown
-            # again: two claims a sentence apart made two lines that repeated each other
-            above = max((min(b, span[0]) for a, b in shown.get(pid, []) if a <= span[0]), default=0)
+            # what a better-ranked line of this message already shows, before the claim or of it, is
+            # not shown again: two claims a sentence apart made two lines that repeated each other
+            above = max((b for a, b in shown.get(pid, []) if a <= span[0]), default=0)
             shown_text, shown_range = excerpt(text, span, settings.passage_chars, not_before=above)
             shown.setdefault(pid, []).append(shown_range)
             excerpts[fact.id] = shown_text

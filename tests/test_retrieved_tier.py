@@ -446,13 +446,13 @@ def test_a_large_budget_shows_a_long_message_whole_and_whole_share_caps_it(store
 
 def test_excerpts_show_a_claim_in_its_turn_only_where_a_line_may_hold_a_paragraph() -> None:
     settings = TierSettings(excerpt_share=0.5, excerpt_from=150)
-    small = settings.for_budget(1_200)  # a line may take 100 tokens: claims alone, as before
+    small = settings.for_budget(1_200)  # a line may take 120 tokens: claims alone, as before
     assert small.thin_tokens == 0
     everywhere = TierSettings(excerpt_share=0.5).for_budget(1_200)
-    assert everywhere.thin_tokens == 100 and everywhere.passage_chars == 200
-    large = settings.for_budget(3_000)  # 250 tokens a line: a claim with 500 characters of its turn
-    assert large.thin_tokens == 250 and large.passage_chars == 500 and large.max_chars == 1_000
-    assert TierSettings().for_budget(3_000).thin_tokens == 250  # on by default, at every budget
+    assert everywhere.thin_tokens == 120 and everywhere.passage_chars == 240
+    large = settings.for_budget(3_000)  # 300 tokens a line: a claim with 600 characters of its turn
+    assert large.thin_tokens == 300 and large.passage_chars == 600 and large.max_chars == 1_200
+    assert TierSettings().for_budget(3_000).thin_tokens == 300  # on by default, at every budget
     assert TierSettings(excerpt_share=0.0).for_budget(3_000).thin_tokens == 0  # off: claims alone
     with pytest.raises(ValueError, match="excerpt_share"):
         TierSettings(excerpt_share=1.5)

@@ -150,3 +150,15 @@ def test_a_qualifier_in_passing_does_not_tell_a_long_message_apart(store: FactSt
     # a qualifier of the thing whose value changes still tells two things apart
     staging, build = "The staging server has 4GB of memory.", "The build server has 8GB of memory."
     assert not may_order(staging, build) and not same_slot(staging, build)
+
+
+def test_an_excerpt_that_opens_mid_sentence_names_no_subject() -> None:
+    # two excerpts of config requests: the first opens on "a Redis client", read as a person when
+    # taken for the subject, the second on "my current config"
+    old = "…Create a Redis client client = Redis() # set the pool size to 20 connections"
+    new = "…Here's my current config # set the pool size to 40 connections"
+    assert may_order(old, new)
+    # a sentence still names whose value it is
+    assert not may_order(
+        "My brother set the pool size to 20 connections.", "I set the pool size to 40 connections."
+    )

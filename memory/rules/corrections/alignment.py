@@ -243,8 +243,17 @@ def _two_things(pa: Claim, pb: Claim) -> bool:
     if (pa.addition and is_short(pa)) or (pb.addition and is_short(pb)):
         return True
     return bool(
-        subjects_differ(pa, pb) or qualifier_conflict(pa, pb, _named(pa, pb)) or periods_differ(pa, pb)
+        (not _fragment(pa) and not _fragment(pb) and subjects_differ(pa, pb))
+        or qualifier_conflict(pa, pb, _named(pa, pb))
+        or periods_differ(pa, pb)
     )
+
+
+def _fragment(claim: Claim) -> bool:
+    """A text that opens in the middle of a sentence (an excerpt of a message, "…Redis configuration:
+    ```python ... client = redis.Redis(...)"): what it opens with is not its subject, so it tells no
+    one's or nothing's apart ("a Redis client" read as a person)."""
+    return claim.body.startswith(("…", "..."))
 
 
 def _named(pa: Claim, pb: Claim) -> frozenset[str]:

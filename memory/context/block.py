@@ -384,7 +384,7 @@ class TierSettings:
     # conversations (answer words at 1,200 / 3,000 / 6,000; results/tuning/line-share.md), then
     # widened from 1/12 for what a reader needs: at 1,200 tokens each claim's excerpt of its turn
     # grows from 200 to 240 characters, and on BEAM 500K's tune chats the evidence turn became readable
-    # for 14 more questions of 179, for one of evidence recall (results/long-sessions-30)
+    # for 13 more questions of 179, for one of evidence recall (results/long-sessions-30)
     line_share: float = 1 / 10
     # and once a line may take this many tokens (about a paragraph), messages that fit are shown whole,
     # the best-ranked first, until they have spent `whole_share` of the budget (then claims again)

@@ -43,7 +43,7 @@ from memory.rules.corrections.stated_values import (
 from memory.rules.corrections.subjects import (
     other_person,
     periods_differ,
-    qualifier_conflict,
+    qualified_apart,
     subjects_differ,
 )
 from memory.rules.corrections.vocabulary import CUES, STOP, WORD, outside, same_words, stem
@@ -242,11 +242,11 @@ def _two_things(pa: Claim, pb: Claim) -> bool:
         return True
     if (pa.addition and is_short(pa)) or (pb.addition and is_short(pb)):
         return True
-    return bool(
-        (not _fragment(pa) and not _fragment(pb) and subjects_differ(pa, pb))
-        or qualifier_conflict(pa, pb, _named(pa, pb))
-        or periods_differ(pa, pb)
-    )
+    if not _fragment(pa) and not _fragment(pb) and subjects_differ(pa, pb):
+        return True
+    # the words naming the thing are read (both ways' slot changes) only where a qualifier conflicts
+    apart = qualified_apart(pa, pb)
+    return bool(apart and not _named(pa, pb).isdisjoint(apart)) or bool(periods_differ(pa, pb))
 
 
 def _fragment(claim: Claim) -> bool:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection
 
 from memory.rules.corrections.claims import Claim, clause_of, parse, period
 from memory.rules.corrections.stated_values import Value
@@ -76,17 +75,22 @@ def _same_possession(old: Claim, new: Claim) -> bool:
 _FRAMES = DETERMINERS | word_set("for of on in at with to")
 
 
-def qualifier_conflict(old: Claim, new: Claim, heads: Collection[str] | None = None) -> str | None:
+def qualifier_conflict(old: Claim, new: Claim) -> str | None:
     """One thing named with two qualifiers: "the staging server" / "the build server", "free users" /
-    "paid users". Two claims share a content word, and each puts another content word before it.
-    `heads`: only these words (stems) count as the thing named, where others may be in passing."""
+    "paid users". Two claims share a content word, and each puts another content word before it."""
+    return next(iter(qualified_apart(old, new).values()), None)
+
+
+def qualified_apart(old: Claim, new: Claim) -> dict[str, str]:
+    """Each content word (stem) both claims name with qualifiers of their own, in order, with why
+    (`qualifier_conflict`'s reason): a caller that knows which words name the thing keeps those."""
     before_old, before_new = _modifiers(old), _modifiers(new)
-    shared = before_old.keys() & before_new.keys()
-    for head in sorted(shared if heads is None else shared & set(heads)):
+    apart = {}
+    for head in sorted(before_old.keys() & before_new.keys()):
         a, b = before_old[head], before_new[head]
         if a and b and not a & b:
-            return f"another qualifier: {sorted(a)[0]} {head} / {sorted(b)[0]} {head}"
-    return None
+            apart[head] = f"another qualifier: {sorted(a)[0]} {head} / {sorted(b)[0]} {head}"
+    return apart
 
 
 @functools.lru_cache(maxsize=8192)

@@ -119,6 +119,9 @@ async def submit_message(
 # Each condition of the candidate scan, in order: the chat still exists; the turn is waiting, or its
 # lease lapsed, or the worker that holds it no longer holds its liveness lock (it died); and nothing
 # earlier in the same chat is unfinished. SKIP LOCKED lets two claimers pass each other.
+# started_at is clock_timestamp(), read after the statement's snapshot: now() is when the transaction
+# began (for a lone statement, when the server read its Parse), which can come before the commit of
+# the previous turn's finish that the snapshot sees, so a turn could be recorded as starting first.
 _CLAIM = """
 WITH candidate AS (
     SELECT t.id FROM playground.turn_worker t
@@ -141,7 +144,8 @@ WITH candidate AS (
 )
 UPDATE playground.turn_worker t
    SET status = 'running', attempts = t.attempts + 1, lease_owner = %(owner)s, lease_key = %(key)s,
-       lease_expires_at = now() + make_interval(secs => %(lease)s), started_at = coalesce(t.started_at, now())
+       lease_expires_at = now() + make_interval(secs => %(lease)s),
+       started_at = coalesce(t.started_at, clock_timestamp())
   FROM candidate, playground.chats c
  WHERE t.id = candidate.id AND c.id = t.chat_id
 RETURNING t.id, t.chat_id, c.session_id, t.turn_no, t.attempts, t.stock_status, t.beads_status,
@@ -254,7 +258,7 @@ ON CONFLICT (turn_id, author) DO NOTHING
 """
 _FINISH = """
 UPDATE playground.turn_worker
-   SET status = 'done', finished_at = now(), lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
+   SET status = 'done', finished_at = clock_timestamp(), lease_owner = NULL, lease_key = NULL, lease_expires_at = NULL
  WHERE id = %s
 """
 _HAND_BACK = """

@@ -24,6 +24,7 @@ from playground_helpers import (
 
 from memory.errors import ModelUnavailableError
 from memory.scripted import ScriptedChatModel, calls, tool_call
+from playground import jobs
 from playground.app import create_app
 from playground.chats import create_chat
 from playground.comparison.lanes import build_stock_agent
@@ -95,6 +96,44 @@ async def test_turns_of_a_chat_run_one_at_a_time_in_order(play_db: str) -> None:
         "SELECT lane, count(*) FROM playground.events WHERE kind = 'done' GROUP BY lane ORDER BY lane",
     )
     assert done == [("beads", 8), ("stock", 8)]
+
+
+async def test_a_turn_is_recorded_as_starting_after_the_one_before_it_finished(play_db: str) -> None:
+    """The claim's snapshot sees the previous turn done; the start it records must be later than that
+    turn's recorded finish even when the claiming transaction began first (a lone statement's
+    transaction begins when the server reads its Parse, before the snapshot is taken)."""
+    async with running(play_db, workers=1) as rt:
+        await rt.worker.stop()  # this test claims and finishes by hand
+        chat = await create_chat(rt.pool)
+        for n in range(2):
+            assert await submit_message(rt.pool, chat.id, f"Message {n}.", f"k{n}") is not None
+        first, second = uuid.uuid4(), uuid.uuid4()
+        async with rt.pool.connection() as alive:
+            await jobs.hold_liveness(alive, 11)
+            claimed = await jobs.claim(rt.pool, first, 11, 60.0, [])
+            assert claimed is not None and claimed.turn_no == 1
+            async with rt.pool.connection() as early, early.transaction():
+                await early.execute("SELECT now()")  # the claiming transaction begins here
+                await asyncio.sleep(0.05)
+                async with rt.pool.connection() as conn, conn.transaction():
+                    assert await jobs.take_seq(conn, claimed.id, first, 0) is not None
+                    await jobs.finish(conn, claimed.id)
+                cur = await early.execute(
+                    jobs._CLAIM,
+                    {
+                        "owner": second,
+                        "key": 12,
+                        "lease": 60.0,
+                        "lock_class": jobs.LIVENESS_LOCK_CLASS,
+                        "mine": [],
+                    },
+                )
+                assert (await cur.fetchone())["turn_no"] == 2  # type: ignore[index]
+    (finished,), (started,) = (
+        rows(play_db, f"SELECT {column} FROM playground.turn_worker WHERE turn_no = {n}")[0]
+        for column, n in (("finished_at", 1), ("started_at", 2))
+    )
+    assert finished <= started
 
 
 def _use_stock_model(rt: Runtime, model: Any, tools: list[Any] | None = None) -> None:

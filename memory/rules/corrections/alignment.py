@@ -17,6 +17,7 @@ capture asks of an echo (memory.graph.restatements).
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 
 from memory.rules.corrections.claims import (
@@ -46,7 +47,16 @@ from memory.rules.corrections.subjects import (
     qualified_apart,
     subjects_differ,
 )
-from memory.rules.corrections.vocabulary import CUES, STOP, WORD, outside, same_words, stem
+from memory.rules.corrections.vocabulary import (
+    CUES,
+    STOP,
+    WORD,
+    Spans,
+    outside,
+    outside_lazily,
+    same_words,
+    stem,
+)
 
 
 # ranking compares every pair of a block's claims (memory.rules.slots): what one claim's analysis yields is
@@ -56,15 +66,42 @@ def _context(claim: Claim, value: Value, window: int = 6) -> frozenset[str]:
     """Content words around `value` within its clause (other values out): the slot it fills."""
     body = claim.body
     lo, hi = clause_bounds(body, value)
-    others = [(v.start, v.end) for v in claim.values if v is not value and v.kind != "name"]
-    before = outside(WORD.finditer(body, lo, value.start), others)
-    following = outside(WORD.finditer(body, value.end, hi), others)
-    picked = [w.group(0) for w in before[-window:]] + [w.group(0) for w in following[:window]]
+    # the other values' spans, read as `_value_spans` holds them: with the value's own, which changes
+    # nothing (no word before it starts inside it, and every word after starts at or past its end)
+    others = _value_spans(claim)
+    before = _last_words(body, lo, value.start, others, window)
+    following = list(itertools.islice(outside_lazily(WORD.finditer(body, value.end, hi), others), window))
+    picked = [w.group(0) for w in before] + [w.group(0) for w in following]
     frames = {_FRAMES_OF[w.lower()] for w in picked if w.lower() in _FRAMES_OF}
     return (
         frozenset(stem(w) for w in picked if w.lower() not in STOP and w.lower() not in CUES and len(w) > 1)
         | frames
     )
+
+
+def _last_words(body: str, lo: int, end: int, others: Spans, n: int) -> list[re.Match[str]]:
+    """The last `n` words of `body[lo:end]` that start inside none of `others`, as reading the whole
+    range would find them, reading only as much of its end as it takes. A long message's clause is
+    read once per value in it; reading each from its start made a claim's analysis quadratic in its
+    length. A scan that starts inside a word may find part of it first; every word after that one
+    is a word of the whole range's reading, so more than `n` found settles the last `n`."""
+    width = _TAIL_CHARS
+    while True:
+        start = max(lo, end - width)
+        found = outside(WORD.finditer(body, start, end), others)
+        if start == lo or len(found) > n:
+            return found[-n:]
+        width *= 4
+
+
+# where `_last_words` starts reading: about a dozen words
+_TAIL_CHARS = 120
+
+
+@functools.lru_cache(maxsize=8192)
+def _value_spans(claim: Claim) -> Spans:
+    """The spans of the claim's values other than names, sorted once for all of its values."""
+    return Spans.of((v.start, v.end) for v in claim.values if v.kind != "name")
 
 
 # What a value is, said with different verbs: where someone lives ("live in", "based in", "moved to"),

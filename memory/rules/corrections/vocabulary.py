@@ -10,9 +10,11 @@ that name a thing, and on nothing else.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 
 def word_set(spec: str) -> frozenset[str]:
@@ -64,20 +66,39 @@ def stem(word: str) -> str:
     return w[:-1] if len(w) > 4 and w.endswith("e") else w
 
 
-def outside(words: Iterable[re.Match[str]], spans: list[tuple[int, int]]) -> list[re.Match[str]]:
-    """The words (in text order) that start inside none of `spans`: one pass over both, sorted, so a
-    long claim with many values costs words + values, not words x values."""
-    ordered = sorted(spans)
-    out: list[re.Match[str]] = []
-    i, reach = 0, -1  # spans[:i] are behind the word; reach: the furthest end among them
-    for word in words:
-        start = word.start()
-        while i < len(ordered) and ordered[i][0] <= start:
-            reach = max(reach, ordered[i][1])
-            i += 1
-        if start >= reach:
-            out.append(word)
-    return out
+@dataclass(frozen=True, slots=True)
+class Spans:
+    """Spans of one text (its values), sorted once, so that whether a position falls inside one is
+    answered in log time: a rule that reads the words around each of a long claim's values asks it
+    for every word of every value's clause."""
+
+    starts: tuple[int, ...]  # the spans' starts, ascending
+    reach: tuple[int, ...]  # reach[i]: the furthest end among the first i spans (reach[0] = -1)
+
+    @classmethod
+    def of(cls, spans: Iterable[tuple[int, int]]) -> Spans:
+        ordered = sorted(spans)
+        reach = [-1]
+        for _, end in ordered:
+            reach.append(max(reach[-1], end))
+        return cls(tuple(start for start, _ in ordered), tuple(reach))
+
+    def covers(self, position: int) -> bool:
+        """Whether `position` is inside a span (at or after its start, before its end)."""
+        return position < self.reach[bisect.bisect_right(self.starts, position)]
+
+
+def outside(words: Iterable[re.Match[str]], spans: Spans | list[tuple[int, int]]) -> list[re.Match[str]]:
+    """The words (in text order) that start inside none of `spans`."""
+    return list(outside_lazily(words, spans))
+
+
+def outside_lazily(
+    words: Iterable[re.Match[str]], spans: Spans | list[tuple[int, int]]
+) -> Iterator[re.Match[str]]:
+    """`outside`, one word at a time: a reader that needs the first few stops reading there."""
+    covered = spans if isinstance(spans, Spans) else Spans.of(spans)
+    return (word for word in words if not covered.covers(word.start()))
 
 
 STOP = word_set(

@@ -275,8 +275,10 @@ def _names(text: str, taken: Iterable[Value]) -> list[Value]:
                 and _GENERIC_BEFORE.search(sentence.group(0)[: word.start()])
             ):
                 capital = False  # "this new RPG", "an API": a kind of thing, not a name
-            after_label = index > 0 and sentence.group(0)[: word.start()].rstrip().endswith(":")
-            if capital and ((index > 0 and not after_label) or _looks_like_name(token)):
+            # read only for a capital: the words before it, every word, made a long sentence quadratic
+            if capital and (
+                (index > 0 and not _after_label(sentence.group(0), word.start())) or _looks_like_name(token)
+            ):
                 run.append(word)
                 continue
             if run:
@@ -285,6 +287,14 @@ def _names(text: str, taken: Iterable[Value]) -> list[Value]:
         if run:
             names.append(_name_value(sentence.start(), run))
     return [n for n in names if not any(s <= n.start < e for s, e in spans) and not _vocative(text, n)]
+
+
+def _after_label(sentence: str, at: int) -> bool:
+    """Whether the last character before `at` that is not a space is a colon ("Note: Redis")."""
+    before = at - 1
+    while before >= 0 and sentence[before].isspace():
+        before -= 1
+    return before >= 0 and sentence[before] == ":"
 
 
 # a name said to someone: "Thanks, Caroline!", "Hey Mel,", "Congrats Jon." (the addressee, not a value)

@@ -54,6 +54,8 @@ def short_message(text: str) -> bool:
     return len(text) <= SHORT_MESSAGE_CHARS and word_count(text) <= SHORT_MESSAGE_WORDS
 
 
+# every rule stems every word it reads, and a session's words repeat: each is stemmed once
+@functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     w = word.lower().replace("’", "'")
     if w.endswith("'s"):

@@ -79,6 +79,10 @@ def _context(claim: Claim, value: Value, window: int = 6) -> frozenset[str]:
     )
 
 
+# where `_last_words` starts reading: about a dozen words
+_TAIL_CHARS = 120
+
+
 def _last_words(body: str, lo: int, end: int, others: Spans, n: int) -> list[re.Match[str]]:
     """The last `n` words of `body[lo:end]` that start inside none of `others`, as reading the whole
     range would find them, reading only as much of its end as it takes. A long message's clause is
@@ -92,10 +96,6 @@ def _last_words(body: str, lo: int, end: int, others: Spans, n: int) -> list[re.
         if start == lo or len(found) > n:
             return found[-n:]
         width *= 4
-
-
-# where `_last_words` starts reading: about a dozen words
-_TAIL_CHARS = 120
 
 
 @functools.lru_cache(maxsize=8192)

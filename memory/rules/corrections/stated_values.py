@@ -275,7 +275,8 @@ def _names(text: str, taken: Iterable[Value]) -> list[Value]:
                 and _GENERIC_BEFORE.search(sentence.group(0)[: word.start()])
             ):
                 capital = False  # "this new RPG", "an API": a kind of thing, not a name
-            # read only for a capital: the words before it, every word, made a long sentence quadratic
+            # the label is looked for only before a capital: sliced off before every word, it was
+            # quadratic in a long sentence's length
             if capital and (
                 (index > 0 and not _after_label(sentence.group(0), word.start())) or _looks_like_name(token)
             ):

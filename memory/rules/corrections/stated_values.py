@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from memory.rules.corrections.vocabulary import SELF, STOP, WORD, stem, word_set
+from memory.rules.corrections.vocabulary import SELF, STOP, WORD, Spans, stem, word_set
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,11 +233,11 @@ _NUMBER_WORD = re.compile(
 
 def _number_words(text: str, taken: Iterable[Value]) -> list[Value]:
     """Counts written as words ("three kids", "down to six"): the number a digit would have said."""
-    spans = [(v.start, v.end) for v in taken]
+    spans = Spans.of((v.start, v.end) for v in taken)
     found = []
     for m in _NUMBER_WORD.finditer(text):
         start = next(m.start(group) for group in (1, 3, 4) if m[group])
-        if any(a <= start < b for a, b in spans):
+        if spans.covers(start):
             continue
         if m[1]:  # "seventy-five"
             n = _TENS[m[1].lower()] + (_CLOCK.index(m[2].lower()) + 1 if m[2] else 0)
@@ -260,7 +260,7 @@ _UNIT_AFTER = re.compile(r"\s([a-z]+)\b", re.I)
 
 def _names(text: str, taken: Iterable[Value]) -> list[Value]:
     """Capitalised words inside a sentence (not its first word): products, places, people, companies."""
-    spans = [(v.start, v.end) for v in taken]
+    spans = Spans.of((v.start, v.end) for v in taken)
     names: list[Value] = []
     for sentence in re.finditer(r"[^.!?\n]+", text):
         words = list(WORD.finditer(sentence.group(0)))
@@ -287,7 +287,7 @@ def _names(text: str, taken: Iterable[Value]) -> list[Value]:
                 run = []
         if run:
             names.append(_name_value(sentence.start(), run))
-    return [n for n in names if not any(s <= n.start < e for s, e in spans) and not _vocative(text, n)]
+    return [n for n in names if not spans.covers(n.start) and not _vocative(text, n)]
 
 
 def _after_label(sentence: str, at: int) -> bool:

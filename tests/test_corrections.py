@@ -173,6 +173,29 @@ LOOKALIKES = [
     ("Band rehearsal is at 7pm.", "Band rehearsal is still at 7, same room.", "no aligned"),
 ]
 
+# "same" points back at the thing already named: it qualifies nothing ("second week" / "same week")
+REFERRING_BACK = [
+    (
+        "Our team offsite this spring is in Porto, the second week of May.",
+        "Heads up: the offsite got moved to Lisbon, same week.",
+        "Porto -> Lisbon",
+    ),
+    (
+        "My yoga class is on Tuesday at the downtown studio.",
+        "Yoga moved to Thursday, same studio.",
+        "Tuesday -> Thursday",
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "change"), REFERRING_BACK)
+def test_a_word_that_points_back_tells_nothing_apart(old: str, new: str, change: str) -> None:
+    verdict = judge(old, new)
+    assert verdict.supersedes, verdict.reason
+    for part in change.split(" -> "):
+        assert part in verdict.reason
+    assert same_slot(old, new) and same_slot(new, old)
+
 
 @pytest.mark.parametrize(("old", "new", "change"), CORRECTIONS)
 def test_a_correction_supersedes_with_its_reason(old: str, new: str, change: str) -> None:

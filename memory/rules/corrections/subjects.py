@@ -113,9 +113,14 @@ def _modifiers(claim: Claim) -> dict[str, frozenset[str]]:  # cached: never muta
     return {h: frozenset(m) for h, m in found.items()}
 
 
+# Words that point back at a thing already named ("same week"): they tell it from nothing.
+_REFERRING = word_set("same")
+
+
 def _is_modifier(word: str) -> bool:
     return not (
         word in STOP
+        or word in _REFERRING
         or word in CUES
         or word in DETERMINERS
         or word in VERBISH

@@ -58,6 +58,52 @@ def _loadavg() -> list[str]:
         return ["?", "?", "?"]
 
 
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def data_directory(server: str) -> Path:
+    with psycopg.connect(server, autocommit=True) as admin:
+        row = admin.execute("SHOW data_directory").fetchone()
+    assert row is not None
+    return Path(row[0])
+
+
+def server_cpu(data_dir: Path) -> float:
+    """CPU seconds the embedded server has used so far: the postmaster, every backend and worker it
+    runs, and those it has reaped (a connection's backend that ended, an autovacuum worker): what a
+    store costs the database, beside what it costs its client."""
+    postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
+    ticks = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:  # after the command, which may hold spaces and parentheses: state, ppid, ..., utime, stime
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        if int(pid) == postmaster:
+            ticks += sum(int(f) for f in fields[11:15])  # its own, and its reaped children's
+        elif int(fields[1]) == postmaster:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / _TICKS
+
+
+class CpuClock:
+    """Wall seconds, this process's CPU seconds (all its threads) and the server's, over a block."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.wall = self.client = self.database = 0.0
+
+    def __enter__(self) -> CpuClock:
+        self._start = (time.perf_counter(), time.process_time(), server_cpu(self.data_dir))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        wall, client, database = self._start
+        self.wall = time.perf_counter() - wall
+        self.client = time.process_time() - client
+        self.database = server_cpu(self.data_dir) - database
+
+
 def _fresh(server: str, name: str) -> str:
     with psycopg.connect(server, autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
@@ -154,6 +200,8 @@ def import_once(
     messages = [ImportMessage(t.text, "user", t.id, t.session_id, t.speaker, t.timestamp) for t in turns]
     prefix = ("memories", conversation.id)
     seconds: dict[str, float] = {}
+    cpu: dict[str, tuple[float, float]] = {}  # (client, server) CPU seconds inside each timed call
+    data_dir = data_directory(server)
     written = 0
 
     def ours() -> None:
@@ -162,9 +210,15 @@ def import_once(
         with open_pool(url, min_size=1, max_size=3) as pool:
             store = FactStore(pool, embedder())
             store.setup()
-            started = time.perf_counter()
-            written = store.import_messages(conversation.id, messages).written
-            seconds["import"] = time.perf_counter() - started
+            with CpuClock(data_dir) as clock:
+                written = store.import_messages(conversation.id, messages).written
+            seconds["import"] = clock.wall
+            cpu["import"] = (clock.client, clock.database)
+            # what the background indexer had left when the import returned: PostgresStore's put
+            # indexes as it writes, so its CPU counts in put's figures
+            with CpuClock(data_dir) as clock:
+                store.index_pending()
+            cpu["import_drain"] = (clock.client, clock.database)
 
     def theirs(how: str) -> None:
         url = _fresh(server, f"import_theirs_{how}_{round_}")
@@ -175,13 +229,14 @@ def import_once(
                 index={"dims": theirs_embedder.dims, "embed": theirs_embedder.embed, "fields": ["content"]},
             )
             store.setup()
-            started = time.perf_counter()
-            if how == "put":
-                for t in turns:
-                    store.put(prefix, t.id, {"content": t.text})
-            else:
-                store.batch([PutOp(prefix, t.id, {"content": t.text}) for t in turns])
-            seconds[how] = time.perf_counter() - started
+            with CpuClock(data_dir) as clock:
+                if how == "put":
+                    for t in turns:
+                        store.put(prefix, t.id, {"content": t.text})
+                else:
+                    store.batch([PutOp(prefix, t.id, {"content": t.text}) for t in turns])
+            seconds[how] = clock.wall
+            cpu[how] = (clock.client, clock.database)
 
     def ours_one_by_one() -> None:
         url = _fresh(server, f"import_capture_{round_}")
@@ -189,17 +244,18 @@ def import_once(
             store = FactStore(pool, embedder())
             store.setup()
             ns = store.root(conversation.id)
-            started = time.perf_counter()
-            for m in messages:
-                store.capture_message(
-                    ns,
-                    m.text,
-                    message_id=m.message_id,
-                    thread_id=m.thread_id,
-                    valid_from=m.time,
-                    speaker=m.speaker,
-                )
-            seconds["capture"] = time.perf_counter() - started
+            with CpuClock(data_dir) as clock:
+                for m in messages:
+                    store.capture_message(
+                        ns,
+                        m.text,
+                        message_id=m.message_id,
+                        thread_id=m.thread_id,
+                        valid_from=m.time,
+                        speaker=m.speaker,
+                    )
+            seconds["capture"] = clock.wall
+            cpu["capture"] = (clock.client, clock.database)
 
     steps = [ours, ours_one_by_one, lambda: theirs("put"), lambda: theirs("batch")]
     for step in steps if round_ % 2 == 0 else reversed(steps):
@@ -214,6 +270,8 @@ def import_once(
         "capture_msgs_per_s": n / seconds["capture"],
         "put_msgs_per_s": n / seconds["put"],
         "batch_msgs_per_s": n / seconds["batch"],
+        # CPU milliseconds a message, (client, server), inside the timed calls
+        "cpu_ms_per_msg": {how: [round(c * 1000 / n, 2) for c in pair] for how, pair in cpu.items()},
         "embedder": model
         or (f"remote: {latency[0] * 1000:g} ms a call, {latency[1] * 1000:g} ms a text" if latency else None)
         or "vectors computed in advance",
@@ -258,7 +316,34 @@ def import_markdown(
         f"Median ratios: import / capture {own:.2f}, import / put {put:.2f}, import / batch {batch:.2f}.",
         "",
     ]
+    if all("cpu_ms_per_msg" in r for r in runs):
+        lines += cpu_markdown(runs)
     return "\n".join(lines)
+
+
+def cpu_markdown(runs: list[dict[str, Any]]) -> list[str]:
+    """Where the time goes: CPU a message, of the client and of the server, medians over the runs. On
+    a machine with few cores a store is as fast as the CPU it needs lets it be."""
+    names = {
+        "import": "ours: import_messages",
+        "import_drain": "... and the index work left after it returned",
+        "capture": "ours: capture_message each",
+        "put": "PostgresStore put",
+        "batch": "PostgresStore batch",
+    }
+    lines = [
+        "CPU milliseconds a message inside the timed calls (medians over the runs; the client is this "
+        "process, all its threads; the server is every process of the embedded Postgres):",
+        "",
+        "| store | client | server | both |",
+        "|---|---:|---:|---:|",
+    ]
+    for how, name in names.items():
+        pairs = [r["cpu_ms_per_msg"][how] for r in runs if how in r["cpu_ms_per_msg"]]
+        if pairs:
+            client, database = (float(np.median([p[i] for p in pairs])) for i in (0, 1))
+            lines.append(f"| {name} | {client:.2f} | {database:.2f} | {client + database:.2f} |")
+    return [*lines, ""]
 
 
 def precompute(lookup: LookupEmbedder, conversations: list[Any]) -> None:

@@ -309,6 +309,12 @@ def test_a_correction_retires_only_the_claim_it_addresses(store: FactStore) -> N
             "We have a $100k budget and a team of 5 engineers.",
             ["a team of 5 engineers."],
         ),
+        (
+            "Our team offsite this spring is in Porto, the second week of May.",
+            "Heads up: the offsite got moved to Lisbon, same week.",
+            "Our team offsite this spring is in Porto, the second week of May.",
+            ["the second week of May."],
+        ),
     ],
 )
 def test_a_correction_leaves_standing_what_it_does_not_address(
@@ -336,6 +342,8 @@ def test_a_correction_leaves_standing_what_it_does_not_address(
         assert kept.span is not None and said[kept.span[0] : kept.span[1]] == kept.body
         assert (kept.id, "derived_from", auto.old.id) in store.audit.edges(kept)
         assert kept.body in [h.fact.body for h in store.search(ns, standing[0]).hits]
+        # the block shows a part without its message, which still says the replaced value
+        assert store.standing_passages([kept.passage_id]) == {}
     # the stale value is nowhere current, and a replay writes nothing
     assert not any("$100k" in body for body in active)
     assert store.capture_message(ns, correction, source_key="m2").written == 0

@@ -35,6 +35,7 @@ from memory.errors import BeadsMemoryError
 from memory.graph import earlier_claims, revisions
 from memory.graph import facts as fact_sql
 from memory.graph.facts import NewFact, Provenance
+from memory.ids import passage_id
 from memory.model import AutoSupersession, Fact, Kind, Namespace, Source
 from memory.rules import corrections
 from memory.rules.corrections.parts import standing
@@ -202,6 +203,15 @@ def keep_standing(
         for (a, b), text, vec in zip(spans, texts, vecs, strict=False)
     ]
     written = fact_sql.queue_facts(conn, ns, items, Provenance.of_fact(old), embedder_id).written()
+    if written and row["passage"] is None:
+        # the replaced claim was its whole message, which is now stored as the passage its parts are
+        # shown with: the claim is cut from it too, so that the block, which never shows a message a
+        # replaced claim was cut from (FactStore.standing_passages), does not bring the replaced value
+        # back with a part that still stands
+        conn.execute(
+            "UPDATE beads.facts SET passage_id = %s WHERE id = %s",
+            (passage_id(ns.session_id, whole), old.id),
+        )
     for fid in written:
         conn.execute(
             "INSERT INTO beads.edges (src, relation, dst, session_id) VALUES (%s, 'derived_from', %s, %s)"

@@ -170,8 +170,9 @@ def keep_standing(
 ) -> list[Fact]:
     """Write the parts of `old` (a fact of `ns`), just replaced by `new`, that `new` does not address,
     as facts of their own (in the caller's transaction): the same kind, source, speaker, message and time as
-    `old`, its message as their passage, a derived_from edge to it. Keyed by `old` and their offset,
-    so a replay writes nothing. Returns the facts written."""
+    `old`, its message as their passage (and as `old`'s, where it was its whole message), a
+    derived_from edge to it. Keyed by `old` and their offset, so a replay writes nothing. Returns the
+    facts written."""
     spans = standing(old.body, new.body)
     if not spans:
         return []

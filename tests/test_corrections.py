@@ -29,6 +29,8 @@ CORRECTIONS = [
     ("I take the bus to work.", "I've started cycling to work instead of taking the bus.", "replaced"),
     ("The data migration is blocked on legal review.", "The migration isn't blocked anymore.", "no longer"),
     ("My rent is $1,450 a month.", "The landlord raised my rent to $1,600.", "$1,450 -> $1,600"),
+    # the user's own claim and someone acting on that thing of theirs: whose it is stays the user's
+    ("I'm on 50mg of sertraline.", "My doctor raised my sertraline to 100mg.", "50 -> 100"),
     ("We use Jira for sprints.", "We switched from Jira to Linear for sprints.", "Jira -> Linear"),
     # where someone lives, works or what they earn, said with other verbs: the frame is the slot
     ("I live in Leeds.", "We relocated to Bristol in the spring.", "Leeds -> Bristol"),
@@ -85,6 +87,8 @@ LOOKALIKES = [
     ("My dog Rex is 3 years old.", "My cat Luna is 5 years old.", "another owner"),
     ("The API server runs on port 8080.", "The database runs on port 5432.", "other things"),
     ("The staging database has 16 GB of RAM.", "The production database has 64 GB of RAM.", "qualifier"),
+    # someone else's dose of the same drug, not the user's changed: no "my" names the thing
+    ("I'm on 50mg of sertraline.", "My doctor is on 100mg of sertraline.", "another person"),
     ("I used to live in Berlin.", "I live in Munich.", "history"),
     ("I live in Munich.", "Back in 2019 I lived in Hamburg.", "history"),
     ("I play the piano.", "I also play the cello.", "adds a value"),

@@ -67,9 +67,21 @@ _POSSESSION = re.compile(r"\b(?:my|our)\s+([a-z][a-z'-]+)", re.I)
 
 
 def _same_possession(old: Claim, new: Claim) -> bool:
-    """Both claims name the same thing of the user's ("my rent"): whoever acts on it, it is theirs."""
-    mine = {stem(m) for m in _POSSESSION.findall(old.body)}
-    return bool(mine & {stem(m) for m in _POSSESSION.findall(new.body)} - RELATIONS)
+    """Both claims name the same thing of the user's ("my rent"): whoever acts on it, it is theirs. Or
+    one is the user's own, naming a thing the other has someone act on as the user's: "I'm on 50mg of
+    sertraline" / "My doctor raised my sertraline to 100mg"."""
+    old_mine, new_mine = _mine(old), _mine(new)
+    if old_mine & new_mine:
+        return True
+    return any(
+        own.person == "self" and bool(theirs & {stem(w.group(0).lower()) for w in WORD.finditer(own.body)})
+        for own, theirs in ((old, new_mine), (new, old_mine))
+    )
+
+
+def _mine(claim: Claim) -> set[str]:
+    """The things a claim names as the user's ("my rent", "our office"), people and pets aside."""
+    return {stem(m) for m in _POSSESSION.findall(claim.body)} - RELATIONS
 
 
 _FRAMES = DETERMINERS | word_set("for of on in at with to")

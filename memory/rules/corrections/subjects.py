@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import re
 
-from memory.rules.corrections.claims import Claim, clause_of, parse, period
+from memory.rules.corrections.claims import Claim, claim_content, clause_of, parse, period
 from memory.rules.corrections.stated_values import Value
 from memory.rules.corrections.vocabulary import (
     CUES,
@@ -74,7 +74,7 @@ def _same_possession(old: Claim, new: Claim) -> bool:
     if old_mine & new_mine:
         return True
     return any(
-        own.person == "self" and bool(theirs & {stem(w.group(0).lower()) for w in WORD.finditer(own.body)})
+        own.person == "self" and bool(theirs & claim_content(own))
         for own, theirs in ((old, new_mine), (new, old_mine))
     )
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from eval_samples import write_beam, write_locomo
 
+import memory
+from bench.eval import ingest
 from bench.eval.arms import FactsArm
 from bench.eval.conversation import Conversation, Dataset, Question
 from bench.eval.loaders import load_beam, load_locomo
@@ -141,6 +144,36 @@ def test_ingestion_is_cached_by_fingerprint(stores: Stores, tmp_path: Path) -> N
     assert not stats.cached and stats.turns == len(changed.turns)
     assert len(stores.facts.audit.session_facts(conversation.id)) > facts_before
     assert len(stores.docs.search(("eval", conversation.id), limit=1000)) == len(changed.turns)
+
+
+def test_ingestion_is_redone_when_the_code_capture_runs_changes(
+    stores: Stores, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    conversation = ingested(stores, load_locomo(write_locomo(tmp_path)))
+    assert stores.ingestor.ingest(conversation).cached
+    monkeypatch.setattr(ingest, "write_path_digest", lambda: "another capture")
+    assert not stores.ingestor.ingest(conversation).cached
+
+
+def test_the_write_path_digest_reads_what_capture_may_run_and_nothing_else(tmp_path: Path) -> None:
+    library = tmp_path / "memory"
+    shutil.copytree(Path(memory.__file__).parent, library, ignore=shutil.ignore_patterns("__pycache__"))
+    before = ingest.source_digest(library)
+    assert before == ingest.write_path_digest()
+    # the block and the doors only read what is stored
+    for reader in ("context/block.py", "doors/middleware.py"):
+        (library / reader).write_text((library / reader).read_text() + "\n# changed\n")
+    assert ingest.source_digest(library) == before
+    # a rule, a migration or the vocabulary may change a row
+    for writer in ("rules/splitting.py", "model.py"):
+        edited = tmp_path / writer.replace("/", "-")
+        shutil.copy(library / writer, edited)
+        (library / writer).write_text((library / writer).read_text() + "\n# changed\n")
+        assert ingest.source_digest(library) != before, writer
+        shutil.copy(edited, library / writer)
+    migration = next((library / "migrations").glob("*.sql"))
+    migration.write_text(migration.read_text() + "\n-- changed\n")
+    assert ingest.source_digest(library) != before
 
 
 # -- asking at the moment of the evidence, and the injection gate ----------------------------------

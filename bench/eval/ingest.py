@@ -1,8 +1,10 @@
 """Write conversations into the fact graph and the document store once, and reuse them across runs.
 
 One database per dataset and embedder holds both memories; a marker table records a fingerprint of each
-conversation as ingested (its turns, the embedder, this module's capture policy), so a later run skips
-what is already there and re-ingests only a conversation whose fingerprint changed.
+conversation as ingested (its turns, the embedder, this module's capture policy and the source of the
+library's write path), so a later run skips what is already there and re-ingests only a conversation
+whose fingerprint changed. Any change to the code capture runs re-ingests: a cached conversation is one
+the code of this run wrote.
 
 The fact graph is written as the middleware's capture writes it, through the bulk import
 (`FactStore.import_messages`, the same rows as `capture_message` turn by turn, batched): a user turn is
@@ -14,6 +16,7 @@ Passive capture never supersedes anything: that is the library's behaviour, meas
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import time
@@ -26,6 +29,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import DictRow
 
+import memory
 from bench.eval.arms import docstore_namespace
 from bench.eval.conversation import Conversation, Dataset
 from memory.embedders.cache import CachedEmbedder
@@ -85,8 +89,35 @@ def ensure_database(server_url: str, name: str) -> str:
     return make_conninfo(server_url, dbname=name)
 
 
+# The library's packages that only read what capture stored (the import contract's top layers):
+# a change in them leaves every ingested row as it was. Everything else under memory/ may change a row.
+_READ_ONLY_PACKAGES = frozenset({"doors", "context"})
+
+
+def source_digest(root: Path) -> str:
+    """A digest of the library source at `root` that capture may run: every module and migration
+    but the doors' and the context's."""
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if path.suffix not in (".py", ".sql") or relative.parts[0] in _READ_ONLY_PACKAGES:
+            continue
+        digest.update(relative.as_posix().encode() + b"\x00" + path.read_bytes() + b"\x00")
+    return digest.hexdigest()[:16]
+
+
+@functools.cache
+def write_path_digest() -> str:
+    """The installed library's `source_digest`. Part of each conversation's fingerprint, so a run never
+    reads rows an earlier version of capture wrote (INGEST_VERSION alone was bumped by hand, and was
+    missed: rounds of rule changes were measured on rows written before them)."""
+    return source_digest(Path(memory.__file__).parent)
+
+
 def fingerprint(conversation: Conversation, embedder_name: str) -> str:
-    digest = hashlib.sha256(f"{INGEST_VERSION}\x00{embedder_name}\x00{conversation.id}".encode())
+    digest = hashlib.sha256(
+        f"{INGEST_VERSION}\x00{write_path_digest()}\x00{embedder_name}\x00{conversation.id}".encode()
+    )
     for turn in conversation.turns:
         stamp = turn.timestamp.isoformat() if turn.timestamp else ""
         for part in (turn.id, turn.session_id, turn.role, turn.speaker, stamp, turn.text):

@@ -29,7 +29,7 @@ from bench.eval import arms as arm_lib
 from bench.eval.answer_scores import answer_scores
 from bench.eval.arms import Arm, budgets_for
 from bench.eval.conversation import Conversation, Dataset, Question
-from bench.eval.ingest import Ingestor, IngestStats, dataset_database, ensure_database
+from bench.eval.ingest import Ingestor, IngestStats, dataset_database, ensure_database, write_path_digest
 from bench.eval.judging import judge
 from bench.eval.loaders import LOADERS
 from bench.eval.metrics import window_metrics
@@ -704,6 +704,8 @@ def write_run_info(out_dir: Path, config: RunConfig, records: Sequence[DatasetRu
             runs = []
     info = {
         "harness": HARNESS_VERSION,
+        # the library source the beads rows were captured with (bench.eval.ingest.write_path_digest)
+        "write_path": write_path_digest(),
         "embedder": config.embedder,
         "budgets": list(config.budgets),
         "arms": list(config.arms),

@@ -22,13 +22,22 @@ from bench.eval.runner import Stores, open_stores
 from bench.eval.tokens import count_tokens
 from bench.eval.window import TAIL_TITLE, ConversationView
 from memory.context.assembler import Budgets, MessageSlot
-from memory.context.block import HEADER, LineStyle, TierSettings, excerpt, header, hit_line, shown_as_outdated
+from memory.context.block import (
+    HEADER,
+    LineStyle,
+    TierSettings,
+    excerpt,
+    fill_retrieved,
+    header,
+    hit_line,
+    shown_as_outdated,
+)
 from memory.context.recall import plan_call
 from memory.doors.middleware import BeadsMemoryMiddleware, message_slots
 from memory.embedders import FakeEmbedder
 from memory.flags import PossiblyOutdated
 from memory.graph.store import FactStore
-from memory.model import Hit, Kind
+from memory.model import Fact, Hit, Kind, SearchResult
 from memory.retrieval import SearchOptions, rank
 from memory.scripted import ScriptedChatModel
 
@@ -442,6 +451,30 @@ def test_a_large_budget_shows_a_long_message_whole_and_whole_share_caps_it(store
     clipped = system(TierSettings())
     assert message in clipped and answer not in clipped and answer[:200] in clipped
     assert answer[:1500] in system(TierSettings(conclusion_chars=0))  # clipped at the line's own length
+
+
+def test_a_reply_that_repeats_a_message_shown_whole_is_not_shown_again(store: FactStore) -> None:
+    # a small model answered by repeating the user's earlier message word for word; its conclusion
+    # matched none of the message's claims, so the block held the same text as two lines
+    root = store.root("s")
+    message = "Our budget for each item is $40k. The vendor invoices us in March."
+    claims = store.capture_message(root, message, message_id="m1").facts
+    reply = store.remember(root, message, kind=Kind.CONCLUSION)
+
+    def block(facts: list[Fact]) -> tuple[list[str], list[tuple[str, str]]]:
+        hits = tuple(Hit(f, 0.9 - i * 0.01, 0.1, 0.9, None, False, None) for i, f in enumerate(facts))
+        result = SearchResult(hits, ASK, False, 0.9)
+        tier = fill_retrieved(lambda k: result, store.passages, 6000, sum, TierSettings())
+        return list(tier.lines), list(tier.result.dropped)
+
+    # the message shown whole, then the reply: the reply is left out
+    lines, dropped = block([*claims, reply])
+    assert len(lines) == 1 and message in lines[0], lines
+    assert (reply.short_id, f"the same words as {claims[0].short_id}") in dropped
+    # the reply shown first, as a line of its own: the message is left out, and so are its claims
+    lines, dropped = block([reply, *claims])
+    assert len(lines) == 1 and message in lines[0], lines
+    assert (claims[0].short_id, f"the same words as {reply.short_id}") in dropped
 
 
 def test_excerpts_show_a_claim_in_its_turn_only_where_a_line_may_hold_a_paragraph() -> None:

@@ -574,6 +574,10 @@ def _lines(
     excerpts: dict[uuid.UUID, str] = {}
     messages: dict[uuid.UUID, str] = {}
     dropped = [*result.dropped, *folded]
+    # the words of each text a line shows in full (a whole message, or a claim unclipped) -> its short
+    # id: `fold` compares claims, and an agent's reply that repeats the user's message word for word
+    # matched no claim of it, so the block showed one text twice
+    in_full: dict[str, str] = {}
     whole_tokens = 0  # what the lines shown as whole messages have spent
     # passage id -> the line its plain claims share, and their (span, text)
     merged: dict[uuid.UUID, tuple[int, list[tuple[tuple[int, int], str]]]] = {}
@@ -590,6 +594,11 @@ def _lines(
             continue
         if pid is not None and pid in whole and whole_tokens < settings.whole_budget:
             shown[pid] = [(0, len(texts[pid]))]  # every later claim of this message is in this line
+            words = same_words(texts[pid])
+            if words in in_full:
+                dropped.append((fact.short_id, f"the same words as {in_full[words]}"))
+                continue
+            in_full[words] = fact.short_id
             line = hit_line(
                 hit,
                 now=now,
@@ -629,6 +638,10 @@ def _lines(
                 )
             )
         else:
+            words = same_words(fact.body)
+            if words in in_full:
+                dropped.append((fact.short_id, f"the same words as {in_full[words]}"))
+                continue
             plain = settings.merge_claims and pid is not None and _plain(hit, earlier)
             claim = (span or (0, 0), clip(fact.body, settings.max_chars))
             if plain and pid in merged:
@@ -654,6 +667,10 @@ def _lines(
             if plain and pid is not None:
                 merged[pid] = (len(lines), [claim])
             agents = fact.kind is Kind.CONCLUSION and settings.conclusion_chars
+            if len(" ".join(fact.body.split())) <= (
+                settings.conclusion_chars if agents else settings.max_chars
+            ):
+                in_full[words] = fact.short_id  # shown in full: a message of these words says nothing more
             lines.append(
                 hit_line(
                     hit,

@@ -191,8 +191,26 @@ REFERRING_BACK = [
     ),
 ]
 
+# a name in the subject is whose slot it is, not a value listed beside the one that changes
+OWNED = [
+    ("My sister Ana lives in Denver and works as a nurse.", "Ana just moved to Austin.", "Denver -> Austin"),
+    (
+        "My daughter Mia goes to Lincoln Elementary.",
+        "Mia switched to Oak Ridge Elementary.",
+        "Lincoln Elementary -> Oak Ridge Elementary",
+    ),
+    ("Our landlord Gary lives in Leeds.", "Gary moved to York.", "Leeds -> York"),
+]
 
-@pytest.mark.parametrize(("old", "new", "change"), CORRECTIONS + REFERRING_BACK)
+# ... and a subject of several names is a list: one of them moving is no change of the others
+LISTED_OWNERS = [
+    ("Ana and Marco live in Denver.", "Marco moved to Austin.", "no aligned"),
+    ("My sister Ana lives in Denver.", "My brother Luis moved to Austin.", "another owner"),
+    ("My daughter Mia goes to Lincoln Elementary.", "Zoe switched to Oak Ridge Elementary.", "another owner"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "change"), CORRECTIONS + REFERRING_BACK + OWNED)
 def test_a_correction_supersedes_with_its_reason(old: str, new: str, change: str) -> None:
     verdict = judge(old, new)
     assert verdict.supersedes, verdict.reason
@@ -200,7 +218,7 @@ def test_a_correction_supersedes_with_its_reason(old: str, new: str, change: str
         assert part in verdict.reason
 
 
-@pytest.mark.parametrize(("old", "new", "why"), LOOKALIKES)
+@pytest.mark.parametrize(("old", "new", "why"), LOOKALIKES + LISTED_OWNERS)
 def test_a_lookalike_never_supersedes(old: str, new: str, why: str) -> None:
     verdict = judge(old, new)
     assert not verdict.supersedes, verdict.reason
@@ -213,7 +231,7 @@ def test_lookalikes_about_other_things_are_not_one_slot_either_way(old: str, new
     assert not same_slot(new, old)
 
 
-@pytest.mark.parametrize(("old", "new", "change"), CORRECTIONS[:3] + REFERRING_BACK)
+@pytest.mark.parametrize(("old", "new", "change"), CORRECTIONS[:3] + REFERRING_BACK + OWNED)
 def test_one_slot_is_one_slot_whichever_is_newer(old: str, new: str, change: str) -> None:
     assert same_slot(old, new) and same_slot(new, old)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import itertools
 import re
+from collections.abc import Callable
 
 from memory.rules.corrections.claims import (
     WISH,
@@ -49,6 +50,7 @@ from memory.rules.corrections.subjects import (
 )
 from memory.rules.corrections.vocabulary import (
     CUES,
+    RELATIONS,
     STOP,
     WORD,
     Spans,
@@ -162,9 +164,7 @@ def slot_changes(old: Claim, new: Claim) -> list[tuple[Value, Value, frozenset[s
         new_by_key.setdefault(key(v), []).append(v)
     shared_values = frozenset(n for _, n in old_norms & new_by_key.keys())
     # several names on a side: a list (brands, people), not one slot's value
-    listed_names = (
-        sum(v.kind == "name" and not new_marked[id(v)] for v in new.values) > 1 or _count(old, "name") > 1
-    )
+    listed_names = _listed(new, lambda v: new_marked[id(v)]) or _listed(old, lambda v: False)
     old_norm_count: dict[str, int] = {}
     for v in old.values:
         old_norm_count[v.norm] = old_norm_count.get(v.norm, 0) + 1
@@ -178,7 +178,7 @@ def slot_changes(old: Claim, new: Claim) -> list[tuple[Value, Value, frozenset[s
             )
             if same_value(ov, nv) or (kind_family(ov.kind) != kind_family(nv.kind) and not counted):
                 continue
-            if nv.kind == "name" and listed_names:
+            if (nv.kind == "name" and listed_names) or _owner(old, ov) or _owner(new, nv):
                 continue
             # a count written as a word is a small one: "two campaigns" is no "40k" budget
             if worded(ov) != worded(nv) and not small(ov if worded(nv) else nv):
@@ -208,6 +208,30 @@ def slot_changes(old: Claim, new: Claim) -> list[tuple[Value, Value, frozenset[s
             if slot:
                 pairs.append((ov, nv, slot))
     return pairs
+
+
+def _owner(claim: Claim, value: Value) -> bool:
+    """A name said right after who the person is to the user, in a claim that gives another name
+    ("My sister Ana lives in Denver"): whose slot the claim fills, not its value; Denver is the value.
+    Where the name is all the claim gives ("first 1:1 with my manager Raj Patel"), it is the value."""
+    if value.kind != "name" or claim.person in (None, "self"):
+        return False
+    introduced = _INTRODUCED.search(claim.body, max(0, value.start - 40), value.start)
+    return (
+        introduced is not None
+        and introduced.group(1).lower() in RELATIONS
+        and any(v.kind == "name" and v.start > value.end for v in claim.values)
+    )
+
+
+# "my sister " right before a name
+_INTRODUCED = re.compile(r"\b(?:my|our)\s+([A-Za-z'-]+)\s+$", re.IGNORECASE)
+
+
+def _listed(claim: Claim, marked: Callable[[Value], bool]) -> bool:
+    """Whether `claim` names several things (brands, people) besides its owner: a list, whose names are
+    no one slot's value. One marked as the old value is the slot, not a listed one."""
+    return sum(v.kind == "name" and not marked(v) and not _owner(claim, v) for v in claim.values) > 1
 
 
 def _counted_alike(old: Claim, ov: Value, new: Claim, nv: Value) -> str | None:

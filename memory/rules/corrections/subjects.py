@@ -43,6 +43,7 @@ def subjects_differ(old: Claim, new: Claim) -> str | None:
         and old.person != new.person
         and not ("self" in persons and any(p is not None and p.startswith("name:") for p in persons))
         and not _same_possession(old, new)
+        and not _named_relation(old, new)
     ):
         return (
             f"about another {'person' if 'self' in (old.person, new.person) else 'owner'}: "
@@ -61,6 +62,19 @@ def subjects_differ(old: Claim, new: Claim) -> str | None:
         if only_old and only_new:
             return f"another qualifier: {' '.join(sorted(only_old))} / {' '.join(sorted(only_new))}"
     return None
+
+
+def _named_relation(old: Claim, new: Claim) -> bool:
+    """One claim names a person the other introduced with who they are to the user: "My daughter Mia
+    goes to Lincoln Elementary" / "Mia switched to Oak Ridge Elementary" are both about Mia."""
+    return any(
+        named.person is not None
+        and named.person.startswith("name:")
+        and related.person not in (None, "self")
+        and not related.person.startswith("name:")
+        and stem(named.person.removeprefix("name:")) in related.subject
+        for named, related in ((old, new), (new, old))
+    )
 
 
 _POSSESSION = re.compile(r"\b(?:my|our)\s+([a-z][a-z'-]+)", re.I)

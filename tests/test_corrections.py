@@ -191,7 +191,8 @@ REFERRING_BACK = [
     ),
 ]
 
-# a name in the subject is whose slot it is, not a value listed beside the one that changes
+# a name said right after 'my <relation>' is whose slot it is, not a value listed beside the one that
+# changes; and a count with its change beside it
 OWNED = [
     ("My sister Ana lives in Denver and works as a nurse.", "Ana just moved to Austin.", "Denver -> Austin"),
     (
@@ -200,6 +201,12 @@ OWNED = [
         "Lincoln Elementary -> Oak Ridge Elementary",
     ),
     ("Our landlord Gary lives in Leeds.", "Gary moved to York.", "Leeds -> York"),
+    # a count's change said beside it: the bare number's own clause holds no other count
+    (
+        "We have 12 people on the platform team.",
+        "Two people joined, so the platform team is 14 now.",
+        "12 people -> 14",
+    ),
 ]
 
 # ... and a subject of several names is a list: one of them moving is no change of the others
@@ -207,6 +214,11 @@ LISTED_OWNERS = [
     ("Ana and Marco live in Denver.", "Marco moved to Austin.", "no aligned"),
     ("My sister Ana lives in Denver.", "My brother Luis moved to Austin.", "another owner"),
     ("My daughter Mia goes to Lincoln Elementary.", "Zoe switched to Oak Ridge Elementary.", "another owner"),
+    (
+        "We have 12 people on the platform team.",
+        "Two people left the design team, which is 5 now.",
+        "another qualifier",
+    ),
 ]
 
 

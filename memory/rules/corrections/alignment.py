@@ -236,11 +236,17 @@ def _listed(claim: Claim, marked: Callable[[Value], bool]) -> bool:
 
 def _counted_alike(old: Claim, ov: Value, new: Claim, nv: Value) -> str | None:
     """ "150 commits" / "commits merged ..., which has now reached 165": a count with its unit, and a
-    bare number in a claim that names that unit and no other count. The unit, or None."""
+    bare number in a claim that names that unit and no other count in the bare number's clause
+    ("Two people joined, so the platform team is 14 now": 14 is the team's count, two the change).
+    The unit, or None."""
     for counted, claim, bare in ((ov, new, nv), (nv, old, ov)):
         if counted.kind.startswith("quantity:") and bare.kind == "number":
             unit = _unit_of(counted)
-            alone = sum(v.kind == "number" or v.kind.startswith("quantity:") for v in claim.values) == 1
+            lo, hi = clause_bounds(claim.body, bare)
+            alone = not any(
+                (v.kind == "number" or v.kind.startswith("quantity:")) and v is not bare and lo <= v.start < hi
+                for v in claim.values
+            )
             return unit if unit and alone and unit in claim_content(claim) else None
     return None
 

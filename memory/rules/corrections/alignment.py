@@ -244,7 +244,9 @@ def _counted_alike(old: Claim, ov: Value, new: Claim, nv: Value) -> str | None:
             unit = _unit_of(counted)
             lo, hi = clause_bounds(claim.body, bare)
             alone = not any(
-                (v.kind == "number" or v.kind.startswith("quantity:")) and v is not bare and lo <= v.start < hi
+                (v.kind == "number" or v.kind.startswith("quantity:"))
+                and v is not bare
+                and lo <= v.start < hi
                 for v in claim.values
             )
             return unit if unit and alone and unit in claim_content(claim) else None

@@ -61,6 +61,13 @@ def real(pool: ConnectionPool, minilm: MiniLMEmbedder) -> FactStore:
             "Send the CTO the grant report by March 6.",
             True,
         ),
+        # "running" names what "run" does: a consonant doubled before -ing is the word's own
+        (
+            "I run 5 km every morning.",
+            "The user's statement about running 5 km every morning is not relevant to this request.",
+            True,
+        ),
+        ("I jog 3 miles a day.", "Jogging 3 miles a day is fine for your knees.", True),
     ],
 )
 def test_what_restates_a_claim(old: str, new: str, echo: bool) -> None:

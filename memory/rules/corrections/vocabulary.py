@@ -54,6 +54,9 @@ def short_message(text: str) -> bool:
     return len(text) <= SHORT_MESSAGE_CHARS and word_count(text) <= SHORT_MESSAGE_WORDS
 
 
+_DOUBLED = frozenset("bdgmnprt")  # consonants doubled before -ed / -ing that the bare word has once
+
+
 # every rule stems every word it reads, and a session's words repeat: each is stemmed once
 @functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
@@ -63,6 +66,10 @@ def stem(word: str) -> str:
     for suffix in ("ies", "es", "s", "ed", "ing"):
         if len(w) > len(suffix) + 3 and w.endswith(suffix):
             w = w[: -len(suffix)] + ("y" if suffix == "ies" else "")
+            # "running" / "run", "planned" / "plan": the consonant doubled before the suffix goes
+            # ("called", "passed" keep theirs, as "call" and "pass" do; "added" is still "add")
+            if suffix in ("ed", "ing") and len(w) >= 4 and w[-1] == w[-2] and w[-1] in _DOUBLED:
+                w = w[:-1]
             break
     # "smoke" / "smoking", "live" / "lived": the bare form's final e goes too, so both meet
     return w[:-1] if len(w) > 4 and w.endswith("e") else w

@@ -151,8 +151,12 @@ def test_ingestion_is_redone_when_the_code_capture_runs_changes(
 ) -> None:
     conversation = ingested(stores, load_locomo(write_locomo(tmp_path)))
     assert stores.ingestor.ingest(conversation).cached
+    dataset = load_locomo(write_locomo(tmp_path))
+    database = ingest.dataset_database(dataset, "minilm")
     monkeypatch.setattr(ingest, "write_path_digest", lambda: "another capture")
     assert not stores.ingestor.ingest(conversation).cached
+    # and a run of another version of capture writes a database of its own
+    assert ingest.dataset_database(dataset, "minilm") != database
 
 
 def test_the_write_path_digest_reads_what_capture_may_run_and_nothing_else(tmp_path: Path) -> None:

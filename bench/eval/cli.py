@@ -77,8 +77,9 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--database-url",
-        help="a Postgres server: one database per dataset and embedder is created on it and reused "
-        "(default: DATABASE_URL, else the embedded server in the user's data dir)",
+        help="a Postgres server: one database per dataset, embedder and version of the library's write "
+        "path is created on it and reused (default: DATABASE_URL, else the embedded server in the "
+        "user's data dir)",
     )
     run.add_argument(
         "--exact-database",

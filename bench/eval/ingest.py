@@ -1,6 +1,6 @@
 """Write conversations into the fact graph and the document store once, and reuse them across runs.
 
-One database per dataset and embedder holds both memories; a marker table records a fingerprint of each
+One database per dataset, embedder and version of the library's write path holds both memories; a marker table records a fingerprint of each
 conversation as ingested (its turns, the embedder, this module's capture policy and the source of the
 library's write path), so a later run skips what is already there and re-ingests only a conversation
 whose fingerprint changed. Any change to the code capture runs re-ingests: a cached conversation is one
@@ -75,9 +75,13 @@ def database_name(dataset: str, source: str, embedder_name: str) -> str:
 
 
 def dataset_database(dataset: Dataset, embedder_name: str) -> str:
-    """The name of the database the harness ingests `dataset` into with that embedder: what every
-    reader of the harness's rows opens (bench.session_search, bench.edge_audit)."""
-    return database_name(dataset.name, str(Path(dataset.source).resolve()), embedder_name)
+    """The name of the database the harness ingests `dataset` into with that embedder and this
+    version of capture (`write_path_digest`): what every reader of the harness's rows opens
+    (bench.session_search, bench.edge_audit). Two versions of the library run side by side (a
+    worktree each) write databases of their own instead of re-ingesting each other's conversations
+    under each other's reads; an earlier version's database stays until dropped."""
+    source = f"{Path(dataset.source).resolve()}\x00{write_path_digest()}"
+    return database_name(dataset.name, source, embedder_name)
 
 
 def ensure_database(server_url: str, name: str) -> str:

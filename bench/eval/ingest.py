@@ -1,10 +1,10 @@
 """Write conversations into the fact graph and the document store once, and reuse them across runs.
 
-One database per dataset, embedder and version of the library's write path holds both memories; a marker table records a fingerprint of each
-conversation as ingested (its turns, the embedder, this module's capture policy and the source of the
-library's write path), so a later run skips what is already there and re-ingests only a conversation
-whose fingerprint changed. Any change to the code capture runs re-ingests: a cached conversation is one
-the code of this run wrote.
+One database per dataset, embedder and version of the library's write path holds both memories; a
+marker table records a fingerprint of each conversation as ingested (its turns, the embedder, this
+module's capture policy and the source of the library's write path), so a later run skips what is
+already there and re-ingests only a conversation whose fingerprint changed. Any change to the code
+capture runs re-ingests: a cached conversation is one the code of this run wrote.
 
 The fact graph is written as the middleware's capture writes it, through the bulk import
 (`FactStore.import_messages`, the same rows as `capture_message` turn by turn, batched): a user turn is

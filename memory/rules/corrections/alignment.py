@@ -210,22 +210,30 @@ def slot_changes(old: Claim, new: Claim) -> list[tuple[Value, Value, frozenset[s
     return pairs
 
 
-def _owner(claim: Claim, value: Value) -> bool:
-    """A name said right after who the person is to the user, in a claim that gives another name
-    ("My sister Ana lives in Denver"): whose slot the claim fills, not its value; Denver is the value.
-    Where the name is all the claim gives ("first 1:1 with my manager Raj Patel"), it is the value."""
-    if value.kind != "name" or claim.person in (None, "self"):
-        return False
-    introduced = _INTRODUCED.search(claim.body, max(0, value.start - 40), value.start)
-    return (
-        introduced is not None
+@functools.lru_cache(maxsize=8192)
+def _owners(claim: Claim) -> frozenset[int]:
+    """Where the claim's owners start: each name said right after who the person is to the user, in a
+    claim that gives another name ("My sister Ana lives in Denver"). The owner is whose slot the claim
+    fills, not its value; Denver is the value. Where the name is all the claim gives ("first 1:1 with
+    my manager Raj Patel"), it is the value."""
+    if claim.person in (None, "self"):
+        return frozenset()
+    names = [v for v in claim.values if v.kind == "name"]
+    return frozenset(
+        v.start
+        for v in names
+        if (introduced := _INTRODUCED.search(claim.body, max(0, v.start - 40), v.start)) is not None
         and introduced.group(1).lower() in RELATIONS
-        and any(v.kind == "name" and v.start > value.end for v in claim.values)
+        and any(other.start > v.end for other in names)
     )
 
 
 # "my sister " right before a name
 _INTRODUCED = re.compile(r"\b(?:my|our)\s+([A-Za-z'-]+)\s+$", re.IGNORECASE)
+
+
+def _owner(claim: Claim, value: Value) -> bool:
+    return value.kind == "name" and value.start in _owners(claim)
 
 
 def _listed(claim: Claim, marked: Callable[[Value], bool]) -> bool:

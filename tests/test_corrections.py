@@ -212,6 +212,13 @@ OWNED = [
 # ... and a subject of several names is a list: one of them moving is no change of the others
 LISTED_OWNERS = [
     ("Ana and Marco live in Denver.", "Marco moved to Austin.", "no aligned"),
+    # what loosening the list rule by any name both claims say made corrections of (round 32)
+    (
+        "We evaluated Pinecone and Weaviate for search",
+        "Weaviate was dropped, we went with Qdrant",
+        "no aligned",
+    ),
+    ("I use Postgres and Redis", "I use Postgres and Kafka", "no aligned"),
     ("My sister Ana lives in Denver.", "My brother Luis moved to Austin.", "another owner"),
     ("My daughter Mia goes to Lincoln Elementary.", "Zoe switched to Oak Ridge Elementary.", "another owner"),
     (

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from eval_samples import write_beam, write_locomo
 
@@ -157,6 +159,30 @@ def test_ingestion_is_redone_when_the_code_capture_runs_changes(
     assert not stores.ingestor.ingest(conversation).cached
     # and a run of another version of capture writes a database of its own
     assert ingest.dataset_database(dataset, "minilm") != database
+
+
+def test_two_runs_opening_one_new_database_set_it_up_one_after_the_other(db_url: str) -> None:
+    # a tune and a holdout run started together both ran PostgresStore's migrations, and one failed
+    # on the other's row of store_migrations: setup now waits for any other run's
+    ready = threading.Event()
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with open_stores(db_url, FakeEmbedder(256)):
+                ready.set()
+        except BaseException as exc:  # the assertion below names it
+            failed.append(exc)
+            ready.set()
+
+    with psycopg.connect(db_url, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(hashtext('beads_eval.setup'))")
+        worker = threading.Thread(target=run)
+        worker.start()
+        assert not ready.wait(1.0)  # another run's setup holds it
+        other.execute("SELECT pg_advisory_unlock(hashtext('beads_eval.setup'))")
+        worker.join(120)
+    assert ready.is_set() and not failed, failed
 
 
 def test_the_write_path_digest_reads_what_capture_may_run_and_nothing_else(tmp_path: Path) -> None:

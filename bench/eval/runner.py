@@ -468,9 +468,16 @@ def open_stores(url: str, embedder: Embedder) -> Iterator[Stores]:
                 "fields": ["content"],
             },
         )
-        docs.setup()
         ingestor = Ingestor(facts, docs, conn, embedder)
-        ingestor.setup()
+        # two runs started together on a new database (a tune and a holdout split) both ran
+        # PostgresStore's migrations, and one failed on the other's row of store_migrations; its
+        # setup takes no lock of its own (FactStore's does)
+        conn.execute("SELECT pg_advisory_lock(hashtext('beads_eval.setup'))")
+        try:
+            docs.setup()
+            ingestor.setup()
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(hashtext('beads_eval.setup'))")
         yield Stores(facts, docs, ingestor)
 
 

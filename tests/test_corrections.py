@@ -207,6 +207,43 @@ OWNED = [
         "Two people joined, so the platform team is 14 now.",
         "12 people -> 14",
     ),
+    # a bare number followed by what it counts: the same thing, read past "new"
+    ("I picked 5 projects for my portfolio.", "Update: the portfolio now has 6 new projects.", "5 -> 6"),
+    # a place in an order, followed by what it is a place of
+    ("Our office is on the 3rd floor.", "We moved, the office is on the 5th floor now.", "3 -> 5"),
+    # a unit, and its abbreviation, measure and count nothing
+    ("The apartment is 650 square feet.", "Correction: the apartment is 720 sq ft.", "650 -> 720"),
+]
+
+# a count's change that names the count in another word for it: capture pairs them (ranking reads the
+# new claim's subject, three people, as another thing than the club, and leaves them to the edge)
+COUNTED_IN_OTHER_WORDS = [
+    (
+        "The book club has 9 members.",
+        "Three new people came, so the book club is 12 now.",
+        "9 members -> 12",
+    ),
+]
+
+# two numbers, each followed by what it counts, that count different things; an ordinal is followed by
+# what it is a place of
+COUNTS_OF_OTHER_THINGS = [
+    (
+        "My citation manager holds 52 sources, sorted by topic.",
+        "The checker flagged 15 citation errors and I corrected them all.",
+        "no aligned",
+    ),
+    (
+        "Format every reference in the 7th edition of the style guide.",
+        "I corrected the 15 formatting errors the checker flagged.",
+        "no aligned",
+    ),
+    ("I picked 5 projects for my portfolio.", "I added 3 metrics to the portfolio now.", "no aligned"),
+    (
+        "We have 150 commits on the main branch.",
+        "Commits keep coming, and the repo has now reached 165 stars.",
+        "no aligned",
+    ),
 ]
 
 # ... and a subject of several names is a list: one of them moving is no change of the others
@@ -229,7 +266,9 @@ LISTED_OWNERS = [
 ]
 
 
-@pytest.mark.parametrize(("old", "new", "change"), CORRECTIONS + REFERRING_BACK + OWNED)
+@pytest.mark.parametrize(
+    ("old", "new", "change"), CORRECTIONS + REFERRING_BACK + OWNED + COUNTED_IN_OTHER_WORDS
+)
 def test_a_correction_supersedes_with_its_reason(old: str, new: str, change: str) -> None:
     verdict = judge(old, new)
     assert verdict.supersedes, verdict.reason
@@ -237,7 +276,7 @@ def test_a_correction_supersedes_with_its_reason(old: str, new: str, change: str
         assert part in verdict.reason
 
 
-@pytest.mark.parametrize(("old", "new", "why"), LOOKALIKES + LISTED_OWNERS)
+@pytest.mark.parametrize(("old", "new", "why"), LOOKALIKES + LISTED_OWNERS + COUNTS_OF_OTHER_THINGS)
 def test_a_lookalike_never_supersedes(old: str, new: str, why: str) -> None:
     verdict = judge(old, new)
     assert not verdict.supersedes, verdict.reason
@@ -253,6 +292,12 @@ def test_lookalikes_about_other_things_are_not_one_slot_either_way(old: str, new
 @pytest.mark.parametrize(("old", "new", "change"), CORRECTIONS[:3] + REFERRING_BACK + OWNED)
 def test_one_slot_is_one_slot_whichever_is_newer(old: str, new: str, change: str) -> None:
     assert same_slot(old, new) and same_slot(new, old)
+
+
+@pytest.mark.parametrize(("old", "new", "why"), COUNTS_OF_OTHER_THINGS)
+def test_counts_of_other_things_are_not_one_slot_either_way(old: str, new: str, why: str) -> None:
+    assert not same_slot(old, new)
+    assert not same_slot(new, old)
 
 
 def test_values_are_read_with_their_kind() -> None:

@@ -39,6 +39,8 @@ from memory.rules.corrections.stated_values import (
     same_value,
     same_value_loosely,
     small,
+    unit_of,
+    unit_words,
     values,
     worded,
 )
@@ -178,6 +180,8 @@ def slot_changes(old: Claim, new: Claim) -> list[tuple[Value, Value, frozenset[s
             )
             if same_value(ov, nv) or (kind_family(ov.kind) != kind_family(nv.kind) and not counted):
                 continue
+            if _count_other_things(old, ov, new, nv):
+                continue
             if (nv.kind == "name" and listed_names) or _owner(old, ov) or _owner(new, nv):
                 continue
             # a count written as a word is a small one: "two campaigns" is no "40k" budget
@@ -244,12 +248,13 @@ def _listed(claim: Claim, marked: Callable[[Value], bool]) -> bool:
 
 def _counted_alike(old: Claim, ov: Value, new: Claim, nv: Value) -> str | None:
     """ "150 commits" / "commits merged ..., which has now reached 165": a count with its unit, and a
-    bare number in a claim that names that unit and no other count in the bare number's clause
-    ("Two people joined, so the platform team is 14 now": 14 is the team's count, two the change).
-    The unit, or None."""
+    bare number in a claim that names that unit (or another word for it: "9 members" / "three new
+    people came, so the book club is 12 now") and no other count in the bare number's clause ("Two
+    people joined, so the platform team is 14 now": 14 is the team's count, two the change), unless
+    the bare number says it counts something else ("165 stars"). The unit, or None."""
     for counted, claim, bare in ((ov, new, nv), (nv, old, ov)):
         if counted.kind.startswith("quantity:") and bare.kind == "number":
-            unit = _unit_of(counted)
+            unit = unit_of(counted)
             lo, hi = clause_bounds(claim.body, bare)
             alone = not any(
                 (v.kind == "number" or v.kind.startswith("quantity:"))
@@ -257,8 +262,63 @@ def _counted_alike(old: Claim, ov: Value, new: Claim, nv: Value) -> str | None:
                 and lo <= v.start < hi
                 for v in claim.values
             )
-            return unit if unit and alone and unit in claim_content(claim) else None
+            if not (unit and alone):
+                return None
+            # "165 stars" counts stars, whatever else its claim says of commits
+            words, own = unit_words(counted), _counted_words(claim, bare)
+            if own and own.isdisjoint(words):
+                return None
+            return unit if not words.isdisjoint(claim_content(claim)) else None
     return None
+
+
+def _count_other_things(old: Claim, ov: Value, new: Claim, nv: Value) -> bool:
+    """ "52 sources in the library" / "it flagged 15 citation errors": each number is followed by what
+    it counts, and the two name different things, so they are two counts, not one slot's values."""
+    counts = _counted_words(old, ov), _counted_words(new, nv)
+    return bool(counts[0]) and bool(counts[1]) and counts[0].isdisjoint(counts[1])
+
+
+def _counted_words(claim: Claim, value: Value) -> frozenset[str]:
+    """What a bare number counts, as the words right after it ("15 APA citation errors": citation,
+    error; "the 7th edition": edition), up to three, to the first word that names nothing ("12 now",
+    "5 of them"). Read past: a name ("42 Harbor Street" is an address, not a count of anything), a
+    word saying the count is partial or added ("3 new metrics"), and a unit or its abbreviation
+    ("650 square feet" / "720 sq ft" stay one area), which say what a number measures, not what it
+    counts."""
+    if value.kind != "number":
+        return frozenset()
+    words: list[str] = []
+    ordinal = _ORDINAL_SUFFIX.match(claim.body, value.end)
+    at = ordinal.end() if ordinal else value.end
+    for _ in range(6):
+        word = _WORD_AFTER.match(claim.body, at)
+        if word is None:
+            break
+        at = word.end()
+        token = word.group(1)
+        lowered = token.lower()
+        if lowered in STOP or lowered in CUES or len(words) == 3:
+            break
+        if token[0].isupper() or lowered in _READ_PAST or lowered in MEASURES or _abbreviation(lowered):
+            continue
+        word_stem = stem(lowered)
+        # a short plural keeps its s in `stem` ("cups"), and "1 cup" counts what "1.5 cups" does
+        words.append(
+            word_stem[:-1] if word_stem.endswith("s") and not word_stem.endswith("ss") else word_stem
+        )
+    return frozenset(words)
+
+
+def _abbreviation(word: str) -> bool:
+    # "sq", "ft", "mbps": too short or without a vowel to be a word that names a thing
+    return len(word) < 3 or not any(c in "aeiouy" for c in word)
+
+
+# the next word, with only spaces between it and what came before
+_WORD_AFTER = re.compile(r"[ \t]+([A-Za-z][A-Za-z'-]*)\b")
+_ORDINAL_SUFFIX = re.compile(r"(?:st|nd|rd|th)\b", re.I)
+_READ_PAST = frozenset({"new", "more", "other", "extra", "additional", "different", "total", "separate"})
 
 
 def _named_by(claim: Claim, value: Value) -> Value | None:
@@ -388,13 +448,11 @@ def _may_count_alike(counted: str, other_kinds: frozenset[str], other: str) -> b
 
 @functools.lru_cache(maxsize=8192)
 def _units(text: str) -> frozenset[str]:
-    """The units of the counts `text` states ("150 commits": commit)."""
-    return frozenset(_unit_of(v) for v in parse(text).values if v.kind.startswith("quantity:"))
-
-
-def _unit_of(count: Value) -> str:
-    """A count's unit as its claim would name it: "150 commits" -> "commit", "four hours" -> "hour"."""
-    return stem(re.sub(r"^(?:[\d.,\s]+|[a-z-]+\s+)", "", count.text, flags=re.I))
+    """The words naming what the counts `text` states count ("150 commits": commit; "9 members":
+    member and the other words for people)."""
+    return frozenset(
+        word for v in parse(text).values if v.kind.startswith("quantity:") for word in unit_words(v)
+    )
 
 
 def restates(old: str, new: str, *, by_user: bool = False) -> bool:

@@ -330,6 +330,28 @@ def _name_value(offset: int, run: list[re.Match[str]]) -> Value:
     return Value("name", text, text.lower(), start, end)
 
 
+def unit_of(count: Value) -> str:
+    """A count's unit as its claim would name it: "150 commits" -> "commit", "four hours" -> "hour"."""
+    return stem(re.sub(r"^(?:[\d.,\s]+|[a-z-]+\s+)", "", count.text, flags=re.I))
+
+
+def unit_words(count: Value) -> frozenset[str]:
+    """The words that name what a count counts, stemmed: its own unit, and where its unit's family
+    is one thing said in several words, the family's ("9 members" and "people": one club's head
+    count). The grab bag of other counts (commits, tests, tickets) names each alone."""
+    own = unit_of(count)
+    family = count.kind.removeprefix("quantity:")
+    if family == count.kind or family == "count":
+        return frozenset({own})
+    return frozenset({own}) | _FAMILY_WORDS[family]
+
+
+_FAMILY_WORDS = {
+    family: frozenset(stem(unit) for unit, f in _UNITS.items() if f == family and len(unit) > 2)
+    for family in set(_UNITS.values())
+}
+
+
 def kind_family(kind: str) -> str:
     # a share changes into a share: "completed 40%" is no earlier "5,000-word draft"
     return "number" if kind in ("number", "money") else kind

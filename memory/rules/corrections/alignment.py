@@ -265,7 +265,7 @@ def _counted_alike(old: Claim, ov: Value, new: Claim, nv: Value) -> str | None:
             if not (unit and alone):
                 return None
             # "165 stars" counts stars, whatever else its claim says of commits
-            words, own = unit_words(counted), _counted_words(claim, bare)
+            words, own = frozenset(map(_singular, unit_words(counted))), _counted_words(claim, bare)
             if own and own.isdisjoint(words):
                 return None
             return unit if not words.isdisjoint(claim_content(claim)) else None
@@ -279,6 +279,7 @@ def _count_other_things(old: Claim, ov: Value, new: Claim, nv: Value) -> bool:
     return bool(counts[0]) and bool(counts[1]) and counts[0].isdisjoint(counts[1])
 
 
+@functools.lru_cache(maxsize=16384)  # asked of each value once per value of every other claim
 def _counted_words(claim: Claim, value: Value) -> frozenset[str]:
     """What a bare number counts, as the words right after it ("15 APA citation errors": citation,
     error; "the 7th edition": edition), up to three, to the first word that names nothing ("12 now",
@@ -302,12 +303,13 @@ def _counted_words(claim: Claim, value: Value) -> frozenset[str]:
             break
         if token[0].isupper() or lowered in _READ_PAST or lowered in MEASURES or _abbreviation(lowered):
             continue
-        word_stem = stem(lowered)
-        # a short plural keeps its s in `stem` ("cups"), and "1 cup" counts what "1.5 cups" does
-        words.append(
-            word_stem[:-1] if word_stem.endswith("s") and not word_stem.endswith("ss") else word_stem
-        )
+        words.append(_singular(stem(lowered)))
     return frozenset(words)
+
+
+def _singular(word_stem: str) -> str:
+    # a short plural keeps its s in `stem` ("cups"), and "1 cup" counts what "1.5 cups" does
+    return word_stem[:-1] if word_stem.endswith("s") and not word_stem.endswith("ss") else word_stem
 
 
 def _abbreviation(word: str) -> bool:

@@ -4,8 +4,10 @@ that must never replace each other."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from memory.rules.corrections import judge, may_share_slot, same_slot, states_something, values
+from memory.rules.corrections import judge, may_share_slot, same_slot, stated_values, states_something, values
 
 CORRECTIONS = [
     ("Our budget is $100k per year.", "Correction: our budget is $120k per year.", "$100k -> $120k"),
@@ -425,3 +427,61 @@ def test_a_values_clause_is_where_the_text_cut_at_the_value_puts_it(text: str) -
     for value in claim.values:
         start = max((m.end() for m in _CLAUSE_BREAK.finditer(claim.body, 0, value.start)), default=0)
         assert clause_bounds(claim.body, value)[0] == start, value
+
+
+# pieces of the values `values` reads, in both cases, beside what lowering changes ("İ" is two
+# characters in lower case; IGNORECASE reads "ſ" as an s)
+_VALUE_PIECES = st.sampled_from(
+    [
+        "5",
+        "12",
+        "3.5",
+        "1,200",
+        "$",
+        "€4k",
+        "7pm",
+        "at",
+        "half",
+        "past",
+        "four",
+        "o'clock",
+        "noon",
+        "March",
+        "3rd",
+        "of",
+        "may",
+        "Sunday",
+        "MONDAY",
+        "v2",
+        "1.4.2",
+        "eu-west-1",
+        "Maple-87",
+        "version",
+        "%",
+        "percent",
+        "km",
+        "hours",
+        "the",
+        "İstanbul",
+        "ſep",
+        "K",
+        "-",
+        ",",
+        ".",
+        ":",
+        "/",
+        "2024-05-01",
+        "10/12",
+        "quarter",
+        "to",
+        "Ab3",
+        "x9y",
+    ]
+)
+
+
+@given(st.lists(_VALUE_PIECES, max_size=14), st.lists(st.sampled_from([" ", "", "  "]), min_size=14))
+def test_values_are_looked_for_where_they_can_start_as_everywhere(pieces: list[str], gaps: list[str]) -> None:
+    text = "".join(piece + gap for piece, gap in zip(pieces, gaps, strict=False))
+    found = [(m.start(), m.end(), m.lastgroup) for m in stated_values._value_matches(text)]
+    assert found == [(m.start(), m.end(), m.lastgroup) for m in stated_values._VALUE.finditer(text)]

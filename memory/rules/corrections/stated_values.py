@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from memory.rules.corrections.vocabulary import SELF, STOP, WORD, Spans, stem, word_set
@@ -87,6 +87,41 @@ _VALUE = re.compile(
 )
 
 
+# Where a value can start: a digit or a currency sign, a word with a digit in it (a code), or a word
+# that can open a time or a date. Searched in the lowered text: the same alternation under IGNORECASE
+# costs about four times as much, and `_VALUE` tried at every position of a long message was most
+# of what reading its values took.
+_VALUE_START = re.compile(
+    r"[\d$€£¥]|\b(?:[a-z][a-z-]*\d|"
+    + "|".join(
+        sorted(
+            {*_MONTHS.split(), *_WEEKDAYS.split(), *_CLOCK, "noon", "midnight", "quarter", "half"},
+            key=len,
+            reverse=True,
+        )
+    )
+    + ")"
+)
+
+
+def _value_matches(text: str) -> Iterator[re.Match[str]]:
+    """What `_VALUE.finditer(text)` finds, trying `_VALUE` only where a value can start."""
+    lowered = text.lower()
+    if len(lowered) != len(text) or "ſ" in text:
+        # lowering moved characters ("İ" is two in lower case), or left one that IGNORECASE reads as
+        # a letter of [a-z] ("ſ"): the positions would not line up
+        yield from _VALUE.finditer(text)
+        return
+    at = 0
+    while (start := _VALUE_START.search(lowered, at)) is not None:
+        match = _VALUE.match(text, start.start())
+        if match is None:
+            at = start.start() + 1
+            continue
+        yield match
+        at = match.end()
+
+
 def _norm_number(text: str) -> float | None:
     digits = text.replace(",", "")
     try:
@@ -147,7 +182,7 @@ _MERIDIEM = re.compile(r"am|pm|a\.m|p\.m|noon|midnight", re.I)
 def values(text: str) -> list[Value]:
     """The values `text` states, in order: what a later claim could change."""
     found: list[Value] = []
-    for match in _VALUE.finditer(text):
+    for match in _value_matches(text):
         kind = match.lastgroup if match.lastgroup != "unit" else "quantity"
         raw = match.group(0).strip()
         if kind == "quantity":

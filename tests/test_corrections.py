@@ -241,6 +241,7 @@ COUNTS_OF_OTHER_THINGS = [
         "no aligned",
     ),
     ("I picked 5 projects for my portfolio.", "I added 3 metrics to the portfolio now.", "no aligned"),
+    ("I picked 5 projects for my portfolio.", "I added 3 new impact metrics to the portfolio.", "no aligned"),
     (
         "We have 150 commits on the main branch.",
         "Commits keep coming, and the repo has now reached 165 stars.",

@@ -299,9 +299,12 @@ def _counted_words(claim: Claim, value: Value) -> frozenset[str]:
         at = word.end()
         token = word.group(1)
         lowered = token.lower()
+        # "new" is a stop word and a cue, read past before either stops the reading
+        if lowered in _READ_PAST:
+            continue
         if lowered in STOP or lowered in CUES or len(words) == 3:
             break
-        if token[0].isupper() or lowered in _READ_PAST or lowered in MEASURES or _abbreviation(lowered):
+        if token[0].isupper() or lowered in MEASURES or _abbreviation(lowered):
             continue
         words.append(_singular(stem(lowered)))
     return frozenset(words)

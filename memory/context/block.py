@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from memory.context.agent_replies import replies_last
 from memory.context.tokens import count_cached, count_tokens
 from memory.flags import NotTheUsers, PossiblyOutdated, Restates, Untrusted, texts
 from memory.graph.pins import PinnedFact
@@ -410,6 +411,10 @@ class TierSettings:
     # the budget: it restates or derives from what was said, and at a large line's length one long
     # answer takes the room of many claims (results/tuning/line-share.md). 0: max_chars.
     conclusion_chars: int = MAX_FACT_CHARS
+    # the agent's own replies after the user's claims, unless the question asks what the agent said
+    # (memory.context.agent_replies): on BEAM's tune chats, a reply's opening took the place of the
+    # user's words (results/long-sessions-35)
+    replies_last: bool = True
     style: LineStyle = LineStyle()
 
     def for_budget(self, budget: int | None) -> TierSettings:
@@ -546,6 +551,8 @@ def _lines(
     now: datetime | None,
 ) -> RetrievedTier:
     hits, earlier, folded = fold(result.hits, keep_history=asks_about_earlier(result.query))
+    if settings.replies_last:
+        hits = replies_last(hits, result.query)
     timed = clocked(hits, now)
     thin: dict[uuid.UUID, bool] = {}
     if settings.thin_tokens and hits:

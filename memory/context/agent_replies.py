@@ -51,4 +51,4 @@ def replies_last(hits: Sequence[Hit], question: str) -> list[Hit]:
     are where `question` asks about the agent's replies."""
     if asks_about_replies(question):
         return list(hits)
-    return [h for h in hits if not is_reply(h)] + [h for h in hits if is_reply(h)]
+    return sorted(hits, key=is_reply)  # stable: False (not a reply) first, each side in rank order

@@ -8,12 +8,20 @@ from __future__ import annotations
 import uuid
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from memory.context.block import render_block
 from memory.flags import PossiblyOutdated, SaidBefore
 from memory.graph.store import FactStore
-from memory.model import Hit
-from memory.rules.corrections import SHORT_MESSAGE_CHARS, SHORT_MESSAGE_WORDS, short_message, word_count
+from memory.model import Hit, Kind
+from memory.rules import slots
+from memory.rules.corrections import (
+    SHORT_MESSAGE_CHARS,
+    SHORT_MESSAGE_WORDS,
+    same_slot,
+    short_message,
+    word_count,
+)
 from memory.rules.slots import order_same_slot
 
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
@@ -86,3 +94,24 @@ def test_the_messages_are_read_once_and_only_when_a_pair_asks(store: FactStore) 
     alone = [h for h in hits if h.fact.body == OLD]
     order_same_slot(alone, messages)  # one hit: no pair, no read
     assert len(asked) == 1
+
+
+def test_code_takes_no_part_in_a_pair_and_its_values_are_never_read(
+    store: FactStore, monkeypatch: Any
+) -> None:
+    # `same_slot` holds no code to a slot; reading the words around each value of an answer with a
+    # code block (hundreds, in a long one) only to find that out cost a fresh process up to 120 ms a reply
+    root = store.root("code")
+    store.capture_message(root, "The cache TTL is 300 seconds.", message_id="m0", valid_from=T0)
+    code = "Here is the config:\n```python\nCACHE_TTL = 600  # seconds\nMAX_ITEMS = 1000\n```"
+    store.remember(root, code, kind=Kind.CONCLUSION)
+    hits = list(store.search("code", "What is the cache TTL in seconds?").hits)
+    assert {h.fact.body for h in hits} >= {"The cache TTL is 300 seconds.", code}
+    read: list[tuple[str, str]] = []
+    shared = slots.may_share_slot
+    monkeypatch.setattr(slots, "may_share_slot", lambda a, b: read.append((a, b)) or shared(a, b))
+    ordered = order_same_slot(hits)
+    assert not any(code in pair for pair in read)
+    assert not same_slot("The cache TTL is 300 seconds.", code)  # what reading it would have found
+    assert [h.fact.id for h in ordered] == [h.fact.id for h in hits]
+    assert all(h.flags == before.flags for h, before in zip(ordered, hits, strict=True))

@@ -417,6 +417,9 @@ def may_order(a: str, b: str) -> bool:
     return may_share_slot(a, b) and not _two_things(parse(a), parse(b))
 
 
+# every block reads it of each line said within a minute of another, and a chat's lines come back
+# block after block (a long answer's values cost milliseconds to read)
+@functools.lru_cache(maxsize=8192)
 def topic_and_kinds(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """What `text` is about (`content`) and the kinds of value it states, names aside: the loosest
     reading of one thing given two values, two lines sharing a word and a kind

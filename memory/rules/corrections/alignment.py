@@ -170,6 +170,17 @@ def slot_changes(old: Claim, new: Claim) -> list[tuple[Value, Value, frozenset[s
     old_norm_count: dict[str, int] = {}
     for v in old.values:
         old_norm_count[v.norm] = old_norm_count.get(v.norm, 0) + 1
+    marked = [v for v in new.values if new_marked[id(v)]]
+    # each value's name read once, not once per pair: two long answers hold hundreds of values, and
+    # reading a value's name scans them all
+    names: dict[tuple[int, int], Value | None] = {}
+
+    def named_by(claim: Claim, value: Value) -> Value | None:
+        key = (id(claim), id(value))
+        if key not in names:
+            names[key] = _named_by(claim, value)
+        return names[key]
+
     pairs = []
     for nv in new.values:
         if key(nv) in old_norms or new_marked[id(nv)]:
@@ -188,7 +199,7 @@ def slot_changes(old: Claim, new: Claim) -> list[tuple[Value, Value, frozenset[s
             if worded(ov) != worded(nv) and not small(ov if worded(nv) else nv):
                 continue
             # "Flask 2.3.1" / "Gunicorn 20.1.0": each version is its own thing's
-            owners = _named_by(old, ov), _named_by(new, nv)
+            owners = named_by(old, ov), named_by(new, nv)
             if owners[0] and owners[1] and not same_value(owners[0], owners[1]):
                 continue
             if _apposed(old, ov) != _apposed(new, nv):  # "my friend Carla, 58": her age, no one else's
@@ -200,9 +211,7 @@ def slot_changes(old: Claim, new: Claim) -> list[tuple[Value, Value, frozenset[s
             # values both claims hold, other than the one changing: they anchor the slot too
             anchors = {n for n in shared_values if n != ov.norm or old_norm_count[n] > 1}
             # "switched from Jira to Linear": the old value, named as the old one, is the slot
-            if any(
-                new_marked[id(v)] and same_value(v, ov) and abs(v.start - nv.start) <= 30 for v in new.values
-            ):
+            if any(same_value(v, ov) and abs(v.start - nv.start) <= 30 for v in marked):
                 anchors.add(ov.norm)
             slot = (_context(old, ov) & _context(new, nv)) | anchors | ({counted} if counted else set())
             # "Product launch is set for October 3rd" / "ok launch got pushed ..., now targeting

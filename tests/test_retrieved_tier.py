@@ -21,7 +21,7 @@ from bench.eval.loaders import load_locomo
 from bench.eval.runner import Stores, open_stores
 from bench.eval.tokens import count_tokens
 from bench.eval.window import TAIL_TITLE, ConversationView
-from memory.context.assembler import Budgets, MessageSlot
+from memory.context.assembler import Budgets, MessageSlot, retrieved_fit
 from memory.context.block import (
     HEADER,
     LineStyle,
@@ -498,3 +498,44 @@ def test_an_excerpt_goes_on_from_where_a_line_above_stopped_in_its_claim() -> No
     shown, (lo, hi) = excerpt(text, claim, 40, not_before=stopped)
     assert lo == stopped and shown.startswith("…before the cutover on Saturday.")
     assert "The drill" not in shown and hi > claim[1]  # the room goes after what is left of it
+
+
+def test_the_tier_stops_widening_once_a_line_did_not_fit(store: FactStore) -> None:
+    # a line that did not fit leaves room only a line ranked below every one shown could fill; on a
+    # 1M chat's session, searching for one took five searches up to max_k for a short question
+    root = store.root("s")
+    facts = [
+        store.remember(
+            root, f"Item {i} arrives in batch {i} of the vendor's order, packed by hand and checked twice."
+        )
+        for i in range(60)
+    ]
+
+    def tier_of(budget: int | None, settings: TierSettings, asked: list[int]) -> tuple[int, ...]:
+        def search(k: int | None) -> SearchResult:
+            asked.append(k or len(facts))
+            hits = tuple(
+                Hit(f, 0.9 - i * 0.001, 0.1, 0.9, None, False, None) for i, f in enumerate(facts[:k])
+            )
+            return SearchResult(hits, ASK, False, 0.9)
+
+        fit = (lambda tokens: retrieved_fit(tokens, 0, budget)) if budget is not None else sum
+        return fill_retrieved(search, store.passages, budget, fit, settings).tokens
+
+    plain = TierSettings(line_tokens=10)  # the first search asks for budget // 10 facts
+    tokens = tier_of(None, plain, [])
+    # two lines fit and the third does not, with more than widen_below tokens left
+    budget = tokens[0] + tokens[1] + 30
+    first = budget // plain.line_tokens
+    assert tokens[2] > 30 and first < len(facts)
+    asked: list[int] = []
+    tier_of(budget, plain, asked)
+    assert asked == [first]
+    asked = []
+    tier_of(budget, dataclasses.replace(plain, fill_gaps=True), asked)
+    assert asked[:2] == [first, 2 * first]
+    # while every line fits, it still asks for more: three lines fit with 30 tokens left
+    roomy = sum(tokens[:3]) + 30
+    asked = []
+    tier_of(roomy, TierSettings(line_tokens=roomy // 3), asked)
+    assert asked[:2] == [3, 6]

@@ -369,6 +369,11 @@ class TierSettings:
     line_tokens: int = 40
     # ask again, for twice as many, while this many tokens of the budget are still free
     widen_below: int = 24
+    # ...and only while every line fitted. Once one did not, the budget is full where the ranking put
+    # that line: more facts only add lines ranked below every one shown, and the search for a short
+    # one to fill what a long line left ran up to max_k (five searches for a short question on a 1M
+    # chat's session, its block's p95 1.3 s). True: widen into that room as well
+    fill_gaps: bool = False
     max_k: int = 400  # the most facts one search asks for
     # a claim of fewer tokens than this, cut from a longer message, is shown with `passage_chars`
     # characters of that message around it (0: never)
@@ -513,7 +518,8 @@ def fill_retrieved(
 
     The first search asks for about as many facts as the budget holds (`budget // line_tokens`);
     while every hit it returned fitted (`fit`, the assembler's rule) with `widen_below` tokens or
-    more left, it asks again for twice as many, up to `max_k`. The search stops earlier on its
+    more left, it asks again for twice as many, up to `max_k` (with `fill_gaps`, also when a line
+    did not fit but left that much room). The search stops earlier on its
     own at the relevance floor. A line is the fact (`hit_line`); a thin claim
     carries an excerpt of its passage, and a later claim of the same message whose words that
     excerpt already shows is dropped, the reason reported.
@@ -539,7 +545,18 @@ def fill_retrieved(
         capped = len(result.hits) >= k and not result.not_in_memory
         if not capped or k >= settings.max_k or budget - fit(tier.tokens) < settings.widen_below:
             return tier
+        if not settings.fill_gaps and not _every_line_fits(fit, tier.tokens):
+            return tier
         k = min(settings.max_k, k * 2)
+
+
+def _every_line_fits(fit: Fit, tokens: Sequence[int]) -> bool:
+    """Whether `fit` keeps every line of these token counts: they cost what one line of their total
+    would, which fits only if all of them do."""
+    if not tokens:
+        return True
+    together = fit([sum(tokens)])
+    return together > 0 and fit(tokens) == together
 
 
 def _lines(

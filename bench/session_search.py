@@ -14,6 +14,11 @@ the model: ours as `memory.retrieval.search` on a held connection (the statement
 cache hit). The calls alternate (A B, then B A) so machine noise lands on both. Each round prints
 p50 / p95 and the ratio; the figure is the median over rounds. Also: how many hits each search
 returned against k, and for ours, why candidates were left out when it returned fewer.
+
+Then what the middleware waits for before each model call: our block for each query at each
+`--block-budgets` retrieved budget (`plan_query`: as many searches as filling the budget takes, ranking,
+the lines in reading order), twice over, the query's vector a cache hit as above. PostgresStore has no
+block to set beside it.
 """
 
 from __future__ import annotations
@@ -36,8 +41,12 @@ from bench.eval.ingest import dataset_database, ensure_database
 from bench.eval.loaders import load_beam_tiered
 from bench.eval.runner import changed_options, open_stores
 from memory import retrieval
+from memory.context.assembler import Budgets
+from memory.context.block import TierSettings
+from memory.context.recall import plan_query
 from memory.embedders.base import embed_query
 from memory.embedders.select import embedder_from_name
+from memory.graph.store import FactStore
 from memory.model import Namespace
 from memory.postgres.embedded_postgres import resolve_database_url
 from memory.retrieval import SearchOptions
@@ -71,6 +80,19 @@ def _args() -> argparse.Namespace:
         default="",
         help="our search's options changed, option=value,... (as bench.eval run --search takes them, e.g."
         " keyword_candidates=16): what a variant would cost",
+    )
+    p.add_argument(
+        "--block-budgets",
+        type=int,
+        nargs="*",
+        default=[1200, 3000],
+        help="time the middleware's block for each query at these retrieved budgets (none: skip)",
+    )
+    p.add_argument(
+        "--tier",
+        default="",
+        help="the blocks' settings changed, option=value,... (as bench.eval run --tier takes them, e.g."
+        " fill_gaps=True)",
     )
     p.add_argument(
         "--plan-cache-mode",
@@ -137,6 +159,32 @@ def plan_summary(
         "nearest_claims_scan": -1.0 if scan is None else scan,
         "keyword_counts": -1.0 if counts is None else counts,
     }
+
+
+def time_blocks(
+    facts: FactStore, root: Namespace, texts: list[str], budgets: list[int], tier: TierSettings
+) -> dict[str, dict[str, Any]]:
+    """What the middleware waits for before each model call, by retrieved budget: the block for each
+    query (`plan_query`: the searches it takes to fill the budget, ranking, the lines), twice over.
+    The first pass meets lines the searches above did not return; the second is warm."""
+    figures: dict[str, dict[str, Any]] = {}
+    for budget in budgets:
+        for label in ("first", "warm"):
+            took: list[float] = []
+            searches: Counter[int] = Counter()
+            for q in texts:
+                t0 = time.perf_counter()
+                plan = plan_query(facts, root, q, budgets=Budgets(retrieved=budget), tier=tier)
+                took.append((time.perf_counter() - t0) * 1000)
+                searches[plan.tier.searches if plan.tier else 0] += 1
+            figures[f"{budget}_{label}"] = writes.summary(took) | {
+                "searches": {str(n): c for n, c in sorted(searches.items())}
+            }
+        warm = figures[f"{budget}_warm"]
+        print(
+            f"  blocks of {budget} tokens: p50 {warm['p50']:.1f} / p95 {warm['p95']:.1f} ms warm, searches {warm['searches']}"
+        )
+    return figures
 
 
 def main() -> None:
@@ -247,6 +295,10 @@ def main() -> None:
                         f"PostgresStore {t['p50']:.2f} / {t['p95']:.2f} ms"
                     )
             parts = time_parts(conn, root, texts, vectors, kind_of, facts.embedder_id, embedder.dims, options)
+        blocks = time_blocks(
+            facts, root, texts, args.block_budgets, changed_options(TierSettings(), args.tier)
+        )
+        with facts.pool.connection() as conn:
             longest = max(messages, key=lambda q: len(q.split()))
             plans = {
                 label: plan_summary(conn, root, q, vectors[q], facts.embedder_id, embedder.dims, options)
@@ -304,6 +356,8 @@ def main() -> None:
         # EXPLAIN ANALYZE of our candidate statement: its planning, its execution, and the part of
         # the execution that the nearest claims' scan (the claim_hits CTE) took
         "ours_plans_ms": plans,
+        # the middleware's block for each query, by retrieved budget (`time_blocks`)
+        "ours_blocks_ms": blocks,
         # ours in the rounds after the first, by how many content words the statement sent: each word
         # not yet known common is counted in the session and ranks its matches
         "ours_after_round_1_by_words_sent": {
@@ -312,6 +366,7 @@ def main() -> None:
         },
         "plan_cache_mode": args.plan_cache_mode,
         "search_changes": args.search,
+        "tier_changes": args.tier,
         "ingested_now": not ingested_before and not fingerprint_current,
         # False: searched as an earlier ingestion left the chat (--as-ingested)
         "ingestion_current": fingerprint_current,

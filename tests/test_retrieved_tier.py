@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -502,11 +503,17 @@ def test_an_excerpt_goes_on_from_where_a_line_above_stopped_in_its_claim() -> No
 
 def test_the_tier_stops_widening_once_a_line_did_not_fit(store: FactStore) -> None:
     # a line that did not fit leaves room only a line ranked below every one shown could fill; on a
-    # 1M chat's session, searching for one took five searches up to max_k for a short question
+    # 1M chat's session, searching for one took five searches up to max_k for a short question.
+    # Where the block is nearly empty (its first line too long for the budget) it still widens:
+    # `test_a_thin_claim_brings_its_passage_within_the_budget`
     root = store.root("s")
+    # a day apart: which lines say their minute depends on the others in the block, and a line must
+    # cost the same in every block here
     facts = [
         store.remember(
-            root, f"Item {i} arrives in batch {i} of the vendor's order, packed by hand and checked twice."
+            root,
+            f"Item {i} arrives in batch {i} of the vendor's order, packed by hand and checked twice.",
+            valid_from=datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=i),
         )
         for i in range(60)
     ]
@@ -522,7 +529,9 @@ def test_the_tier_stops_widening_once_a_line_did_not_fit(store: FactStore) -> No
         fit = (lambda tokens: retrieved_fit(tokens, 0, budget)) if budget is not None else sum
         return fill_retrieved(search, store.passages, budget, fit, settings).tokens
 
-    plain = TierSettings(line_tokens=10)  # the first search asks for budget // 10 facts
+    # the first search asks for budget // 10 facts; no line_share, so that a line costs the same at
+    # every budget
+    plain = TierSettings(line_tokens=10, line_share=0)
     tokens = tier_of(None, plain, [])
     # two lines fit and the third does not, with more than widen_below tokens left
     budget = tokens[0] + tokens[1] + 30
@@ -537,5 +546,5 @@ def test_the_tier_stops_widening_once_a_line_did_not_fit(store: FactStore) -> No
     # while every line fits, it still asks for more: three lines fit with 30 tokens left
     roomy = sum(tokens[:3]) + 30
     asked = []
-    tier_of(roomy, TierSettings(line_tokens=roomy // 3), asked)
+    tier_of(roomy, dataclasses.replace(plain, line_tokens=roomy // 3), asked)
     assert asked[:2] == [3, 6]

@@ -369,10 +369,11 @@ class TierSettings:
     line_tokens: int = 40
     # ask again, for twice as many, while this many tokens of the budget are still free
     widen_below: int = 24
-    # ...and only while every line fitted. Once one did not, the budget is full where the ranking put
-    # that line: more facts only add lines ranked below every one shown, and the search for a short
-    # one to fill what a long line left ran up to max_k (five searches for a short question on a 1M
-    # chat's session, its block's p95 1.3 s). True: widen into that room as well
+    # ...and, once a line did not fit, only while half the budget is still free. Past a line that did
+    # not fit, more facts only add lines ranked below every one shown: worth a search where the
+    # block is nearly empty (its first lines too long for a small budget), not to fill the room one
+    # long line left, which took a short question on a 1M chat's session five searches up to max_k
+    # (its block's p95 1.4 s at 1,200 tokens). True: widen into any such room
     fill_gaps: bool = False
     max_k: int = 400  # the most facts one search asks for
     # a claim of fewer tokens than this, cut from a longer message, is shown with `passage_chars`
@@ -518,8 +519,8 @@ def fill_retrieved(
 
     The first search asks for about as many facts as the budget holds (`budget // line_tokens`);
     while every hit it returned fitted (`fit`, the assembler's rule) with `widen_below` tokens or
-    more left, it asks again for twice as many, up to `max_k` (with `fill_gaps`, also when a line
-    did not fit but left that much room). The search stops earlier on its
+    more left, it asks again for twice as many, up to `max_k`; where a line did not fit, only while
+    half the budget is free (`fill_gaps`: while that much room is). The search stops earlier on its
     own at the relevance floor. A line is the fact (`hit_line`); a thin claim
     carries an excerpt of its passage, and a later claim of the same message whose words that
     excerpt already shows is dropped, the reason reported.
@@ -543,9 +544,10 @@ def fill_retrieved(
         tier = _lines(result, cached, settings, k, searches, now)
         # only the hits that did not fit: more candidates cannot help a full budget
         capped = len(result.hits) >= k and not result.not_in_memory
-        if not capped or k >= settings.max_k or budget - fit(tier.tokens) < settings.widen_below:
+        room = budget - fit(tier.tokens)
+        if not capped or k >= settings.max_k or room < settings.widen_below:
             return tier
-        if not settings.fill_gaps and not _every_line_fits(fit, tier.tokens):
+        if not settings.fill_gaps and 2 * room < budget and not _every_line_fits(fit, tier.tokens):
             return tier
         k = min(settings.max_k, k * 2)
 

@@ -20,6 +20,7 @@ import functools
 import itertools
 import re
 from collections.abc import Callable
+from typing import TypeVar
 
 from memory.rules.corrections.claims import (
     WISH,
@@ -61,6 +62,8 @@ from memory.rules.corrections.vocabulary import (
     same_words,
     stem,
 )
+
+_T = TypeVar("_T")
 
 
 # ranking compares every pair of a block's claims (memory.rules.slots): what one claim's analysis yields is
@@ -171,15 +174,12 @@ def slot_changes(old: Claim, new: Claim) -> list[tuple[Value, Value, frozenset[s
     for v in old.values:
         old_norm_count[v.norm] = old_norm_count.get(v.norm, 0) + 1
     marked = [v for v in new.values if new_marked[id(v)]]
-    # each value's name read once, not once per pair: two long answers hold hundreds of values, and
-    # reading a value's name scans them all
-    names: dict[tuple[int, int], Value | None] = {}
-
-    def named_by(claim: Claim, value: Value) -> Value | None:
-        key = (id(claim), id(value))
-        if key not in names:
-            names[key] = _named_by(claim, value)
-        return names[key]
+    # whether every copy of a value in the new claim is unmarked, read once per value rather than once
+    # per pair (a number a long text repeats has hundreds of copies)
+    restated_unmarked = {k: not any(new_marked[id(v)] for v in vs) for k, vs in new_by_key.items()}
+    # what a value's name is, and whether it is its clause's only number, read once per value, not once
+    # per pair: two long answers hold hundreds of values, and each reading scans them all
+    named_by, alone = _read_once(_named_by), _read_once(_alone_in_clause)
 
     pairs = []
     for nv in new.values:
@@ -187,7 +187,9 @@ def slot_changes(old: Claim, new: Claim) -> list[tuple[Value, Value, frozenset[s
             continue
         for ov in old.values:
             counted = (
-                _counted_alike(old, ov, new, nv) if kind_family(ov.kind) != kind_family(nv.kind) else None
+                _counted_alike(old, ov, new, nv, alone)
+                if kind_family(ov.kind) != kind_family(nv.kind)
+                else None
             )
             if same_value(ov, nv) or (kind_family(ov.kind) != kind_family(nv.kind) and not counted):
                 continue
@@ -205,8 +207,7 @@ def slot_changes(old: Claim, new: Claim) -> list[tuple[Value, Value, frozenset[s
             if _apposed(old, ov) != _apposed(new, nv):  # "my friend Carla, 58": her age, no one else's
                 continue
             # the old value restated in the new claim, unmarked: a list of values, not a change
-            restated = new_by_key.get(key(ov), [])
-            if restated and not any(new_marked[id(v)] for v in restated):
+            if restated_unmarked.get(key(ov), False):
                 continue
             # values both claims hold, other than the one changing: they anchor the slot too
             anchors = {n for n in shared_values if n != ov.norm or old_norm_count[n] > 1}
@@ -255,7 +256,32 @@ def _listed(claim: Claim, marked: Callable[[Value], bool]) -> bool:
     return sum(v.kind == "name" and not marked(v) and not _owner(claim, v) for v in claim.values) > 1
 
 
-def _counted_alike(old: Claim, ov: Value, new: Claim, nv: Value) -> str | None:
+def _read_once(read: Callable[[Claim, Value], _T]) -> Callable[[Claim, Value], _T]:
+    """`read` of a claim's value, computed once per value: for one comparison, whose claims and values
+    stay alive while it runs (their ids are the key)."""
+    seen: dict[tuple[int, int], _T] = {}
+
+    def once(claim: Claim, value: Value) -> _T:
+        key = (id(claim), id(value))
+        if key not in seen:
+            seen[key] = read(claim, value)
+        return seen[key]
+
+    return once
+
+
+def _alone_in_clause(claim: Claim, bare: Value) -> bool:
+    """No other number or count in the clause that holds `bare`."""
+    lo, hi = clause_bounds(claim.body, bare)
+    return not any(
+        (v.kind == "number" or v.kind.startswith("quantity:")) and v is not bare and lo <= v.start < hi
+        for v in claim.values
+    )
+
+
+def _counted_alike(
+    old: Claim, ov: Value, new: Claim, nv: Value, alone: Callable[[Claim, Value], bool] = _alone_in_clause
+) -> str | None:
     """ "150 commits" / "commits merged ..., which has now reached 165": a count with its unit, and a
     bare number in a claim that names that unit (or another word for it: "9 members" / "three new
     people came, so the book club is 12 now") and no other count in the bare number's clause ("Two
@@ -264,14 +290,7 @@ def _counted_alike(old: Claim, ov: Value, new: Claim, nv: Value) -> str | None:
     for counted, claim, bare in ((ov, new, nv), (nv, old, ov)):
         if counted.kind.startswith("quantity:") and bare.kind == "number":
             unit = unit_of(counted)
-            lo, hi = clause_bounds(claim.body, bare)
-            alone = not any(
-                (v.kind == "number" or v.kind.startswith("quantity:"))
-                and v is not bare
-                and lo <= v.start < hi
-                for v in claim.values
-            )
-            if not (unit and alone):
+            if not (unit and alone(claim, bare)):
                 return None
             # "165 stars" counts stars, whatever else its claim says of commits
             words, own = frozenset(map(_singular, unit_words(counted))), _counted_words(claim, bare)

@@ -542,7 +542,7 @@ def fill_retrieved(
         result = search(k)
         searches += 1
         tier = _lines(result, cached, settings, k, searches, now)
-        # only the hits that did not fit: more candidates cannot help a full budget
+        # fewer hits than asked for: the search had no more to give
         capped = len(result.hits) >= k and not result.not_in_memory
         room = budget - fit(tier.tokens)
         if not capped or k >= settings.max_k or room < settings.widen_below:

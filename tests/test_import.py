@@ -45,6 +45,7 @@ SAID: list[tuple[str, str | None, str]] = [
         " ".join(f"Rack {n} in hall {n % 7} holds {n * 3} servers." for n in range(CAPTURE_CHUNK_CLAIMS + 9)),
     ),
     ("user", "ana", "We moved the cluster to eu-central-1 last week, it runs on spot nodes now."),
+    ("user", "ben", "From now on, always give costs in euros."),  # a standing instruction: pinned
     ("user", "ana", "Which region do we deploy in?"),
 ]
 
@@ -87,6 +88,7 @@ ROWS = {
     "edges": "SELECT src, relation, dst, session_id, automatic, reason, cascade_of, settled FROM beads.edges ORDER BY 1, 2, 3",
     "passages": "SELECT id, body FROM beads.passages ORDER BY id",
     "vectors": "SELECT fact_id, embedding::text FROM beads.fact_vectors ORDER BY fact_id",
+    "pins": "SELECT fact_id, session_id, pinned_by, pinned_at FROM beads.pins ORDER BY fact_id",
 }
 
 
@@ -117,6 +119,7 @@ def test_an_import_writes_exactly_the_rows_capture_writes(
     assert got == expected
     # and the conversation exercised the rules: a correction, edges, a long message's chunks
     assert report.superseded >= 1 and expected["edges"] and report.written == len(expected["facts"])
+    assert len(expected["pins"]) == 1
     assert report.messages == len(SAID) and report.skipped == 0
 
 

@@ -13,7 +13,7 @@ from memory.graph.store import FactStore
 from memory.model import Source
 from memory.scripted import ScriptedChatModel, calls, tool_call
 
-RULE = "Always answer in metric units."
+RULE = "I want every answer in metric units."
 BUDGET = "Our budget is $100k per year."
 BUDGET_NEW = "Our budget is $120k per year."
 
@@ -119,7 +119,7 @@ def test_the_agent_pins_with_the_tool_and_the_pin_reaches_every_later_prompt(sto
     [rule] = store.capture_message(root, RULE, message_id="m0").facts
     model = ScriptedChatModel(replies=[calls(tool_call("pin_fact", fact_id=rule.short_id)), "Pinned.", "Hi."])
     agent = create_agent(model, middleware=[BeadsMemoryMiddleware(store, root)])
-    injection_events(agent, "Please always keep the units rule in mind.")
+    injection_events(agent, "Please pin the units rule.")
     # unrelated: retrieval finds nothing near
     events = injection_events(agent, "What's a good name for a cat?")
     assert f"- [{rule.short_id}] {RULE}" in system_text(model.prompts[-1])

@@ -97,7 +97,15 @@ def plan_call(
     if len(message_ids) != len(history):
         raise ValueError("one message id (or None) per history slot")
     pins = tuple(store.pinned(namespace.session_id, namespace))
-    usable = [p for p in pins if p.excluded_because is None]
+    # a pin is left out as a search leaves its fact out: said in a message the call may not read (the
+    # harness's turns after the question), or pinned after the moment `as_of` reads memory at
+    usable = [
+        p
+        for p in pins
+        if p.excluded_because is None
+        and p.fact.message_id not in options.exclude_message_ids
+        and (as_of is None or p.pinned_at <= as_of)
+    ]
     pin_texts = [pinned_line(p.fact) for p in usable]
     pin_counts = count_cached(pin_texts)
     [pinned_header, retrieved_header, nothing] = count_cached(

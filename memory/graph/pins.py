@@ -10,6 +10,7 @@ pinned.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,7 +19,8 @@ from psycopg.rows import DictRow
 
 from memory.errors import BeadsMemoryError, FactNotFoundError, UntrustedWriteError
 from memory.graph.facts import get_fact
-from memory.model import UNTRUSTED_SOURCES, Fact, Status, fact_columns
+from memory.model import UNTRUSTED_SOURCES, Fact, Kind, Source, Status, fact_columns
+from memory.rules.standing import is_standing_instruction
 
 _H = fact_columns("h")
 
@@ -108,6 +110,43 @@ def pin(conn: psycopg.Connection[DictRow], fact_id: uuid.UUID, pinned_by: str) -
                 (head.id, head.session_id, pinned_by),
             )
     return head
+
+
+# Who pins a standing instruction when the user says it (pinned_by), as "user" names the inspector
+CAPTURE = "capture"
+
+# Capture's pins: each new standing instruction, pinned as of when it was said (so an import, which
+# writes a day's messages in one transaction, orders them as capture did), unless a pin of the session
+# already shows the same words: a user who says a rule again would see it listed twice.
+_PIN_SAID = """
+INSERT INTO beads.pins (fact_id, session_id, pinned_by, pinned_at)
+SELECT DISTINCT ON (lower(f.body)) f.id, f.session_id, %(by)s, f.valid_from
+  FROM beads.facts f
+ WHERE f.id = ANY(%(ids)s)
+   AND NOT EXISTS (SELECT FROM beads.pins p
+                     JOIN beads.facts pf ON pf.id = p.fact_id
+                     JOIN beads.facts h ON h.id = pf.head_id
+                    WHERE p.session_id = f.session_id AND lower(h.body) = lower(f.body))
+ ORDER BY lower(f.body), f.valid_from, f.id
+ON CONFLICT (fact_id) DO NOTHING
+"""
+
+
+def pinned_when_said(fact: Fact) -> bool:
+    """Whether capture pins `fact` as it is written: a standing instruction the user stated
+    (memory.rules.standing), which no search could be trusted to find on the turns it applies to."""
+    return (
+        fact.source is Source.PASSIVE_CAPTURE
+        and fact.kind is Kind.USER_INPUT
+        and is_standing_instruction(fact.body)
+    )
+
+
+def pin_said(conn: psycopg.Connection[DictRow], facts: Sequence[Fact]) -> None:
+    """Pin the standing instructions among `facts`, just written (`pinned_when_said`), in the caller's
+    transaction."""
+    if ids := [f.id for f in facts if pinned_when_said(f)]:
+        conn.execute(_PIN_SAID, {"ids": ids, "by": CAPTURE})
 
 
 def unpin(conn: psycopg.Connection[DictRow], fact_id: uuid.UUID) -> int:

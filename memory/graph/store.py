@@ -674,6 +674,7 @@ class FactStore:
             restatements.link(
                 conn, ns, list(new.values()), nearest, self.thresholds.relevance_floor, applied.new_heads
             )
+            pin_sql.pin_said(conn, list(new.values()))
         return _Written(queued, new, applied.done)
 
     def _vectors_written(self, conn: psycopg.Connection[DictRow] | None = None) -> None:

@@ -19,7 +19,8 @@ claim shredded stores fragments that mean nothing alone. Every claim is an exact
 4. Clauses. A sentence is cut at ``;`` when both sides are substantial, and at ``, and`` / ``and also``
    only when both sides are independent clauses. Commas alone never cut.
 5. Kind. Questions, requests and stated goals are directives; everything else is user input, and so is a
-   goal that carries a value (a number, a date, an amount): it says where things stand.
+   goal that carries a value (a number, a date, an amount): it says where things stand. So is a
+   standing instruction ("please always answer in metric units"): a rule for every later turn.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
+
+from memory.rules.standing import is_standing_instruction
 
 __all__ = ["Claim", "ClaimKind", "classify", "is_framing", "split_message", "states_a_goal"]
 
@@ -413,6 +416,10 @@ def _hands_over_a_statement(sentence: str) -> bool:
 def classify(sentence: str) -> ClaimKind:
     """``"directive"`` for a question, a request or instruction, or a stated goal; else ``"user_input"``."""
     if _hands_over_a_statement(sentence):
+        return "user_input"
+    # "Please always answer in metric units" asks for every later turn, not this one: a rule that holds
+    # until taken back, which a later rule may correct (memory.rules.standing)
+    if is_standing_instruction(sentence):
         return "user_input"
     # The last letter, digit or punctuation mark, looking past closing quotes, brackets and emoji.
     last = next((ch for ch in reversed(sentence) if ch.isalnum() or ch in ".!?…;:,"), "")

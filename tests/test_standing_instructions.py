@@ -1,0 +1,107 @@
+"""Standing instructions against real Postgres: which claims are one, capture pinning them as they are
+said, and the pin reaching a later prompt that shares none of their words."""
+
+from __future__ import annotations
+
+import pytest
+from agent_helpers import injection_events, system_text
+from langchain.agents import create_agent
+
+from memory.doors.middleware import BeadsMemoryMiddleware
+from memory.graph.pins import CAPTURE
+from memory.graph.store import FactStore
+from memory.model import Kind, Source
+from memory.rules.splitting import split_message
+from memory.rules.standing import is_standing_instruction
+from memory.scripted import ScriptedChatModel
+
+INSTRUCTIONS = [
+    "Always use 24-hour time when I ask about meeting times.",
+    "Please always answer in metric units.",
+    "Never suggest Java libraries to me.",
+    "From now on, reply in Spanish.",
+    "Going forward, you should keep answers under five sentences.",
+    "Whenever I share code, please add type hints.",
+    "Every time I ask about dates, include the weekday.",
+    "Remember to always cite your sources.",
+    "Don't ever use semicolons in JavaScript examples.",
+    "Always be concise.",
+    "Always address me as Sam.",
+]
+STATEMENTS = [
+    "Always the same error with this library.",
+    "Never heard of it.",
+    "Never been better!",
+    "From now on I'll be working remotely.",
+    "Whenever I run it, it crashes.",
+    "Every time I deploy, the build fails.",
+    "Going forward, we will use Postgres.",
+    "I always run in the morning.",
+    "Always uses too much memory.",
+    "Never thought about that.",
+    "Always up for something sweet.",
+    "Can you always answer in Spanish?",  # a question: the reply says whether
+]
+
+
+@pytest.mark.parametrize("text", INSTRUCTIONS)
+def test_an_instruction_for_every_later_turn_is_standing(text: str) -> None:
+    assert is_standing_instruction(text)
+    # and a claim to keep, never a request held out of retrieval
+    assert [c.kind for c in split_message(text)] == ["user_input"]
+
+
+@pytest.mark.parametrize("text", STATEMENTS)
+def test_a_statement_opened_the_same_way_is_not(text: str) -> None:
+    assert not is_standing_instruction(text)
+
+
+RULE = "Always use 24-hour time when I ask about meeting times."
+
+
+def test_capture_pins_a_standing_instruction_once_and_nothing_else(store: FactStore) -> None:
+    root = store.root("s")
+    said = store.capture_message(root, f"The sync is on Tuesdays at 3 PM. {RULE} Which room is free?")
+    rule = next(f for f in said.facts if f.body == RULE)
+    [pin] = store.pinned("s")
+    assert (pin.fact.id, pin.pinned_by, pin.fact.kind) == (rule.id, CAPTURE, Kind.USER_INPUT)
+    # said again in another message: the pin already shows those words
+    store.capture_message(root, RULE.lower(), message_id="again")
+    assert [p.fact.id for p in store.pinned("s")] == [rule.id]
+    # a web page's or a tool's "always" is nobody's instruction
+    store.capture_message(root, "Never share this link.", source=Source.TOOL_RESULT, message_id="t")
+    # nor is the agent's conclusion
+    store.remember(root, "Always restart the service after a deploy.")
+    assert [p.fact.id for p in store.pinned("s")] == [rule.id]
+    # the user may unpin it like any pin, and it stays unpinned
+    assert store.unpin(rule) == 1
+    store.capture_message(root, f"The sync is on Tuesdays at 3 PM. {RULE} Which room is free?")
+    assert store.pinned("s") == []
+
+
+def test_a_standing_instruction_reaches_a_later_prompt_that_shares_none_of_its_words(
+    store: FactStore,
+) -> None:
+    root = store.root("s")
+    store.capture_message(root, RULE, message_id="m0")
+    for n in range(8):  # a session's worth of other claims about other things
+        store.capture_message(
+            root, f"Ticket {n} is about the billing export of region {n}.", message_id=f"t{n}"
+        )
+    model = ScriptedChatModel(fallback="ok")
+    agent = create_agent(model, middleware=[BeadsMemoryMiddleware(store, root)])
+    [event] = injection_events(agent, "When do we get together with the design team?")
+    system = system_text(model.prompts[-1])
+    assert "## Pinned" in system and RULE in system
+    assert event["pinned"][0]["pinned_by"] == CAPTURE and event["pinned"][0]["injected"]
+
+
+def test_a_pin_said_in_a_message_the_call_may_not_read_is_left_out(store: FactStore) -> None:
+    root = store.root("s")
+    store.capture_message(root, RULE, message_id="later")
+    middleware = BeadsMemoryMiddleware(store, root)
+    # the evaluation harness asks a question as of before a turn: that turn's pin is not there yet
+    hidden = middleware.plan_call([], [], "When is the meeting?", 0, exclude_message_ids=frozenset({"later"}))
+    assert hidden.injected_pins == () and hidden.pinned_block == ""
+    shown = middleware.plan_call([], [], "When is the meeting?", 0)
+    assert [p.fact.body for p in shown.injected_pins] == [RULE]

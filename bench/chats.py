@@ -5,9 +5,11 @@ gets (the offline default when no Ollama answers), with tools, the research sub-
 
     uv run --extra dev python -m bench.chats --chats bench/data/chats_tune.jsonl --out results/chats/tune
 
-A chat file holds one JSON object per line: `id`, `kind` ("update" or "lookalike"), `messages` (the
-user's, the last a question), `expect` (strings any of which in an answer means it used the value
-that holds), `wrong` (the value that does not: the old one of an update, the look-alike's), and
+A chat file holds one JSON object per line: `id`, `kind` ("update", "lookalike" or "instruction": a
+standing instruction given, then a question it applies to), `messages` (the user's, the last a
+question), `expect` (strings any of which in an answer means it used the value that holds, or
+followed the instruction), `wrong` (the value that does not: the old one of an update, the
+look-alike's, what an answer that ignores the instruction says), and
 `cue`, `old_said_twice`, `topic`, `note` for the tables. Every message goes to the app as a user
 sends it, each on a new LangGraph thread in each lane. Each chat is its own session.
 
@@ -55,6 +57,9 @@ _OLDER_MARK = "(an older line"  # memory.context.block's tag for a line a later 
 _EARLIER = " | earlier ("
 
 
+KINDS = ("update", "lookalike", "instruction")
+
+
 @dataclass(frozen=True, slots=True)
 class Chat:
     id: str
@@ -68,8 +73,8 @@ class Chat:
 
     @classmethod
     def from_json(cls, row: dict[str, Any]) -> Chat:
-        if row.get("kind") not in ("update", "lookalike"):
-            raise ValueError(f"chat {row.get('id')!r}: kind must be 'update' or 'lookalike'")
+        if row.get("kind") not in KINDS:
+            raise ValueError(f"chat {row.get('id')!r}: kind must be one of {', '.join(KINDS)}")
         if len(row.get("messages") or []) < 2 or not row.get("expect") or not row.get("wrong"):
             raise ValueError(f"chat {row.get('id')!r}: needs two messages or more, `expect` and `wrong`")
         return cls(
@@ -215,18 +220,23 @@ def _share(rows: Sequence[dict[str, Any]], test: Any) -> str:
 def summary(rows: Sequence[dict[str, Any]], title: str, command: str) -> str:
     updates = [r for r in rows if r["kind"] == "update"]
     looks = [r for r in rows if r["kind"] == "lookalike"]
+    instructions = [r for r in rows if r["kind"] == "instruction"]
     lines = [
         f"# {title}",
         "",
         f"`{command}`",
         "",
         "Last reply of each lane (updates: the value that holds now; look-alikes: the original fact, which "
-        "still holds):",
+        "still holds; instructions: the standing instruction followed):",
         "",
         "| chats | lane | current | stale / look-alike's value | both | neither | no answer |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
-    for label, group in (("updates", updates), ("look-alikes", looks), ("all", list(rows))):
+    # instructions only where the file has some: earlier runs' summaries read as they did
+    groups = [("updates", updates), ("look-alikes", looks)] + [("instructions", instructions)] * bool(
+        instructions
+    )
+    for label, group in (*groups, ("all", list(rows))):
         for lane in ("beads", "stock"):
             cells = [
                 _share(group, lambda r, v=v, lane=lane: r["reading"][lane] == v)

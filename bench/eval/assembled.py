@@ -33,6 +33,7 @@ from memory.context.assembler import Role as SlotRole
 from memory.context.block import NOTHING, PINNED_HEADER, clip, header, shown_as_outdated
 from memory.doors.middleware import RESERVE_TOKENS, BeadsMemoryMiddleware
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Namespace, SearchResult, Status
+from memory.rules.standing import is_standing_instruction
 
 if TYPE_CHECKING:
     from memory.context.recall import CallPlan
@@ -40,9 +41,6 @@ if TYPE_CHECKING:
 
 PINNED_TITLE = "Pinned by the user (standing rules and preferences, oldest first):"
 
-_RULE = re.compile(
-    r"^\W*(?:please\s+)?(?:always|never|from now on|going forward|whenever|make sure)\b", re.IGNORECASE
-)
 _PREFERENCE = re.compile(
     r"\bI(?:'d| would)?\s+(?:really\s+|strongly\s+|generally\s+|usually\s+|much\s+)?(?:prefer|rather)\b",
     re.IGNORECASE,
@@ -55,7 +53,8 @@ def standing_rules(fact: Fact, turn: Turn) -> bool:
     """What a user would pin: their own standing rules and stated preferences."""
     if turn.role != "user" or fact.source in UNTRUSTED_SOURCES:
         return False
-    return bool(_RULE.search(fact.body) or _PREFERENCE.search(fact.body))
+    # the rules are the ones capture pins itself (memory.rules.standing): pinning them again is a no-op
+    return is_standing_instruction(fact.body) or bool(_PREFERENCE.search(fact.body))
 
 
 _ROLES: dict[str, SlotRole] = {"user": "human", "assistant": "ai", "tool": "tool"}

@@ -105,3 +105,39 @@ def test_a_pin_said_in_a_message_the_call_may_not_read_is_left_out(store: FactSt
     assert hidden.injected_pins == () and hidden.pinned_block == ""
     shown = middleware.plan_call([], [], "When is the meeting?", 0)
     assert [p.fact.body for p in shown.injected_pins] == [RULE]
+
+
+RULES = [
+    "Always use 24-hour time when I ask about meeting times.",
+    "Always include exact library versions when I ask about dependencies.",
+    "Never suggest Java libraries to me.",
+    "Always give distances in miles when I ask about trips.",
+    "From now on, reply in Spanish.",
+    "Always add type hints when I share Python code.",
+]
+
+
+def pinned_rules(store: FactStore, query: str, retrieved_tokens: int) -> list[str]:
+    middleware = BeadsMemoryMiddleware(store, store.root("s"), retrieved_tokens=retrieved_tokens)
+    return [p.fact.body for p in middleware.plan_call([], [], query, 0).injected_pins]
+
+
+def test_a_call_shows_the_rules_nearest_its_query_as_many_as_its_budget_earns(store: FactStore) -> None:
+    root = store.root("s")
+    for n, rule in enumerate(RULES):
+        store.capture_message(root, rule, message_id=f"r{n}")
+    [placed] = store.capture_message(root, "My office is in Lisbon.", message_id="m").facts
+    store.pin(placed)  # a pin a person placed goes in whatever the query
+    # one rule for every 400 tokens of the retrieved budget, the nearest the query
+    assert pinned_rules(store, "What time is the meeting with the design team?", 400) == [
+        RULES[0],
+        placed.body,
+    ]
+    shown = pinned_rules(store, "Which library versions do my dependencies need?", 800)
+    assert len(shown) == 3 and RULES[1] in shown and shown[-1] == placed.body
+    assert pinned_rules(store, "Give me the distances in miles for my trips to Lyon.", 400) == [
+        RULES[3],
+        placed.body,
+    ]
+    # a budget that earns them all shows them all, in the order they were said
+    assert pinned_rules(store, "What time is the meeting?", 400 * len(RULES)) == [*RULES, placed.body]

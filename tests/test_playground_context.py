@@ -26,7 +26,8 @@ from playground.app import create_app
 
 __all__ = ["play_db", "playground_template"]  # fixtures
 
-RULE = "Always answer in metric units."
+RULE = "I want every answer in metric units."
+STANDING_RULE = "Always answer in metric units."
 
 
 @pytest.fixture
@@ -75,6 +76,12 @@ def test_pin_from_the_inspector_and_see_it_under_the_next_reply(client: TestClie
     assert unpinned.status_code == 303 and unpinned.headers["location"] == f"{chat}/inspector"
     assert rows(play_db, "SELECT * FROM beads.pins") == []
     assert "Nothing is pinned" in client.get(f"{chat}/inspector").text
+
+    # a standing instruction is pinned as the user says it, and the inspector says by whom
+    send(client, chat, STANDING_RULE)
+    wait_until_idle(play_db)
+    assert rows(play_db, "SELECT pinned_by FROM beads.pins") == [("capture",)]
+    assert "pinned by capture" in client.get(f"{chat}/inspector").text
 
 
 def test_pin_refuses_other_chats_facts_bad_actions_and_cross_origin_posts(

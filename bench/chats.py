@@ -233,9 +233,9 @@ def summary(rows: Sequence[dict[str, Any]], title: str, command: str) -> str:
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     # instructions only where the file has some: earlier runs' summaries read as they did
-    groups = [("updates", updates), ("look-alikes", looks)] + [("instructions", instructions)] * bool(
-        instructions
-    )
+    groups = [("updates", updates), ("look-alikes", looks)]
+    if instructions:
+        groups.append(("instructions", instructions))
     for label, group in (*groups, ("all", list(rows))):
         for lane in ("beads", "stock"):
             cells = [

@@ -43,7 +43,6 @@ from memory.context.block import (
 )
 from memory.context.block import header as block_header
 from memory.context.tokens import count_cached
-from memory.embedders.base import cosine, embed_query
 from memory.graph.pins import CAPTURE, PinnedFact
 from memory.graph.store import FactStore
 from memory.model import Hit, Namespace, SearchResult
@@ -249,16 +248,14 @@ STANDING_RULE_TOKENS = 400
 
 
 def nearest_rules(store: FactStore, rules: Sequence[PinnedFact], query: str, n: int) -> list[PinnedFact]:
-    """The `n` of `rules` nearest `query` by the store's embedder (its cache holds both after the first
-    call), in pin order; the first `n` without a query."""
+    """The `n` of `rules` nearest `query` by their stored claim vectors, in pin order; the first `n`
+    without a query."""
     if len(rules) <= n:
         return list(rules)
     if not query.strip():
         return list(rules[:n])
-    wanted = embed_query(store.embedder, query)
-    vectors = store.embedder.embed([p.fact.body for p in rules])
-    ranked = sorted(range(len(rules)), key=lambda i: -cosine(wanted, vectors[i]))[:n]
-    return [rules[i] for i in sorted(ranked)]
+    chosen = set(store.nearest([p.fact.id for p in rules], query, n))
+    return [p for p in rules if p.fact.id in chosen]
 
 
 def plan_query(

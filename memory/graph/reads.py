@@ -8,9 +8,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import DictRow
 
 from memory.model import Fact, fact_columns
+from memory.postgres.vectors import as_vector
 
 _F = fact_columns("f")
 
@@ -222,3 +224,28 @@ def supersede_chains(facts: Sequence[Fact]) -> list[list[Fact]]:
         if len(versions) > 1
     ]
     return sorted(ordered, key=lambda chain: chain[-1].valid_from)
+
+
+def nearest_of(
+    conn: psycopg.Connection[DictRow],
+    ids: Sequence[uuid.UUID],
+    query_vector: Sequence[float],
+    embedder_id: int,
+    dims: int,
+    n: int,
+) -> list[uuid.UUID]:
+    """Of the facts `ids`, the `n` whose stored claim vectors are nearest `query_vector`, nearest first
+    (a fact with no vector under this embedder last): a few known facts ranked without embedding
+    their texts again."""
+    rows = conn.execute(
+        sql.SQL(
+            """
+            SELECT i.id FROM unnest(%(ids)s::uuid[]) AS i(id)
+              LEFT JOIN beads.fact_vectors v ON v.fact_id = i.id AND v.embedder_id = %(eid)s
+             ORDER BY v.embedding::vector({dims}) <=> %(q)s::vector({dims}) NULLS LAST, i.id
+             LIMIT %(n)s
+            """
+        ).format(dims=sql.Literal(dims)),
+        {"ids": list(ids), "eid": embedder_id, "q": as_vector(query_vector), "n": n},
+    ).fetchall()
+    return [r["id"] for r in rows]

@@ -854,6 +854,15 @@ class FactStore:
             self._vectors_written()
         return result
 
+    def nearest(self, ids: Sequence[uuid.UUID], query: str, n: int) -> list[uuid.UUID]:
+        """Of the facts `ids`, the `n` nearest `query` by their stored claim vectors, nearest first
+        (the standing rules a call shows: memory.context.recall)."""
+        if len(ids) <= n:
+            return list(ids)
+        qvec = embed_query(self.embedder, query)
+        with self._connection() as conn:
+            return reads.nearest_of(conn, ids, qvec, self.embedder_id, self.embedder.dims, n)
+
     def get(self, ref: FactRef, session_id: str | None = None) -> Fact:
         with self._connection() as conn:
             if isinstance(ref, str) and session_id is not None:

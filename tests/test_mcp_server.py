@@ -560,3 +560,14 @@ def _listening(port: int) -> bool:
     with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
         return True
     return False
+
+
+async def test_a_standing_rule_captured_over_mcp_is_pinned_and_in_the_block(store: FactStore) -> None:
+    async with fixed_to_acme(store) as fixed:
+        await call(fixed, "capture", text="Always give distances in miles when I ask about trips.")
+        found = await call(fixed, "search", query="Which database did we pick?")
+        assert [f["text"] for f in found["pinned"]] == [
+            "Always give distances in miles when I ask about trips."
+        ]
+        assert found["pinned"][0]["pinned"] and PINNED_HEADER in found["block"]
+        assert "Always give distances in miles" in found["block"]

@@ -201,7 +201,8 @@ class SearchOut(Out):
     block: str = Field(description="what a model would be given: the hits, then the pinned facts")
     hits: list[HitOut]
     pinned: list[FactOut] = Field(
-        description="the session's pinned facts, in every prompt whatever the query"
+        description="the session's pinned facts: those a person pinned go into every prompt, the"
+        " standing rules capture pinned into the prompts they are nearest (`block` shows which)"
     )
 
 

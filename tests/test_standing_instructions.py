@@ -11,6 +11,7 @@ from memory.doors.middleware import BeadsMemoryMiddleware
 from memory.graph.pins import CAPTURE
 from memory.graph.store import FactStore
 from memory.model import Kind, Source
+from memory.rules.corrections import judge, restates, same_slot
 from memory.rules.splitting import split_message
 from memory.rules.standing import is_standing_instruction
 from memory.scripted import ScriptedChatModel
@@ -27,6 +28,8 @@ INSTRUCTIONS = [
     "Don't ever use semicolons in JavaScript examples.",
     "Always be concise.",
     "Always address me as Sam.",
+    "Actually, always round prices to two decimals.",
+    "Correction: never book flights before 8 AM.",
 ]
 STATEMENTS = [
     "Always the same error with this library.",
@@ -41,6 +44,7 @@ STATEMENTS = [
     "Never thought about that.",
     "Always up for something sweet.",
     "Can you always answer in Spanish?",  # a question: the reply says whether
+    "Never mind, I found it.",
 ]
 
 
@@ -141,3 +145,43 @@ def test_a_call_shows_the_rules_nearest_its_query_as_many_as_its_budget_earns(st
     ]
     # a budget that earns them all shows them all, in the order they were said
     assert pinned_rules(store, "What time is the meeting?", 400 * len(RULES)) == [*RULES, placed.body]
+
+
+# a statement on a rule's subject, with a value in the rule's slot and a cue of change: the
+# correction rules once read each as replacing the rule (BEAM's 500K chats: 3 of 290 rules)
+RULE_AND_STATEMENT = [
+    (
+        "Always use APA 7th edition citation style when I ask about formatting references.",
+        "I corrected 15 APA citation errors flagged by Zotero on May 7.",
+    ),
+    (
+        "Always round prices to 2 decimal places when I ask about costs.",
+        "I changed the prices to 3 decimal places.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "statement"), RULE_AND_STATEMENT)
+def test_a_rule_and_a_statement_never_replace_or_outdate_each_other(rule: str, statement: str) -> None:
+    for old, new in ((rule, statement), (statement, rule)):
+        assert not judge(old, new).supersedes
+        assert not same_slot(old, new)  # ranking does not tag either as the older line
+        assert not restates(old, new, by_user=True)
+
+
+def test_one_rule_still_replaces_another() -> None:
+    verdict = judge(
+        "Always round prices to 2 decimal places when I ask about costs.",
+        "Actually, always round prices to 3 decimal places when I ask about costs.",
+    )
+    assert verdict.supersedes, verdict.reason
+
+
+def test_a_statement_on_a_rules_subject_leaves_the_rule_current_and_pinned(store: FactStore) -> None:
+    root = store.root("s")
+    rule, statement = RULE_AND_STATEMENT[1]
+    [said] = store.capture_message(root, rule, message_id="rule").facts
+    done = store.capture_message(root, statement, message_id="later")
+    assert done.superseded == () and done.proposed == ()
+    assert store.get(said.id).status.value == "active"
+    assert [p.fact.id for p in store.pinned("s")] == [said.id]

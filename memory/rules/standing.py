@@ -8,7 +8,7 @@ question finds it only where the question happens to share its words: capture pi
 that it is in every prompt (memory.graph.pins), as a pin the user placed would be.
 
 Read on one claim (a sentence), after splitting (memory.rules.splitting). A standing instruction
-opens with its marker, past a leading "please", "and" or "remember to":
+opens with its marker, past a leading "please", "actually", "correction:" or "remember to":
 
 - `always` / `never` / `don't ever`, then a verb in the imperative ("always include", "never use");
 - `from now on` / `going forward` / `in future` / `whenever ...,` / `every time ...,`, then an
@@ -29,11 +29,12 @@ __all__ = ["is_standing_instruction"]
 _MAX_CHARS = 400
 
 _LEAD = re.compile(
-    r"(?:(?:please|pls|kindly|and|also|so|but|ok|okay|oh|now|then|just|remember to|make sure to|"
+    r"(?:(?:please|pls|kindly|and|also|so|but|ok|okay|oh|now|then|just|actually|sorry|instead|"
+    r"correction|update|remember to|make sure to|"
     r"make sure you|be sure to|i want you to|i'd like you to|i would like you to)\b[,:]?\s+)*"
 )
-# "always" and its kin: the next word must be an imperative verb
-_FREQUENCY = re.compile(r"(?:always|never|don't ever|do not ever)\b\s*")
+# "always" and its kin: the next word must be an imperative verb ("never mind" waves something off)
+_FREQUENCY = re.compile(r"(?:always|never(?! mind\b)|don't ever|do not ever)\b\s*")
 # a time from which, or a condition on which, the rest holds: the clause after it must instruct
 _FROM_NOW = re.compile(
     r"(?:(?:from now on|from here on(?: out)?|going forward|moving forward|in (?:the )?future|"

@@ -406,9 +406,11 @@ def same_slot(a: str, b: str) -> bool:
 
 def _two_things(pa: Claim, pb: Claim) -> bool:
     """Whether two claims, whatever their words in common, are told as two things: history, a wish or
-    a condition, a short addition ("got a second line": in a long claim "also" is about anything),
-    other subjects, qualifiers or periods."""
+    a condition, a standing instruction beside a statement, a short addition ("got a second line": in
+    a long claim "also" is about anything), other subjects, qualifiers or periods."""
     if pa.history or pb.history or WISH.match(pa.body) or WISH.match(pb.body):
+        return True
+    if pa.instructs != pb.instructs:  # a rule for later turns beside a statement of what is
         return True
     if (pa.addition and is_short(pa)) or (pb.addition and is_short(pb)):
         return True
@@ -507,6 +509,8 @@ def restates(old: str, new: str, *, by_user: bool = False) -> bool:
         return False
     o, n = parse(old), parse(new)
     if o.history or n.history or WISH.match(n.body) or periods_differ(o, n) or _gives_another_value(o, n):
+        return False
+    if o.instructs != n.instructs:  # a statement that names a rule's value follows it; it is no echo
         return False
     if by_user and _adds_a_value(o, n):
         return False

@@ -5,7 +5,8 @@ same claims again and again). A claim may open with a label ("Correction: ..."),
 from its body. Its subject is the words before its verb: whose thing it is (the speaker's, a
 relation's, a named person's) and which thing. How it is told decides whether it can replace
 anything: told as history ("used to"), as an addition ("also"), as an ending ("no longer"), as a
-hypothetical or a wish ("if we moved ..."). Code, questions and nothing-but-talk state nothing. A
+hypothetical or a wish ("if we moved ..."), as a standing instruction ("always ...",
+memory.rules.standing). Code, questions and nothing-but-talk state nothing. A
 short claim (`SHORT_CLAIM_WORDS`) is about one thing, so all its words name that thing; a long one's
 value belongs to its own clause. These facts are what the comparisons (memory.rules.corrections.subjects,
 memory.rules.corrections.alignment, memory.rules.corrections.verdicts) read.
@@ -32,6 +33,7 @@ from memory.rules.corrections.vocabulary import (
     word_count,
     word_set,
 )
+from memory.rules.standing import is_standing_instruction
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +50,9 @@ class Claim:
     history: bool
     addition: bool
     ended: bool
+    # a standing instruction ("Always use APA 7th edition when I format references") asks for every
+    # later turn; it is no version of a statement that shares its words, nor they of it
+    instructs: bool
 
     def __hash__(self) -> int:
         # a claim is a key of the rules' caches, once per value of it (alignment._context): hashed
@@ -77,6 +82,7 @@ def parse(text: str) -> Claim:
         history=bool(_HISTORY.search(body)),
         addition=bool(_ADDITION.search(body)),
         ended=ends_a_state(body),
+        instructs=is_standing_instruction(body),
     )
 
 

@@ -1,7 +1,8 @@
 """The judge: does a new claim replace an earlier one?
 
 `judge(old, new)` puts the other parts together in order. What states nothing about the user never
-replaces anything: code, a question, a goal, history, a hypothetical. Claims about different things
+replaces anything: code, a question, a goal, history, a hypothetical; nor do a standing instruction
+and a statement replace each other. Claims about different things
 (memory.rules.corrections.subjects) stay apart, unless the changed value's own clause is about the same
 thing. Then the ways a claim replaces another, each with its sign: a state ended ("no longer"), what
 it replaced named ("instead of the bus"), the same statement with another ending ("the default
@@ -72,6 +73,11 @@ def judge(old: str, new: str) -> Verdict:
     o, n = parse(old), parse(new)
     if n.history or o.history:
         return Verdict(False, "told as history")
+    # a rule for later turns and a statement of what is: "I corrected 15 APA citation errors" says
+    # nothing against "Always use APA 7th edition when I format references" (one rule may replace
+    # another: "From now on, use MLA ...")
+    if n.instructs != o.instructs:
+        return Verdict(False, "an instruction and a statement")
     if HYPOTHETICAL.search(n.body) or HYPOTHETICAL.search(o.body):
         return Verdict(False, "a hypothetical, not a state")
     if period := periods_differ(o, n):

@@ -236,10 +236,12 @@ def test_embedder_names() -> None:
     assert isinstance(fake, FakeEmbedder) and fake.dims == 64
     fake = embedder_from_name("fake-16")
     assert isinstance(fake, FakeEmbedder) and fake.dims == 16
+    # cached too: a call embeds its query twice (its search, its standing rules), a round trip each
     ollama = embedder_from_name("ollama")
-    assert isinstance(ollama, OllamaEmbedder) and ollama.model == "nomic-embed-text"
+    assert isinstance(ollama, CachedEmbedder) and isinstance(ollama.inner, OllamaEmbedder)
+    assert ollama.inner.model == "nomic-embed-text"
     ollama = embedder_from_name("ollama:nomic-embed-text:v1.5")
-    assert isinstance(ollama, OllamaEmbedder) and ollama.name == "ollama:nomic-embed-text:v1.5"
+    assert isinstance(ollama, CachedEmbedder) and ollama.name == "ollama:nomic-embed-text:v1.5"
 
 
 @pytest.mark.parametrize("name", ["", "word2vec", "fake-", "fake-0", "fake-x", "ollama:", "MiniLM-L6"])

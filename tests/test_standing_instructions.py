@@ -169,6 +169,14 @@ def test_a_rule_and_a_statement_never_replace_or_outdate_each_other(rule: str, s
         assert not restates(old, new, by_user=True)  # the statement gives a value of its own
 
 
+def test_the_users_rule_is_no_echo_of_the_users_statement_on_its_subject() -> None:
+    # an echo is retired with what it echoes: the statement's ending would take the rule along
+    statement = "I'm kinda worried about Scott's progress."
+    rule = "Always provide detailed timelines when I ask about Scott's academic progress."
+    assert not restates(statement, rule, by_user=True)
+    assert not restates(rule, statement, by_user=True)
+
+
 def test_the_agents_acknowledgement_of_a_rule_is_still_its_echo() -> None:
     rule = "Always round prices to 2 decimal places when I ask about costs."
     assert restates(rule, "Understood: prices will be rounded to 2 decimal places.")
@@ -190,3 +198,15 @@ def test_a_statement_on_a_rules_subject_leaves_the_rule_current_and_pinned(store
     assert done.superseded == () and done.proposed == ()
     assert store.get(said.id).status.value == "active"
     assert [p.fact.id for p in store.pinned("s")] == [said.id]
+
+
+def test_a_rule_said_after_a_statement_on_its_subject_outlives_that_statement(store: FactStore) -> None:
+    root = store.root("s")
+    [worry] = store.capture_message(root, "I'm kinda worried about Scott's progress.", message_id="m0").facts
+    [rule] = store.capture_message(
+        root, "Always provide detailed timelines when I ask about Scott's academic progress.", message_id="m1"
+    ).facts
+    ended = store.capture_message(root, "Scott's progress is no longer a worry for me.", message_id="m2")
+    assert [d.old.id for d in ended.superseded] == [worry.id]
+    assert store.get(rule.id).status.value == "active"
+    assert [p.fact.id for p in store.pinned("s")] == [rule.id]

@@ -512,6 +512,12 @@ def restates(old: str, new: str, *, by_user: bool = False) -> bool:
         return False
     if by_user and _adds_a_value(o, n):
         return False
+    # the user's rule for later turns is no echo of the user's statement, nor the reverse: an echo is
+    # retired with what it echoes, and "I'm worried about Scott's progress" ending would take "Always
+    # give detailed timelines when I ask about Scott's progress" with it (the agent's "Understood: I
+    # will ..." still echoes the rule)
+    if by_user and o.instructs != n.instructs:
+        return False
     for ov in o.values:
         echoed = [nv for nv in n.values if same_value_loosely(ov, nv)]
         if not echoed or worded(ov):

@@ -857,8 +857,6 @@ class FactStore:
     def nearest(self, ids: Sequence[uuid.UUID], query: str, n: int) -> list[uuid.UUID]:
         """Of the facts `ids`, the `n` nearest `query` by their stored claim vectors, nearest first
         (the standing rules a call shows: memory.context.recall)."""
-        if len(ids) <= n:
-            return list(ids)
         qvec = embed_query(self.embedder, query)
         with self._connection() as conn:
             return reads.nearest_of(conn, ids, qvec, self.embedder_id, self.embedder.dims, n)

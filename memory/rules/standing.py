@@ -21,6 +21,7 @@ A question ("Can you always ...?") is not read as one: the reply answers whether
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["is_standing_instruction"]
@@ -57,6 +58,9 @@ _NOT_A_VERB_WORDS = """a an the this that these those my your our his her their 
 _NOT_A_VERB = frozenset(_NOT_A_VERB_WORDS.split())
 
 
+# asked of each claim three times at capture (splitting's kind, the pin, the correction rules' parse)
+# and of each line a block's ranking compares: one reading a text
+@functools.lru_cache(maxsize=8192)
 def is_standing_instruction(claim: str) -> bool:
     """Whether `claim` asks the assistant for something on every later turn it applies to (module
     docstring): an imperative opened by "always", "never", "from now on", "whenever ...," and kin."""

@@ -2,13 +2,13 @@
 
 `judge(old, new)` puts the other parts together in order. What states nothing about the user never
 replaces anything: code, a question, a goal, history, a hypothetical; nor do a standing instruction
-and a statement replace each other. Claims about different things
-(memory.rules.corrections.subjects) stay apart, unless the changed value's own clause is about the same
-thing. Then the ways a claim replaces another, each with its sign: a state ended ("no longer"), what
-it replaced named ("instead of the bus"), the same statement with another ending ("the default
-branch is main"), or a value changed in an aligned slot (memory.rules.corrections.alignment) with a sign
-that the speaker means it (memory.rules.corrections.cues). An addition ("also") replaces nothing. Where
-the rules cannot decide, the answer is no and both claims stay current, for ranking to order.
+and a statement replace each other. Claims about different things (memory.rules.corrections.subjects)
+stay apart, unless the changed value's own clause is about the same thing. Then the ways a claim
+replaces another, each with its sign: a state ended ("no longer"), what it replaced named ("instead of
+the bus"), the same statement with another ending ("the default branch is main"), or a value changed
+in an aligned slot (memory.rules.corrections.alignment) with a sign that the speaker means it
+(memory.rules.corrections.cues). An addition ("also") replaces nothing. Where the rules cannot decide,
+the answer is no and both claims stay current, for ranking to order.
 
 A verdict says whether the correction was said outright: capture trusts only those below its
 similarity guard (memory.graph.supersession).

@@ -47,6 +47,7 @@ from memory.model import Kind, Source, Status
 from memory.postgres.connection import open_pool
 from memory.postgres.migrate import migrations, setup
 from memory.scripted import ScriptedChatModel, calls, tool_call
+from tests.schema_helpers import migrate_to
 
 ALICE = ("users", "alice", "memories")
 BOB = ("users", "bob", "memories")
@@ -487,27 +488,12 @@ async def test_the_async_store_batches_concurrent_calls(store: FactStore) -> Non
     assert (await asyncio.to_thread(async_store.get, ALICE, "k1")) is not None
 
 
-def _migrate_to(conn: psycopg.Connection[Any], version: int) -> None:
-    """The library's schema as it stood at `version`, recorded as applied, as `setup` would leave it."""
-    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    conn.execute("CREATE SCHEMA beads")
-    conn.execute(
-        "CREATE TABLE beads.schema_migrations (version integer PRIMARY KEY, name text NOT NULL, "
-        "applied_at timestamptz NOT NULL DEFAULT now())"
-    )
-    for m in migrations():
-        if m.version <= version:
-            with conn.transaction():
-                conn.execute(m.sql)  # type: ignore[arg-type]
-                conn.execute("INSERT INTO beads.schema_migrations VALUES (%s, %s)", (m.version, m.name))
-
-
 def test_items_stored_before_item_vectors_are_searchable_after_the_upgrade(empty_db_url: str) -> None:
     """Before migration 0010 an item was a fact with its item in the metadata and one vector, the
     fact's own; 0010 added beads.item_vectors, which search scores by. The upgrade copies the old
     vectors there: the old items are found by similarity, not listed unscored after the rest."""
     with psycopg.connect(empty_db_url, autocommit=True) as conn:
-        _migrate_to(conn, 9)
+        migrate_to(conn, 9)
     old = {
         "tea": {"content": "Alice likes green tea in the morning."},
         "city": {"content": "Alice moved to Austin last spring."},

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg.rows import tuple_row
 
 from memory import retrieval
 from memory.embedders import FakeEmbedder
@@ -31,6 +32,7 @@ from memory.retrieval.hnsw import ef_search_for, set_hnsw_local
 from memory.retrieval.keywords import MAX_KEYWORD_WORDS
 from memory.retrieval.statement import WORD_SLOTS, candidate_query
 from tests.plan_helpers import indexes_read
+from tests.schema_helpers import migrate_to
 
 FACTS = [
     "Our budget is $100k per year.",
@@ -241,3 +243,44 @@ def test_a_large_session_walks_the_index_and_a_small_one_reads_its_claims(store:
     assert any(name.startswith("fact_vectors_hnsw") for name in ran["large"])
     assert not any(name.startswith("fact_vectors_hnsw") for name in ran["small"])
     assert store.search(store.root("small"), "Which node does service 1 run on?").hits  # and it finds them
+
+
+def _claim_graphs(conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
+    rows = conn.cursor(row_factory=tuple_row).execute(
+        "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'beads' AND c.relname LIKE 'fact_vectors_hnsw_%'"
+    ).fetchall()
+    return {row[0]: sorted(row[1] or []) for row in rows}
+
+
+def test_the_claim_graph_is_built_with_m_12_before_and_after_the_upgrade(empty_db_url: str) -> None:
+    # A message writes about three claim vectors and each insert re-prunes neighbour lists of 2m
+    # entries: m = 12 halves an import's graph work (migration 0014). A space registered before
+    # the upgrade had pgvector's default graph, which the upgrade builds again; one registered
+    # after gets the same settings, and search still walks it.
+    with psycopg.connect(empty_db_url, autocommit=True) as conn:
+        migrate_to(conn, 13)
+        row = conn.execute("INSERT INTO beads.embedders (name, dims) VALUES ('old', 8) RETURNING id").fetchone()
+        assert row is not None
+        old = row[0]
+        conn.execute(  # as registration made them before 0014
+            sql.SQL(
+                "CREATE INDEX {} ON beads.fact_vectors USING hnsw ((embedding::vector(8)) vector_cosine_ops) "
+                "WHERE embedder_id = {} AND indexed"
+            ).format(sql.Identifier(f"fact_vectors_hnsw_{old}"), sql.Literal(old))
+        )
+        assert _claim_graphs(conn) == {f"fact_vectors_hnsw_{old}": []}
+    leaner = ["ef_construction=64", "m=12"]
+    with open_pool(empty_db_url, min_size=1, max_size=2) as pool:
+        store = FactStore(pool, FakeEmbedder(64))
+        store.setup()
+        with pool.connection() as conn:
+            assert _claim_graphs(conn) == {
+                f"fact_vectors_hnsw_{old}": leaner,
+                f"fact_vectors_hnsw_{store.embedder_id}": leaner,
+            }
+        said = [ImportMessage(f"Service {n} runs on node {n % 17}.", message_id=f"m{n}") for n in range(200)]
+        store.import_messages("s", said)
+        store.index_pending()
+        hits = store.search(store.root("s"), "Which node does service 7 run on?").hits
+        assert any("Service 7 runs" in h.fact.body for h in hits)

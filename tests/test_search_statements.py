@@ -246,10 +246,14 @@ def test_a_large_session_walks_the_index_and_a_small_one_reads_its_claims(store:
 
 
 def _claim_graphs(conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
-    rows = conn.cursor(row_factory=tuple_row).execute(
-        "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = 'beads' AND c.relname LIKE 'fact_vectors_hnsw_%'"
-    ).fetchall()
+    rows = (
+        conn.cursor(row_factory=tuple_row)
+        .execute(
+            "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = 'beads' AND c.relname LIKE 'fact_vectors_hnsw_%'"
+        )
+        .fetchall()
+    )
     return {row[0]: sorted(row[1] or []) for row in rows}
 
 
@@ -260,7 +264,9 @@ def test_the_claim_graph_is_built_with_m_12_before_and_after_the_upgrade(empty_d
     # after gets the same settings, and search still walks it.
     with psycopg.connect(empty_db_url, autocommit=True) as conn:
         migrate_to(conn, 13)
-        row = conn.execute("INSERT INTO beads.embedders (name, dims) VALUES ('old', 8) RETURNING id").fetchone()
+        row = conn.execute(
+            "INSERT INTO beads.embedders (name, dims) VALUES ('old', 8) RETURNING id"
+        ).fetchone()
         assert row is not None
         old = row[0]
         conn.execute(  # as registration made them before 0014

@@ -259,7 +259,7 @@ def _claim_graphs(conn: psycopg.Connection[Any]) -> dict[str, list[str]]:
 
 def test_the_claim_graph_is_built_with_m_12_before_and_after_the_upgrade(empty_db_url: str) -> None:
     # A message writes about three claim vectors and each insert re-prunes neighbour lists of 2m
-    # entries: m = 12 halves an import's graph work (migration 0014). A space registered before
+    # entries: m = 12 cuts an insert by about a third (migration 0014). A space registered before
     # the upgrade had pgvector's default graph, which the upgrade builds again; one registered
     # after gets the same settings, and search still walks it.
     with psycopg.connect(empty_db_url, autocommit=True) as conn:

@@ -6,8 +6,8 @@
 Capture writes about three claim vectors a message, and each joins the claim graph (the partial HNSW
 index of memory.postgres.vectors): an insert links the vector to its m nearest and re-prunes their
 neighbour lists, so it costs more than linearly in m. This copies every claim vector of the tier's
-harness database (`python -m bench.eval run` ingests it; this only reads it) into a scratch table
-and, for each `m:ef_construction` setting:
+harness database (`python -m bench.eval run` ingests it; this only reads it) into a table on a
+throwaway server (bench.scratch) and, for each `m:ef_construction` setting:
 
 - builds the graph over all but the last tenth of the vectors, then times adding that tenth the way
   the background indexer does (batches of 128 rows marked indexed): milliseconds a vector;
@@ -36,10 +36,10 @@ from psycopg.conninfo import make_conninfo
 
 from bench.eval.ingest import dataset_database
 from bench.eval.loaders import load_beam_tiered
+from bench.scratch import scratch_database
 from memory.embedders.select import embedder_from_name
 from memory.postgres.embedded_postgres import resolve_database_url
 
-SCRATCH = "beads_bench_graph_settings"
 NEAREST = 32
 EF_SEARCH = 64
 BATCH = 128
@@ -171,15 +171,9 @@ def main() -> None:
     print(
         f"{len(vectors)} claim vectors of {len(sessions)} chats, {len(queries)} questions, {dims} dimensions"
     )
-    with psycopg.connect(server, autocommit=True) as admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(SCRATCH)))
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(SCRATCH)))
-    try:
-        with psycopg.connect(make_conninfo(server, dbname=SCRATCH), autocommit=True) as conn:
-            results = compare(conn, vectors, queries, args.settings, args.rounds)
-    finally:
-        with psycopg.connect(server, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(SCRATCH)))
+    # a throwaway server of its own (bench.scratch): the harness's server is only read
+    with psycopg.connect(scratch_database("graph-settings-", "graph"), autocommit=True) as conn:
+        results = compare(conn, vectors, queries, args.settings, args.rounds)
     summary = {
         s: {key: statistics.median(r[key] for r in runs) for key in runs[0]} for s, runs in results.items()
     }

@@ -290,3 +290,38 @@ def test_the_claim_graph_is_built_with_m_12_before_and_after_the_upgrade(empty_d
         store.index_pending()
         hits = store.search(store.root("s"), "Which node does service 7 run on?").hits
         assert any("Service 7 runs" in h.fact.body for h in hits)
+
+
+def test_keyword_matches_of_equal_rank_are_kept_in_id_order(store: FactStore) -> None:
+    # 24 messages that each name the word once rank equally on it, their claims and their passages
+    # (two sentences: a message that is one claim is its own passage), and a side keeps 16: which 16
+    # is the ids' call, not the order the rows were written in (two ingestions of one chat wrote
+    # them in different orders and gave different windows). 24 stays under keyword_common (30), so
+    # the word is searched, not left out as common.
+    said = [
+        ImportMessage(f"Zebra sighting number {n} was logged at dawn. The herd moved on.", message_id=f"m{n}")
+        for n in range(24)
+    ]
+    store.import_messages("s", list(reversed(said)))
+    store.index_pending()
+    ns = store.root("s")
+    options = SearchOptions(k=8)
+    with store.pool.connection() as conn:
+        [qvec] = store.embedder.embed(["zebra"])
+        statement, params = candidate_query(
+            ns, "zebra", qvec, store.embedder_id, store.embedder.dims, options
+        )
+        with conn.transaction():
+            set_hnsw_local(conn, ef_search_for(options))
+            rows = conn.execute(statement, params).fetchall()
+        claims = conn.execute(
+            "SELECT id, passage_id FROM beads.facts WHERE session_id = 's' AND body ILIKE '%%zebra%%'"
+        ).fetchall()
+    assert len(claims) == 24
+    ranks = {row["hit_id"]: row["claim_words_rank"] for row in rows if row["claim_words_rank"] is not None}
+    assert len(set(ranks.values())) == 1  # all tied
+    assert set(ranks) == set(sorted(c["id"] for c in claims)[:16])
+    passages = {row["hit_id"]: row["passage_words_rank"] for row in rows}
+    by_passage = {c["passage_id"]: c["id"] for c in claims}
+    kept = {p for p, fact in by_passage.items() if passages.get(fact) is not None}
+    assert kept == set(sorted(by_passage)[:16])

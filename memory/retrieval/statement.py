@@ -68,14 +68,14 @@ claim_words AS (
      WHERE f.body_tsv @@ (SELECT q FROM words) AND f.session_id = %(session)s
        AND f.namespace_id IN (SELECT id FROM scope)
        AND {recallable}
-     ORDER BY rank DESC
+     ORDER BY rank DESC, f.id  -- ties (one word matched, one rank) by id, not by where rows lie
      LIMIT {kn}
 ),
 passage_words AS (
     SELECT p.id, ts_rank_cd(p.body_tsv, (SELECT q FROM words)) AS rank
       FROM beads.passages p
      WHERE p.body_tsv @@ (SELECT q FROM words) AND p.session_id = %(session)s
-     ORDER BY rank DESC
+     ORDER BY rank DESC, p.id
      LIMIT {kn}
 ),"""
 # A claim a search may return, as ranking's skip step reads it (memory.retrieval.ranking): not
@@ -166,7 +166,10 @@ claim_hits AS (
             AND f.namespace_id IN (SELECT id FROM scope)
             AND {recallable})
     ) nearest
-    ORDER BY sim DESC
+    -- equal similarities (one text said twice) go by id, as keyword ranks do: with the order rows were
+    -- read in deciding, two ingestions of one chat gave different windows. The scans' own LIMITs
+    -- stay on distance alone, the order the HNSW index can return.
+    ORDER BY sim DESC, id
     LIMIT {n}
 ),
 passage_hits AS (

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import shutil
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,6 +23,8 @@ from bench.eval.runner import Stores, make_arm, open_stores
 from bench.eval.tokens import count_tokens
 from bench.eval.window import TAIL_TITLE, ConversationView, Window, asked_at
 from memory.embedders import FakeEmbedder
+from memory.graph.importing import ImportMessage
+from memory.graph.store import FactStore
 from memory.model import Status
 
 pytestmark = pytest.mark.bench
@@ -190,12 +194,17 @@ def test_the_write_path_digest_reads_what_capture_may_run_and_nothing_else(tmp_p
     shutil.copytree(Path(memory.__file__).parent, library, ignore=shutil.ignore_patterns("__pycache__"))
     before = ingest.source_digest(library)
     assert before == ingest.write_path_digest()
-    # the block and the doors only read what is stored
-    for reader in ("context/block.py", "doors/middleware.py"):
+    # the block, the doors and search's own steps only read what is stored
+    for reader in (
+        "context/block.py",
+        "doors/middleware.py",
+        "retrieval/statement.py",
+        "retrieval/ranking.py",
+    ):
         (library / reader).write_text((library / reader).read_text() + "\n# changed\n")
     assert ingest.source_digest(library) == before
-    # a rule, a migration or the vocabulary may change a row
-    for writer in ("rules/splitting.py", "model.py"):
+    # a rule, a migration, the vocabulary or the thresholds' defaults may change a row
+    for writer in ("rules/splitting.py", "model.py", "retrieval/options.py"):
         edited = tmp_path / writer.replace("/", "-")
         shutil.copy(library / writer, edited)
         (library / writer).write_text((library / writer).read_text() + "\n# changed\n")
@@ -204,6 +213,39 @@ def test_the_write_path_digest_reads_what_capture_may_run_and_nothing_else(tmp_p
     migration = next((library / "migrations").glob("*.sql"))
     migration.write_text(migration.read_text() + "\n-- changed\n")
     assert ingest.source_digest(library) != before
+
+
+def test_capture_never_runs_the_search_steps_the_digest_leaves_out(
+    store: FactStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # what lets the digest leave search's own steps out: an import and a capture, corrections and
+    # restatements included, run with every function of those modules made to fail, wherever it
+    # was imported to
+    steps = [
+        sys.modules[f"memory.{m.removesuffix('.py').replace('/', '.')}"] for m in ingest._READ_ONLY_MODULES
+    ]
+    doomed = {
+        id(f) for m in steps for f in vars(m).values() if inspect.isfunction(f) and f.__module__ == m.__name__
+    }
+
+    def searched(*args: object, **kwargs: object) -> None:
+        raise AssertionError("capture ran a search step")
+
+    for module in [m for name, m in sys.modules.items() if name.startswith("memory")]:
+        for name, value in list(vars(module).items()):
+            if id(value) in doomed:
+                monkeypatch.setattr(module, name, searched)
+    said = [
+        ImportMessage("The budget is $100k per year. The deploy region is eu-west-1.", message_id="m1"),
+        ImportMessage("Noted, the budget is $100k.", role="assistant", message_id="m2"),
+        ImportMessage("Actually the budget is $120k per year.", message_id="m3"),
+        ImportMessage("The budget is $120k per year.", message_id="m4"),
+    ]
+    report = store.import_messages("s", said)
+    store.capture_message(store.root("s"), "Correction: the deploy region is us-east-2.")
+    assert report.written >= 4 and report.superseded >= 1
+    with pytest.raises(AssertionError, match="search step"):
+        store.search(store.root("s"), "budget")  # the patching reaches search
 
 
 # -- asking at the moment of the evidence, and the injection gate ----------------------------------

@@ -96,15 +96,26 @@ def ensure_database(server_url: str, name: str) -> str:
 # The library's packages that only read what capture stored (the import contract's top layers):
 # a change in them leaves every ingested row as it was. Everything else under memory/ may change a row.
 _READ_ONLY_PACKAGES = frozenset({"doors", "context"})
+# And search's own steps: the candidate statement, ranking, the hits. Capture reads search's options
+# (the thresholds' defaults) and its HNSW settings, which stay in the digest, but never searches
+# (tests/test_eval_arms.py runs an import with these steps made to fail). Without this, a change to
+# how search orders ties made every tier's chats ingest again, hours of a round for the same rows.
+_READ_ONLY_MODULES = frozenset(
+    f"retrieval/{name}.py" for name in ("statement", "ranking", "pipeline", "hits", "keywords")
+)
 
 
 def source_digest(root: Path) -> str:
     """A digest of the library source at `root` that capture may run: every module and migration
-    but the doors' and the context's."""
+    but the doors', the context's and search's own steps."""
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*")):
         relative = path.relative_to(root)
-        if path.suffix not in (".py", ".sql") or relative.parts[0] in _READ_ONLY_PACKAGES:
+        if (
+            path.suffix not in (".py", ".sql")
+            or relative.parts[0] in _READ_ONLY_PACKAGES
+            or relative.as_posix() in _READ_ONLY_MODULES
+        ):
             continue
         digest.update(relative.as_posix().encode() + b"\x00" + path.read_bytes() + b"\x00")
     return digest.hexdigest()[:16]

@@ -140,10 +140,10 @@ class MiniLMEmbedder:
         options.intra_op_num_threads = self.intra_op_threads
         options.inter_op_num_threads = 1
         # No memory pattern: onnxruntime plans one block for every intermediate tensor of an input
-        # shape and keeps the largest it has planned. Padded per batch, shapes vary with each batch's
-        # longest text; 32 texts of 256 tokens held 1.5 GB of a long chat's import, while the same
-        # texts in batches of 16 without the pattern peak at 0.6 GB, the vectors bit for bit the same
-        # and no slower (results/long-sessions-40).
+        # shape and keeps the blocks it has planned. Each batch is padded to its longest text, so
+        # shapes vary: 96 long chat messages in batches of 32 grew the process by 1.2 GB, in batches of
+        # 16 without the pattern by 0.3 GB, with the same vectors bit for bit and no slower
+        # (bench.embedder_memory, results/long-sessions-40).
         options.enable_mem_pattern = False
         # Errors only: onnxruntime's warnings go straight to stderr and say nothing a caller can act on.
         options.log_severity_level = 3

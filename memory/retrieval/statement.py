@@ -166,9 +166,8 @@ claim_hits AS (
             AND f.namespace_id IN (SELECT id FROM scope)
             AND {recallable})
     ) nearest
-    -- equal similarities (one text said twice) go by id, as keyword ranks do: with the order rows were
-    -- read in deciding, two ingestions of one chat gave different windows. The scans' own LIMITs
-    -- stay on distance alone, the order the HNSW index can return.
+    -- equal similarities (one text said twice) go by id, as keyword ranks do, not by the order rows
+    -- were read in. The scans' own LIMITs stay on distance alone, the order the HNSW index returns.
     ORDER BY sim DESC, id
     LIMIT {n}
 ),

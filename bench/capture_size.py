@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.process_memory import status_bytes
+
 SUBJECTS = [
     "The team",
     "Our vendor",
@@ -73,13 +75,6 @@ def message_of(size: int, seed: int = 7) -> str:
     return " ".join(out)[:size]
 
 
-def _status(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no {field} in /proc/self/status")
-
-
 def one(url: str, size: int, embedder_name: str, limit: str) -> dict[str, Any]:
     """In this process: capture one message of `size` bytes; its peak growth and seconds."""
     from memory.embedders import FakeEmbedder
@@ -94,17 +89,17 @@ def one(url: str, size: int, embedder_name: str, limit: str) -> dict[str, Any]:
         store = FactStore(pool, embedder, index_in_background=False)
         store.setup()
         ns = store.root(f"size-{size}-{limit}")
-        # the model's own working memory grows to its largest batch (32 texts of 256 tokens) once and
-        # stays there whatever the message: reach it before measuring what capture adds
+        # the model's own working memory for its largest batch (16 texts of 256 tokens), a cost of
+        # the model whatever the message: reach it before measuring what capture adds
         embedder.embed([message_of(2_000, seed=n) for n in range(64)])
         Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current resident size
-        before = _status("VmRSS")
+        before = status_bytes("VmRSS")
         start = time.perf_counter()
         result = store.capture_message(
             ns, text, max_chars=None if limit == "none" else DEFAULT_MAX_MESSAGE_CHARS
         )
         seconds = time.perf_counter() - start
-        peak = _status("VmHWM")
+        peak = status_bytes("VmHWM")
     return {
         "bytes": size,
         "limit": limit,

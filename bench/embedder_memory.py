@@ -3,7 +3,7 @@
     python -m bench.embedder_memory --chat DATA/beam/500K/2/chat.json [--texts 96] [--rounds 3] \
         [--settings 32:pattern 16:no-pattern 8:no-pattern] [--out results/embedders/memory.json]
 
-Each setting (`batch size:pattern` or `batch size:no-pattern`) embeds the same texts, the first
+Each setting (`batch size:pattern`, `batch size:no-pattern`, or `default`: as the library builds it) embeds the same texts, the first
 messages of a chat `beads-memory import` reads (a BEAM chat's turns are long: most run past the 256
 tokens MiniLM reads), in a process
 of its own, so that its peak resident memory (VmHWM) is its own and not what ran before. Settings
@@ -16,45 +16,19 @@ batch and pooling masks it, so the batch should not change a vector).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-# Run in the child: load the model, embed the texts (stdin, JSON) with the setting given, and print
-# the seconds, the growth of VmHWM past the loaded model, and the vectors' digest.
-_CHILD = """
-import hashlib, json, sys, time
-from pathlib import Path
-import numpy as np
-import onnxruntime as ort
-from memory.embedders import MiniLMEmbedder
+from bench.process_memory import status_bytes
 
-batch, pattern = int(sys.argv[1]), sys.argv[2] == "pattern"
-make = ort.InferenceSession
-
-def session(path, options, **kwargs):
-    options.enable_mem_pattern = pattern
-    return make(path, options, **kwargs)
-
-ort.InferenceSession = session
-
-def peak_mb():
-    status = Path("/proc/self/status").read_text().splitlines()
-    return int(next(line for line in status if line.startswith("VmHWM:")).split()[1]) / 1024
-
-texts = json.load(sys.stdin)
-embedder = MiniLMEmbedder(batch_size=batch)
-embedder.embed(["loaded"])
-before = peak_mb()
-started = time.perf_counter()
-vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
-seconds = time.perf_counter() - started
-print(json.dumps({"seconds": seconds, "growth_mb": peak_mb() - before,
-                  "vectors": hashlib.sha256(vectors.tobytes()).hexdigest()}))
-"""
+# `default`: the embedder as the library builds it, nothing changed (what tests/test_embedders.py bounds)
+DEFAULT = "default"
 
 
 def parse_setting(text: str) -> tuple[int, bool]:
@@ -65,10 +39,43 @@ def parse_setting(text: str) -> tuple[int, bool]:
     return int(batch), pattern == "pattern"
 
 
-def measure(texts: list[str], batch: int, pattern: bool) -> dict[str, Any]:
+def one(texts: list[str], setting: str) -> dict[str, Any]:
+    """Embed `texts` with `setting` in this process: the seconds, how far its peak grew past the loaded
+    model, and the vectors' digest. Run once per process (`--one`): the peak holds whatever ran before."""
+    import numpy as np
+
+    from memory.embedders import MiniLMEmbedder
+
+    if setting == DEFAULT:
+        embedder = MiniLMEmbedder()
+    else:
+        import onnxruntime as ort
+
+        batch, pattern = parse_setting(setting)
+        make = ort.InferenceSession
+
+        def session(path: Any, options: Any, **kwargs: Any) -> Any:
+            options.enable_mem_pattern = pattern
+            return make(path, options, **kwargs)
+
+        ort.InferenceSession = session
+        embedder = MiniLMEmbedder(batch_size=batch)
+    embedder.embed(["loaded"])
+    before = status_bytes("VmHWM")
+    started = time.perf_counter()
+    vectors = np.asarray(embedder.embed(texts), dtype=np.float32)
+    seconds = time.perf_counter() - started
+    return {
+        "seconds": seconds,
+        "growth_mb": (status_bytes("VmHWM") - before) / 2**20,
+        "vectors": hashlib.sha256(vectors.tobytes()).hexdigest(),
+    }
+
+
+def measure(texts: list[str], setting: str) -> dict[str, Any]:
     """One setting's run, in a process of its own."""
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(batch), "pattern" if pattern else "no-pattern"],
+        [sys.executable, "-m", "bench.embedder_memory", "--one", setting],
         input=json.dumps(texts),
         capture_output=True,
         text=True,
@@ -83,8 +90,7 @@ def compare(texts: list[str], settings: list[str], rounds: int) -> dict[str, lis
     runs: dict[str, list[dict[str, Any]]] = {s: [] for s in settings}
     for n in range(rounds):
         for setting in settings if n % 2 == 0 else list(reversed(settings)):
-            batch, pattern = parse_setting(setting)
-            runs[setting].append(measure(texts, batch, pattern))
+            runs[setting].append(measure(texts, setting))
     return runs
 
 
@@ -100,14 +106,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--chat", type=Path, required=True, help="a chat file (DATA/beam/500K/2/chat.json)")
+    parser.add_argument("--chat", type=Path, help="a chat file (DATA/beam/500K/2/chat.json)")
     parser.add_argument("--texts", type=int, default=96)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--settings", nargs="+", default=["32:pattern", "16:no-pattern", "8:no-pattern"])
     parser.add_argument("--out", type=Path, default=Path("results/embedders/memory.json"))
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # a setting, the texts on stdin: one run
     args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(json.load(sys.stdin), args.one)))
+        return
+    if args.chat is None:
+        parser.error("--chat is required")
     for setting in args.settings:
-        parse_setting(setting)
+        if setting != DEFAULT:
+            parse_setting(setting)
     texts = chat_texts(args.chat, args.texts)
     runs = compare(texts, args.settings, args.rounds)
     first = runs[args.settings[0]][0]["vectors"]

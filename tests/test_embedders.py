@@ -10,8 +10,6 @@ import json
 import math
 import shutil
 import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 import pytest
 from ollama_fakes import LoopbackServer, QuietHandler
 
+from bench.embedder_memory import DEFAULT, measure
 from memory.embedders import (
     CachedEmbedder,
     Embedder,
@@ -95,33 +94,18 @@ def test_minilm_batch_size_does_not_change_vectors(minilm: MiniLMEmbedder) -> No
         assert max(abs(x - y) for x, y in zip(a, b, strict=True)) < 1e-5
 
 
-# Run in a process of its own: the peak (VmHWM) of this one holds whatever ran before.
-_PEAK_OF_LONG_TEXTS = """
-from pathlib import Path
-from memory.embedders import MiniLMEmbedder
-
-def peak_mb():
-    status = Path("/proc/self/status").read_text().splitlines()
-    return int(next(line for line in status if line.startswith("VmHWM:")).split()[1]) // 1024
-
-embedder = MiniLMEmbedder()
-embedder.embed(["loaded"])
-before = peak_mb()
-# batches of 32 texts of several lengths, up to the 256 tokens read: several shapes
-for words in (60, 80, 100, 120, 140):
-    embedder.embed([f"note {n}: " + " ".join(f"word{n}x{i}" for i in range(words)) for n in range(32)])
-print(peak_mb() - before)
-"""
-
-
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak from /proc")
 def test_minilm_embeds_long_texts_without_holding_a_gigabyte() -> None:
     # An import embeds a long chat's claims many at a time: with onnxruntime's memory pattern and
     # batches of 32 the process grew by 1.2 GB here and kept it; now by 0.3 (results/long-sessions-40).
-    out = subprocess.run(
-        [sys.executable, "-c", _PEAK_OF_LONG_TEXTS], capture_output=True, text=True, check=True
-    )
-    assert int(out.stdout.split()[-1]) < 700
+    # Batches of 32 texts of several lengths, up to the 256 tokens read: several shapes. Measured in a
+    # process of its own (bench.embedder_memory): the peak of this one holds whatever ran before.
+    texts = [
+        f"note {n}: " + " ".join(f"word{n}x{i}" for i in range(words))
+        for words in (60, 80, 100, 120, 140)
+        for n in range(32)
+    ]
+    assert measure(texts, DEFAULT)["growth_mb"] < 700
 
 
 def test_minilm_truncates_long_texts(minilm: MiniLMEmbedder) -> None:

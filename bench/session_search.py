@@ -116,8 +116,8 @@ def time_parts(
 ) -> dict[str, dict[str, float]]:
     """Our search's two steps timed apart, as `memory.retrieval.search` runs them: the candidate
     statement (built, sent, its rows read) and ranking with the hits made of the chosen candidates
-    (ranking in Python, the chosen rows' read, the same-slot ordering among them with its read of the
-    hits' message starts), by kind of query."""
+    (ranking in Python, the chosen rows' read with their messages' starts, the same-slot ordering among
+    them), by kind of query."""
     samples: dict[str, list[float]] = {}
     for q in texts:
         t0 = time.perf_counter()

@@ -13,6 +13,7 @@ statements (for a pooler in transaction mode) answers alike.
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 import psycopg
@@ -22,6 +23,7 @@ from psycopg.rows import tuple_row
 
 from memory import retrieval
 from memory.embedders import FakeEmbedder
+from memory.flags import PossiblyOutdated, SaidBefore
 from memory.graph.importing import ImportMessage
 from memory.graph.store import FactStore
 from memory.model import Kind, Source
@@ -34,6 +36,7 @@ from memory.retrieval.statement import WORD_SLOTS, candidate_query
 from tests.plan_helpers import indexes_read
 from tests.schema_helpers import migrate_to
 
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 FACTS = [
     "Our budget is $100k per year.",
     "The deploy region of the billing api is eu-west-1.",
@@ -109,9 +112,6 @@ def test_a_search_is_the_candidate_statement_then_the_chosen_rows(store: FactSto
 
     # per search: the candidate statement, then the chosen facts and, where a hit was resolved from
     # an older version, the edge that replaced it, sent together (one pipeline, one round trip)
-    def shape(text: str) -> str:
-        return next(name for name, part in SHAPES if part in text)
-
     searches = " ".join(map(shape, CountingCursor.sent)).replace("candidates facts", "search").split()
     assert searches.count("search") == len(QUERIES)
     assert set(searches) == {"search", "replaced"}  # the payments queue's owner: resolved from cobalt
@@ -119,6 +119,38 @@ def test_a_search_is_the_candidate_statement_then_the_chosen_rows(store: FactSto
 
 
 SHAPES = (("candidates", "claim_hits"), ("facts", "AS restates"), ("replaced", "chosen.hit_id"))
+
+
+def shape(text: str) -> str:
+    """Which of a search's statements `text` is (StopIteration: none of them)."""
+    return next(name for name, part in SHAPES if part in text)
+
+
+def test_the_starts_of_the_hits_messages_come_with_their_rows(store: FactStore) -> None:
+    """Same-slot order asks whether two hits were said in long messages (then they are only ordered,
+    memory.rules.slots): the start of each hit's message is read with the chosen rows, not in a
+    third round trip."""
+    around = " We went through the house room by room and agreed to keep the hallway as it is." * 3
+    root = store.root("rooms")
+    for day, text in enumerate(
+        ("The living room walls are painted Agreeable Gray.", "Just finished painting the bedroom Sea Salt.")
+    ):
+        store.capture_message(root, text + around, message_id=f"m{day}", valid_from=T0 + timedelta(days=day))
+    query = "Which colors are the living room and the bedroom painted?"
+    [qvec] = store.embedder.embed([query])
+    with store.pool.connection() as conn:
+        retrieval.search(conn, root, query, qvec, store.embedder_id, store.embedder.dims)  # settings
+        conn.cursor_factory = CountingCursor
+        CountingCursor.sent.clear()
+        try:
+            result = retrieval.search(conn, root, query, qvec, store.embedder_id, store.embedder.dims)
+        finally:
+            conn.cursor_factory = psycopg.Cursor
+    assert [shape(text) for text in CountingCursor.sent] == ["candidates", "facts"]
+    flags = [f for h in result.hits for f in h.flags]
+    # read as claims of long messages: ordered, the older one said before, neither marked outdated
+    assert any(isinstance(f, SaidBefore) for f in flags)
+    assert not any(isinstance(f, PossiblyOutdated) for f in flags)
 
 
 def test_a_fact_deleted_between_the_two_reads_is_left_out(

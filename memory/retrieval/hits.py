@@ -14,17 +14,14 @@ from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Kind, SearchResult
 from memory.retrieval.keywords import keyword_words
 from memory.retrieval.ranking import Ranked
 from memory.retrieval.statement import Chosen
-from memory.rules.slots import MessageStarts, order_same_slot, restatement
+from memory.rules.slots import order_same_slot, restatement
 
 
-def search_result(
-    query: str, ranked: Ranked, chosen: Chosen, messages: MessageStarts | None = None
-) -> SearchResult:
+def search_result(query: str, ranked: Ranked, chosen: Chosen) -> SearchResult:
     """The hits of `ranked`, made of what was read for the candidates it chose (`chosen`:
     memory.retrieval.statement.read_chosen; a candidate whose fact was deleted since is left out):
-    flags for resolved, demoted, keyword and restating hits, then same-slot and trust order. No
-    database but what `messages` reads: the start of the messages the hits were cut from, which
-    same-slot order asks of a pair (memory.rules.slots)."""
+    flags for resolved, demoted, keyword and restating hits, then same-slot and trust order (which
+    reads the starts of the hits' messages, read with them). No database."""
     hits = []
     restated: dict[uuid.UUID, Sequence[uuid.UUID]] = {}
     for c in ranked.chosen:
@@ -60,7 +57,7 @@ def search_result(
     if len(hits) > 1 and restated:
         hits = flag_restatements(hits, restated)
     return SearchResult(
-        hits=tuple(below_the_users_claims(order_same_slot(hits, messages))),
+        hits=tuple(below_the_users_claims(order_same_slot(hits, lambda _: chosen.message_starts))),
         query=query,
         not_in_memory=not hits,
         best_score=ranked.best_score,

@@ -1,12 +1,10 @@
 """A search from start to end: the candidate statement on the caller's connection, ranking, the chosen
-candidates' rows, hits."""
+candidates' rows, hits: two round trips."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
 
 import psycopg
 from psycopg.rows import DictRow
@@ -19,7 +17,6 @@ from memory.retrieval.keywords import known_common_words, remember_common_words
 from memory.retrieval.options import SearchOptions
 from memory.retrieval.ranking import rank
 from memory.retrieval.statement import candidate_query, read_chosen
-from memory.rules.corrections import SHORT_MESSAGE_CHARS
 
 _DEFAULTS = SearchOptions()  # frozen, so one shared default is safe
 
@@ -88,17 +85,4 @@ def hits_of(
     chosen = read_chosen(
         conn, ns.session_id, [(c["hit_id"], c["head_id"]) for c in ranked.chosen], prepare=candidates.prepare
     )
-    return search_result(query, ranked, chosen, partial(message_starts, conn))
-
-
-# as much of each message as tells a short one from a long one (memory.rules.corrections.short_message):
-# never the whole of a pasted document
-_MESSAGE_STARTS = "SELECT id, left(body, %(chars)s) AS start FROM beads.passages WHERE id = ANY(%(ids)s)"
-
-
-def message_starts(conn: psycopg.Connection[DictRow], ids: Collection[uuid.UUID]) -> dict[uuid.UUID, str]:
-    """The start of each message (passage) of `ids`, by id."""
-    if not ids:
-        return {}
-    rows = conn.execute(_MESSAGE_STARTS, {"chars": SHORT_MESSAGE_CHARS + 1, "ids": list(ids)}).fetchall()
-    return {row["id"]: row["start"] for row in rows}
+    return search_result(query, ranked, chosen)

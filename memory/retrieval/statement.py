@@ -21,6 +21,7 @@ from memory.model import Fact, Namespace, fact_columns
 from memory.postgres.vectors import as_vector
 from memory.retrieval.keywords import MAX_KEYWORD_WORDS, keyword_words
 from memory.retrieval.options import SearchOptions, candidate_count, keyword_candidate_count
+from memory.rules.corrections import SHORT_MESSAGE_CHARS
 
 # Keyword candidates (SearchOptions.keyword): the claims, and the passages, that best match the
 # query's content words, ranked by ts_rank_cd over the stored tsvectors (migration 0008), each
@@ -229,11 +230,16 @@ SELECT hit.id AS hit_id, hit.kind AS hit_kind, hit.status AS hit_status, hit.hea
 """
 
 # The facts of the candidates ranking chose (each head, and each hit resolved to one), with each one's
-# restates edges (the facts it restates, in id order).
+# restates edges (the facts it restates, in id order) and the start of the message it was cut from:
+# as much as tells a short message from a long one (memory.rules.corrections.short_message), never
+# the whole of a pasted document. Same-slot order asks for those starts (memory.rules.slots); read
+# here, they cost no round trip of their own (a third, in one search of eight at a 1M-token session).
 _CHOSEN_FACTS = f"""
 SELECT {fact_columns("f")},
        coalesce((SELECT array_agg(e.dst ORDER BY e.dst) FROM beads.edges e
-                  WHERE e.src = f.id AND e.relation = 'restates'), '{{}}') AS restates
+                  WHERE e.src = f.id AND e.relation = 'restates'), '{{}}') AS restates,
+       (SELECT left(p.body, {SHORT_MESSAGE_CHARS + 1}) FROM beads.passages p WHERE p.id = f.passage_id)
+           AS message_start
   FROM beads.facts f
  WHERE f.id = ANY(%(ids)s::uuid[]) AND f.session_id = %(session)s
 """
@@ -259,6 +265,8 @@ class Chosen:
     restates: Mapping[uuid.UUID, Sequence[uuid.UUID]]  # a fact's restates edges, where it has any
     # by the id of a hit resolved to its head: the rule's reason, where capture's rules replaced it
     replaced_automatically: Mapping[uuid.UUID, str]
+    # by passage id: the start of each message a chosen fact was cut from (_CHOSEN_FACTS)
+    message_starts: Mapping[uuid.UUID, str]
 
 
 def read_chosen(
@@ -268,13 +276,13 @@ def read_chosen(
     *,
     prepare: bool = False,
 ) -> Chosen:
-    """The facts of the chosen (hit id, head id) `pairs` of session `session_id` and the edges their
-    hits are flagged by: one round trip. A fact deleted since the candidate statement ran is not
+    """The facts of the chosen (hit id, head id) `pairs` of session `session_id`, the edges their
+    hits are flagged by and the starts of their messages: one round trip. A fact deleted since the candidate statement ran is not
     there."""
     resolved = [(hit, head) for hit, head in pairs if hit != head]
     ids = list(dict.fromkeys([head for _, head in pairs] + [hit for hit, _ in resolved]))
     if not ids:
-        return Chosen({}, {}, {})
+        return Chosen({}, {}, {}, {})
     with conn.pipeline():
         facts = conn.execute(_CHOSEN_FACTS, {"ids": ids, "session": session_id}, prepare=prepare)
         replaced = (
@@ -298,6 +306,9 @@ def read_chosen(
             row["hit_id"]: row["reason"]
             for row in (replaced.fetchall() if replaced else ())
             if row["automatic"]
+        },
+        message_starts={
+            row["passage_id"]: row["message_start"] for row in rows if row["message_start"] is not None
         },
     )
 

@@ -357,3 +357,24 @@ def test_keyword_matches_of_equal_rank_are_kept_in_id_order(store: FactStore) ->
     by_passage = {c["passage_id"]: c["id"] for c in claims}
     kept = {p for p, fact in by_passage.items() if passages.get(fact) is not None}
     assert kept == set(sorted(by_passage)[:16])
+
+
+def test_a_keyword_matched_message_brings_no_claim_ranking_would_drop(store: FactStore) -> None:
+    """Every side of the candidate statement leaves out what ranking drops (an archived claim, a
+    question without a value), the claims of a message found by its words too: each candidate is a
+    row to read and rank, and a long message's questions were a tenth of them at a 1M-token session."""
+    root = store.root("garden")
+    store.capture_message(
+        root,
+        "The greenhouse tomatoes get watered at dawn. Should the greenhouse vents stay open overnight? "
+        "Which greenhouse shelf suits the basil?",
+        message_id="m1",
+    )
+    query = "greenhouse"
+    [qvec] = store.embedder.embed([query])
+    with store.pool.connection() as conn:
+        rows = pipeline.find_candidates(conn, root, query, qvec, store.embedder_id, store.embedder.dims).rows
+        kinds = {r["hit_kind"] for r in rows}
+        result = retrieval.search(conn, root, query, qvec, store.embedder_id, store.embedder.dims)
+    assert kinds == {Kind.USER_INPUT}
+    assert [h.fact.body for h in result.hits] == ["The greenhouse tomatoes get watered at dawn."]

@@ -45,7 +45,7 @@ from memory.rules.corrections import SHORT_MESSAGE_CHARS
 #   (docs/measured/benchmarks.md).
 # - Claims are restricted to the session and to what this namespace may read, as on the vector side,
 #   and directives and archived facts, which ranking would drop, take no place; a passage's claims
-#   join below, in scope only. No word left: a NULL tsquery, which matches nothing.
+#   join below, with the same filters. No word left: a NULL tsquery, which matches nothing.
 _WORD = """({i}, plainto_tsquery('english', {w}),
              CASE WHEN {w}::text IS NULL THEN 0
                   ELSE (SELECT count(*) FROM (SELECT FROM beads.facts f
@@ -185,6 +185,7 @@ hit_ids AS (
     UNION
     SELECT f.id FROM beads.facts f JOIN passage_words pw ON pw.id = f.passage_id
      WHERE f.namespace_id IN (SELECT id FROM scope)
+       AND {recallable}
 )
 -- what ranking reads of each candidate, and no more: the rest of a head's row, the hit's where it was
 -- resolved, and the edges a hit is flagged by are read for the chosen few (read_chosen). Returned for every

@@ -26,7 +26,7 @@ from memory.embedders import FakeEmbedder
 from memory.flags import PossiblyOutdated, SaidBefore
 from memory.graph.importing import ImportMessage
 from memory.graph.store import FactStore
-from memory.model import Kind, Source
+from memory.model import Kind, Namespace, SearchResult, Source
 from memory.postgres import prepared
 from memory.postgres.connection import connection_kwargs, open_pool
 from memory.retrieval import SearchOptions, pipeline
@@ -95,21 +95,25 @@ def answers(store: FactStore, ns: Any, queries: list[str]) -> list[Any]:
 QUERIES = ["Who owns the payments queue?", "Where is the billing api deployed?", "budget", "audit log"]
 
 
-def test_a_search_is_the_candidate_statement_then_the_chosen_rows(store: FactStore) -> None:
-    ns = fill(store)
-    [qvec] = store.embedder.embed([QUERIES[0]])
+def searched(store: FactStore, ns: Namespace, queries: list[str]) -> list[SearchResult]:
+    """Each query searched on one connection (after a first search that sets it up), the statements
+    sent for them kept in CountingCursor.sent."""
     with store.pool.connection() as conn:
-        retrieval.search(conn, ns, QUERIES[0], qvec, store.embedder_id, store.embedder.dims)  # settings
+        [qvec] = store.embedder.embed(queries[:1])
+        retrieval.search(conn, ns, queries[0], qvec, store.embedder_id, store.embedder.dims)  # settings
         conn.cursor_factory = CountingCursor
         CountingCursor.sent.clear()
         try:
-            for query in QUERIES:
-                [qvec] = store.embedder.embed([query])
-                result = retrieval.search(conn, ns, query, qvec, store.embedder_id, store.embedder.dims)
-                assert result.hits
+            return [
+                retrieval.search(conn, ns, query, qvec, store.embedder_id, store.embedder.dims)
+                for query, qvec in zip(queries, store.embedder.embed(queries), strict=True)
+            ]
         finally:
             conn.cursor_factory = psycopg.Cursor
 
+
+def test_a_search_is_the_candidate_statement_then_the_chosen_rows(store: FactStore) -> None:
+    assert all(result.hits for result in searched(store, fill(store), QUERIES))
     # per search: the candidate statement, then the chosen facts and, where a hit was resolved from
     # an older version, the edge that replaced it, sent together (one pipeline, one round trip)
     searches = " ".join(map(shape, CountingCursor.sent)).replace("candidates facts", "search").split()
@@ -136,16 +140,7 @@ def test_the_starts_of_the_hits_messages_come_with_their_rows(store: FactStore) 
         ("The living room walls are painted Agreeable Gray.", "Just finished painting the bedroom Sea Salt.")
     ):
         store.capture_message(root, text + around, message_id=f"m{day}", valid_from=T0 + timedelta(days=day))
-    query = "Which colors are the living room and the bedroom painted?"
-    [qvec] = store.embedder.embed([query])
-    with store.pool.connection() as conn:
-        retrieval.search(conn, root, query, qvec, store.embedder_id, store.embedder.dims)  # settings
-        conn.cursor_factory = CountingCursor
-        CountingCursor.sent.clear()
-        try:
-            result = retrieval.search(conn, root, query, qvec, store.embedder_id, store.embedder.dims)
-        finally:
-            conn.cursor_factory = psycopg.Cursor
+    [result] = searched(store, root, ["Which colors are the living room and the bedroom painted?"])
     assert [shape(text) for text in CountingCursor.sent] == ["candidates", "facts"]
     flags = [f for h in result.hits for f in h.flags]
     # read as claims of long messages: ordered, the older one said before, neither marked outdated

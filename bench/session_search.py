@@ -117,7 +117,7 @@ def time_parts(
     """Our search's two steps timed apart, as `memory.retrieval.search` runs them: the candidate
     statement (built, sent, its rows read) and ranking with the hits made of the chosen candidates
     (ranking in Python, the chosen rows' read with their messages' starts, the same-slot ordering among
-    them), by kind of query."""
+    them), by kind of query; and how many candidates the statement returned."""
     samples: dict[str, list[float]] = {}
     for q in texts:
         t0 = time.perf_counter()
@@ -127,6 +127,8 @@ def time_parts(
         t2 = time.perf_counter()
         samples.setdefault(f"statement_{kind_of[q]}s", []).append((t1 - t0) * 1000)
         samples.setdefault(f"ranking_{kind_of[q]}s", []).append((t2 - t1) * 1000)
+        # not a time: the rows the statement returned, each one read, decoded and ranked
+        samples.setdefault(f"candidates_{kind_of[q]}s", []).append(len(candidates.rows))
     return {key: writes.summary(s) for key, s in sorted(samples.items())}
 
 

@@ -57,6 +57,7 @@ def search_result(query: str, ranked: Ranked, chosen: Chosen) -> SearchResult:
     if len(hits) > 1 and restated:
         hits = flag_restatements(hits, restated)
     return SearchResult(
+        # the starts same-slot order may ask for were read with the rows: it asks for nothing more
         hits=tuple(below_the_users_claims(order_same_slot(hits, lambda _: chosen.message_starts))),
         query=query,
         not_in_memory=not hits,

@@ -278,8 +278,8 @@ def read_chosen(
     prepare: bool = False,
 ) -> Chosen:
     """The facts of the chosen (hit id, head id) `pairs` of session `session_id`, the edges their
-    hits are flagged by and the starts of their messages: one round trip. A fact deleted since the candidate statement ran is not
-    there."""
+    hits are flagged by and the starts of their messages: one round trip. A fact deleted since the
+    candidate statement ran is not there."""
     resolved = [(hit, head) for hit, head in pairs if hit != head]
     ids = list(dict.fromkeys([head for _, head in pairs] + [hit for hit, _ in resolved]))
     if not ids:

@@ -20,6 +20,15 @@ from memory.retrieval.statement import candidate_query, read_chosen
 
 _DEFAULTS = SearchOptions()  # frozen, so one shared default is safe
 
+# A prepared candidate statement runs on its generic plan. Left to choose, Postgres plans a prepared
+# statement afresh for each of its first five runs, then keeps its generic plan only where that
+# plan's estimated cost is no higher than the custom plans' average. For the statements of five or
+# more query words (memory.retrieval.statement.WORD_SLOTS) it never was: each search of a 1M-token
+# session planned its statement again, about 4 ms of a 10 ms search (results/long-sessions-41).
+# Scoped to the statement's transaction: for one-off statements, a forced generic plan ignores the
+# values it is given.
+_GENERIC_PLAN = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
+
 
 def search(
     conn: psycopg.Connection[DictRow],
@@ -61,13 +70,18 @@ def find_candidates(
     statement, params = candidate_query(ns, query, query_vector, embedder_id, dims, options, common)
     ef_search = ef_search_for(options)
     prepare = worth_preparing(conn)  # planned once per connection, where the plan will hold
-    if session_settings_hold(conn, ef_search):
+    held = session_settings_hold(conn, ef_search)
+    if held and not prepare:
         # one statement, one round trip, no BEGIN/COMMIT
-        rows = conn.execute(statement, params, prepare=prepare).fetchall()
+        rows = conn.execute(statement, params).fetchall()
     else:
-        # inside a caller's transaction: settings scoped to it, BEGIN and the query in one round trip
+        # settings scoped to a transaction (the caller's, where one is open), sent with BEGIN and the
+        # query in one round trip
         with conn.pipeline(), conn.transaction():
-            set_hnsw_local(conn, ef_search)
+            if not held:
+                set_hnsw_local(conn, ef_search)
+            if prepare:
+                conn.execute(_GENERIC_PLAN)
             rows = conn.execute(statement, params, prepare=prepare).fetchall()
     remember_common_words(conn, ns.session_id, options, params, rows)
     return Candidates(rows, prepare)

@@ -24,7 +24,7 @@ _DEFAULTS = SearchOptions()  # frozen, so one shared default is safe
 # statement afresh for each of its first five runs, then keeps its generic plan only where that
 # plan's estimated cost is no higher than the custom plans' average. For the statements of five or
 # more query words (memory.retrieval.statement.WORD_SLOTS) it never was: each search of a 1M-token
-# session planned its statement again, about 4 ms of a 10 ms search (results/long-sessions-41).
+# session planned its statement again, about 3 ms of a 9 ms search (results/long-sessions-41).
 # Scoped to the statement's transaction: for one-off statements, a forced generic plan ignores the
 # values it is given.
 _GENERIC_PLAN = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"

@@ -174,6 +174,19 @@ def test_the_candidate_statement_keeps_its_generic_plan(store: FactStore) -> Non
     assert all(p["custom_plans"] == 0 and p["generic_plans"] >= 8 for p in plans)
 
 
+def test_a_search_inside_a_callers_transaction_leaves_its_plans_to_postgres(store: FactStore) -> None:
+    """A forced generic plan is set for the search's own transaction only. Inside a caller's, a
+    setting made for the search would last to the caller's commit and plan its one-off statements
+    without their values."""
+    ns = fill(store)
+    query = "owner payments queue billing deploy region retention audit"
+    [qvec] = store.embedder.embed([query])
+    with store.pool.connection() as conn, conn.transaction():
+        retrieval.search(conn, ns, query, qvec, store.embedder_id, store.embedder.dims)
+        row = conn.execute("SELECT current_setting('plan_cache_mode') AS mode").fetchone()
+    assert row is not None and row["mode"] == "auto"
+
+
 def test_a_fact_deleted_between_the_two_reads_is_left_out(
     store: FactStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -25,8 +25,8 @@ _DEFAULTS = SearchOptions()  # frozen, so one shared default is safe
 # plan's estimated cost is no higher than the custom plans' average. For the statements of five or
 # more query words (memory.retrieval.statement.WORD_SLOTS) it never was: each search of a 1M-token
 # session planned its statement again, about 3 ms of a 9 ms search (results/long-sessions-41).
-# Scoped to the statement's transaction: for one-off statements, a forced generic plan ignores the
-# values it is given.
+# Set in a transaction of the search's own, never for the session or a caller's transaction: for
+# one-off statements, a forced generic plan ignores the values it is given.
 _GENERIC_PLAN = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
 
 
@@ -70,19 +70,22 @@ def find_candidates(
     statement, params = candidate_query(ns, query, query_vector, embedder_id, dims, options, common)
     ef_search = ef_search_for(options)
     prepare = worth_preparing(conn)  # planned once per connection, where the plan will hold
-    held = session_settings_hold(conn, ef_search)
-    if held and not prepare:
+    if not session_settings_hold(conn, ef_search):
+        # inside a caller's transaction: the HNSW settings scoped to it, sent with the query in one
+        # round trip. The plan is left to Postgres: a setting made here would outlast the search, to
+        # the caller's commit.
+        with conn.pipeline(), conn.transaction():
+            set_hnsw_local(conn, ef_search)
+            rows = conn.execute(statement, params, prepare=prepare).fetchall()
+    elif prepare:
+        # a transaction of the search's own, for the generic plan: BEGIN, the setting, the query and
+        # COMMIT in one round trip, and the setting ends with it
+        with conn.pipeline(), conn.transaction():
+            conn.execute(_GENERIC_PLAN)
+            rows = conn.execute(statement, params, prepare=True).fetchall()
+    else:
         # one statement, one round trip, no BEGIN/COMMIT
         rows = conn.execute(statement, params).fetchall()
-    else:
-        # settings scoped to a transaction (the caller's, where one is open), sent with BEGIN and the
-        # query in one round trip
-        with conn.pipeline(), conn.transaction():
-            if not held:
-                set_hnsw_local(conn, ef_search)
-            if prepare:
-                conn.execute(_GENERIC_PLAN)
-            rows = conn.execute(statement, params, prepare=prepare).fetchall()
     remember_common_words(conn, ns.session_id, options, params, rows)
     return Candidates(rows, prepare)
 

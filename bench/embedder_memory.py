@@ -3,10 +3,10 @@
     python -m bench.embedder_memory --chat DATA/beam/500K/2/chat.json [--texts 96] [--rounds 3] \
         [--settings 32:pattern 16:no-pattern 8:no-pattern] [--out results/embedders/memory.json]
 
-Each setting (`batch size:pattern`, `batch size:no-pattern`, or `default`: as the library builds it) embeds the same texts, the first
-messages of a chat `beads-memory import` reads (a BEAM chat's turns are long: most run past the 256
-tokens MiniLM reads), in a process
-of its own, so that its peak resident memory (VmHWM) is its own and not what ran before. Settings
+Each setting (`batch size:pattern`, `batch size:no-pattern`, or `default`: as the library builds it)
+embeds the same texts, the first messages of a chat `beads-memory import` reads (a BEAM chat's turns
+are long: most run past the 256 tokens MiniLM reads), in a process of its own, so that its peak
+resident memory (VmHWM) is its own and not what ran before. Settings
 alternate round by round (A B C, then C B A) so that a shared machine's load lands on each. Printed:
 per setting, the median over rounds of the seconds it took and of how far the process grew past the
 loaded model; and whether every setting gave the very vectors the first one did (padding is per

@@ -77,16 +77,41 @@ class FailsOnce(FakeEmbedder):
         return super().embed(texts)
 
 
+class DropsOnSecondWrite(FactStore):
+    """Loses its database on the second chunk's write, as a server that goes away mid-capture would."""
+
+    writes = 0
+
+    def _write(self, *args: Any, **kwargs: Any) -> Any:
+        self.writes += 1
+        if self.writes == 2:
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+        return super()._write(*args, **kwargs)
+
+
 def test_a_capture_stopped_between_chunks_is_completed_by_a_replay(pool: ConnectionPool) -> None:
-    flaky = FactStore(pool, FailsOnce(fail_at=2))
+    flaky = DropsOnSecondWrite(pool, FakeEmbedder())
     flaky.setup()
     ns = flaky.root("resume")
     text = long_message(CAPTURE_CHUNK_CLAIMS * 2)
-    with pytest.raises(ConnectionError):
+    with pytest.raises(psycopg.OperationalError):
         flaky.capture_message(ns, text, source_key="m-1", max_chars=None)
     assert len(flaky.audit.facts_in_namespace(ns.id)) == CAPTURE_CHUNK_CLAIMS  # the first chunk landed whole
     again = flaky.capture_message(ns, text, source_key="m-1", max_chars=None)
     assert again.written == CAPTURE_CHUNK_CLAIMS and len(again.facts) == CAPTURE_CHUNK_CLAIMS * 2
+
+
+def test_an_embedder_failing_mid_message_writes_none_of_it(pool: ConnectionPool) -> None:
+    # every chunk is embedded before the first is written: the passage's vector is all its claims' mean
+    flaky = FactStore(pool, FailsOnce(fail_at=2))
+    flaky.setup()
+    ns = flaky.root("embedder-drops")
+    text = long_message(CAPTURE_CHUNK_CLAIMS * 2)
+    with pytest.raises(ConnectionError):
+        flaky.capture_message(ns, text, source_key="m-1", max_chars=None)
+    assert flaky.audit.facts_in_namespace(ns.id) == []
+    again = flaky.capture_message(ns, text, source_key="m-1", max_chars=None)
+    assert again.written == CAPTURE_CHUNK_CLAIMS * 2
 
 
 def test_a_long_messages_waiting_claims_are_each_read_by_primary_key(pool: ConnectionPool) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import psycopg
@@ -11,6 +12,7 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from memory.embedders import FakeEmbedder, MiniLMEmbedder
+from memory.embedders.base import mean_of_parts
 from memory.errors import CycleError, SupersedeRefusedError, UntrustedWriteError
 from memory.flags import texts
 from memory.graph.store import FactStore
@@ -47,6 +49,56 @@ def test_three_constraints_in_one_message_become_three_facts(store: FactStore) -
         assert (fact.thread_id, fact.message_id, fact.agent_id) == ("t1", "m1", "root")
         assert fact.span is not None and CONSTRAINTS[fact.span[0] : fact.span[1]] == fact.body
         assert fact.passage_id is not None
+
+
+class Recording(FakeEmbedder):
+    """The fake embedder, keeping every text it was given."""
+
+    def __init__(self, seed: int = 0) -> None:
+        super().__init__(seed=seed)
+        self.texts: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.texts += texts
+        return super().embed(texts)
+
+
+def passage_and_claim_vectors(
+    pool: ConnectionPool, embedder_id: int, passage: uuid.UUID
+) -> tuple[list[float], list[tuple[str, list[float]]]]:
+    with pool.connection() as conn:
+        row = conn.execute(
+            "SELECT embedding::float4[] AS v FROM beads.passage_vectors WHERE passage_id = %s AND embedder_id = %s",
+            (passage, embedder_id),
+        ).fetchone()
+        claims = conn.execute(
+            "SELECT f.body, v.embedding::float4[] AS v FROM beads.facts f JOIN beads.fact_vectors v"
+            " ON v.fact_id = f.id AND v.embedder_id = %s WHERE f.passage_id = %s ORDER BY f.id",
+            (embedder_id, passage),
+        ).fetchall()
+    assert row is not None
+    return row["v"], [(c["body"], c["v"]) for c in claims]
+
+
+def test_a_passage_vector_is_its_claims_mean_and_the_message_is_never_embedded(pool: ConnectionPool) -> None:
+    # the claims are embedded; the message they were cut from takes their mean, weighted by length,
+    # in the space it was written in and in one a later search backfills
+    first = Recording()
+    store = FactStore(pool, first)
+    store.setup()
+    root = store.root("mean")
+    [fact, *_] = store.capture_message(root, CONSTRAINTS, message_id="m1").facts
+    assert fact.passage_id is not None
+    assert CONSTRAINTS not in first.texts and len(first.texts) == 3
+    other = FactStore(pool, Recording(seed=1))
+    other.setup()
+    assert other.search(root, "budget").hits  # a search in a new space embeds the session's facts
+    for s, embedder in ((store, first), (other, other.embedder)):
+        passage, claims = passage_and_claim_vectors(pool, s.embedder_id, fact.passage_id)
+        assert len(claims) == 3
+        expected = mean_of_parts([body for body, _ in claims], [v for _, v in claims])
+        assert passage == pytest.approx(expected, abs=1e-6)
+        assert CONSTRAINTS not in embedder.texts
 
 
 def test_questions_become_directives_and_framing_is_not_stored(store: FactStore) -> None:

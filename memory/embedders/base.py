@@ -19,6 +19,8 @@ import math
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 
 @runtime_checkable
 class Embedder(Protocol):
@@ -100,3 +102,19 @@ def l2_normalise(vector: Sequence[float]) -> list[float]:
     if not norm:
         return [float(x) for x in vector]
     return [x / norm for x in vector]
+
+
+def mean_of_parts(parts: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[float]:
+    """The vector of a text cut into `parts`, from the parts' own `vectors`: their mean, each weighted
+    by its part's length in characters, normalised to length 1.
+
+    What a message's passage vector is (memory.graph.facts.message_facts): the claims are embedded
+    anyway, and embedding the whole message as well was half of an import's model time. The mean of
+    a few sentences stands for their text as a whole the way a mean-pooled model's own vector does;
+    and for a long message it covers all of it, where a model reads its first few hundred tokens."""
+    if len(parts) != len(vectors) or not parts:
+        raise ValueError(f"{len(parts)} parts and {len(vectors)} vectors: one vector a part, at least one")
+    weights = np.array([max(len(p), 1) for p in parts], dtype=np.float64)
+    mean = (np.asarray(vectors, dtype=np.float64) * weights[:, None]).sum(axis=0)
+    norm = float(np.linalg.norm(mean))
+    return [float(x) for x in (mean / norm if norm else mean)]

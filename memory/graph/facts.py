@@ -16,6 +16,7 @@ import psycopg
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
+from memory.embedders.base import mean_of_parts
 from memory.errors import (
     CycleError,
     FactNotFoundError,
@@ -93,14 +94,22 @@ def message_facts(
     text: str, source: Source, source_key: str, embed: Callable[[list[str]], Sequence[Sequence[float]]]
 ) -> list[NewFact]:
     """What capturing message `text` writes: one fact per claim, verbatim, with the message as their
-    passage when it was cut. `embed` gets the claims and the passage in one batch. (FactStore.
-    capture_message does the same in bounded chunks.)"""
+    passage when it was cut. `embed` gets the claims in one batch; the passage's vector is their
+    length-weighted mean (memory.embedders.base.mean_of_parts), not a model's reading of the message.
+    (FactStore.capture_message does the same in bounded chunks.)"""
     claims = split_message(text)
     if not claims:
         return []
     passage = passage_for(text, claims)
-    vecs = embed([c.text for c in claims] + ([passage] if passage else []))
-    return claim_facts(claims, vecs, source, source_key, passage, vecs[-1] if passage else None)
+    vecs = embed([c.text for c in claims])
+    return claim_facts(claims, vecs, source, source_key, passage, passage_vector_of(claims, vecs, passage))
+
+
+def passage_vector_of(
+    claims: Sequence[Claim], vectors: Sequence[Sequence[float]], passage: str | None
+) -> list[float] | None:
+    """The vector of the message `claims` were cut from (None where it was not cut: no passage)."""
+    return None if passage is None else mean_of_parts([c.text for c in claims], vectors)
 
 
 def claim_facts(

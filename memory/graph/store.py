@@ -135,9 +135,7 @@ class _PlannedImport:
         if self.conclusion is not None:
             return [self.conclusion[0]]
         assert self.message is not None
-        return [c.text for c in self.message.claims] + (
-            [self.message.passage] if self.message.passage else []
-        )
+        return [c.text for c in self.message.claims]
 
     def item_chunks(self, vectors_of: Mapping[str, Sequence[float]]) -> list[list[NewFact]]:
         if self.conclusion is not None:
@@ -147,7 +145,9 @@ class _PlannedImport:
             ]
         assert self.message is not None and self.source is not None
         m = self.message
-        passage_vector = vectors_of[m.passage] if m.passage else None
+        passage_vector = fact_sql.passage_vector_of(
+            m.claims, [vectors_of[c.text] for c in m.claims], m.passage
+        )
         return [
             m.items(chunk, [vectors_of[c.text] for c in chunk], self.source, passage_vector, self.speaker)
             for chunk in m.chunks()
@@ -350,15 +350,14 @@ class FactStore:
         message = self._plan_message(text, max_chars, source_key or provenance.get("message_id"))
         said = Provenance.of(ns, provenance)
         parts: list[CaptureResult] = []
-        # embedded before any transaction opens; the passage once, with the first chunk's claims
-        passage, passage_vector = message.passage, None
+        # embedded before any transaction opens, a chunk a call; the passage's vector is the claims'
+        # (their mean), written with the first chunk, so every chunk's claims are embedded first
         chunks = message.chunks()
-        for n, chunk in enumerate(chunks):
-            wanted = [c.text for c in chunk]
-            if passage is not None and passage_vector is None:
-                *vecs, passage_vector = self.embedder.embed([*wanted, passage])
-            else:
-                vecs = self.embedder.embed(wanted)
+        vectors = [self.embedder.embed([c.text for c in chunk]) for chunk in chunks]
+        passage_vector = fact_sql.passage_vector_of(
+            message.claims, [v for chunk_vectors in vectors for v in chunk_vectors], message.passage
+        )
+        for n, (chunk, vecs) in enumerate(zip(chunks, vectors, strict=True)):
             items = message.items(chunk, vecs, source, passage_vector, speaker)
             last = n == len(chunks) - 1
             parts.append(

@@ -17,7 +17,7 @@ from pgvector import Vector
 from psycopg import sql
 from psycopg.rows import DictRow
 
-from memory.embedders.base import Embedder
+from memory.embedders.base import Embedder, mean_of_parts
 from memory.errors import ConfigurationError
 
 _INDEX_LOCK_KEY = 0x6265616474  # serialises index creation between processes
@@ -125,6 +125,15 @@ SELECT p.id, p.body FROM beads.passages p
    AND NOT EXISTS (SELECT 1 FROM beads.passage_vectors v WHERE v.passage_id = p.id AND v.embedder_id = %(eid)s)
  LIMIT %(batch)s
 """
+# the vectors, in this space, of the claims a passage was cut into (not the parts of a replaced claim
+# kept later, memory.graph.supersession, which share its passage): what its own vector is made of
+_CLAIMS_OF_PASSAGES = """
+SELECT f.passage_id, f.body, v.embedding::float4[] AS embedding
+  FROM beads.facts f
+  JOIN beads.fact_vectors v ON v.fact_id = f.id AND v.embedder_id = %(eid)s
+ WHERE f.passage_id = ANY(%(passages)s::uuid[]) AND NOT f.metadata ? 'kept_from'
+ ORDER BY f.passage_id, f.id
+"""
 
 
 def ensure_coverage(
@@ -139,11 +148,27 @@ def ensure_coverage(
         return 0
     done = 0
     params = {"session": session_id, "eid": embedder_id, "batch": batch}
-    for query, writer in ((_MISSING_FACTS, write_fact_vectors), (_MISSING_PASSAGES, write_passage_vectors)):
-        while rows := conn.execute(query, params).fetchall():
-            vectors = embedder.embed([r["body"] for r in rows])
-            writer(conn, embedder_id, [(r["id"], v) for r, v in zip(rows, vectors, strict=True)])
-            done += len(rows)
+    while rows := conn.execute(_MISSING_FACTS, params).fetchall():
+        vectors = embedder.embed([r["body"] for r in rows])
+        write_fact_vectors(conn, embedder_id, [(r["id"], v) for r, v in zip(rows, vectors, strict=True)])
+        done += len(rows)
+    # a passage's vector is its claims' mean, as capture writes it; one whose claims are all gone is
+    # embedded itself
+    while rows := conn.execute(_MISSING_PASSAGES, params).fetchall():
+        claims: dict[uuid.UUID, tuple[list[str], list[Sequence[float]]]] = {}
+        for c in conn.execute(_CLAIMS_OF_PASSAGES, {"eid": embedder_id, "passages": [r["id"] for r in rows]}):
+            texts, vecs = claims.setdefault(c["passage_id"], ([], []))
+            texts.append(c["body"])
+            vecs.append(c["embedding"])
+        alone = [r for r in rows if r["id"] not in claims]
+        embedded = embedder.embed([r["body"] for r in alone]) if alone else []
+        write_passage_vectors(
+            conn,
+            embedder_id,
+            [(pid, mean_of_parts(texts, vecs)) for pid, (texts, vecs) in claims.items()]
+            + [(r["id"], v) for r, v in zip(alone, embedded, strict=True)],
+        )
+        done += len(rows)
     conn.execute(
         "INSERT INTO beads.vector_coverage (session_id, embedder_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
         (session_id, embedder_id),

@@ -349,7 +349,7 @@ def cpu_markdown(runs: list[dict[str, Any]]) -> list[str]:
 
 
 def precompute(lookup: LookupEmbedder, conversations: list[Any]) -> None:
-    """Every text either store will embed: each turn whole (theirs), its claims and passage (ours)."""
+    """Every text either store will embed: each turn whole (theirs), its claims (ours)."""
     texts: list[str] = []
 
     def collect(batch: list[str]) -> list[list[float]]:

@@ -88,6 +88,7 @@ ROWS = {
     "edges": "SELECT src, relation, dst, session_id, automatic, reason, cascade_of, settled FROM beads.edges ORDER BY 1, 2, 3",
     "passages": "SELECT id, body FROM beads.passages ORDER BY id",
     "vectors": "SELECT fact_id, embedding::text FROM beads.fact_vectors ORDER BY fact_id",
+    "passage vectors": "SELECT passage_id, embedding::text FROM beads.passage_vectors ORDER BY passage_id",
     "pins": "SELECT fact_id, session_id, pinned_by, pinned_at FROM beads.pins ORDER BY fact_id",
 }
 

@@ -35,7 +35,7 @@ from bench.eval.conversation import Conversation, Dataset
 from memory.embedders.cache import CachedEmbedder
 from memory.graph.importing import ImportMessage
 from memory.model import Namespace
-from memory.rules.splitting import passage_for, split_message
+from memory.rules.splitting import split_message
 
 if TYPE_CHECKING:
     from langgraph.store.postgres import PostgresStore
@@ -143,7 +143,7 @@ def fingerprint(conversation: Conversation, embedder_name: str) -> str:
 def texts_to_embed(conversation: Conversation) -> list[str]:
     """Every text ingestion will embed, to compute them in large batches before writing.
 
-    Mirrors FactStore.capture_message (claims, plus the passage when the message was split) and
+    Mirrors FactStore.capture_message (the claims: a passage's vector is theirs, not embedded) and
     FactStore.remember (the stripped text), plus the whole turn for the document store.
     """
     texts: list[str] = []
@@ -151,10 +151,7 @@ def texts_to_embed(conversation: Conversation) -> list[str]:
         if turn.calls_tool:
             pass  # not captured (below), still a document
         elif turn.role in ("user", "tool"):
-            claims = split_message(turn.text)
-            texts.extend(c.text for c in claims)
-            if passage_for(turn.text, claims) is not None:
-                texts.append(turn.text)
+            texts.extend(c.text for c in split_message(turn.text))
         else:
             texts.append(turn.text.strip())
         texts.append(turn.text)

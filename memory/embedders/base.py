@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from numpy.typing import NDArray
 
 
 @runtime_checkable
@@ -104,7 +105,9 @@ def l2_normalise(vector: Sequence[float]) -> list[float]:
     return [x / norm for x in vector]
 
 
-def mean_of_parts(parts: Sequence[str], vectors: Sequence[Sequence[float]]) -> list[float]:
+def mean_of_parts(
+    parts: Sequence[str], vectors: Sequence[Sequence[float]] | NDArray[np.float32]
+) -> list[float]:
     """The vector of a text cut into `parts`, from the parts' own `vectors`: their mean, each weighted
     by its part's length in characters, normalised to length 1.
 
@@ -115,6 +118,9 @@ def mean_of_parts(parts: Sequence[str], vectors: Sequence[Sequence[float]]) -> l
     if len(parts) != len(vectors) or not parts:
         raise ValueError(f"{len(parts)} parts and {len(vectors)} vectors: one vector a part, at least one")
     weights = np.array([max(len(p), 1) for p in parts], dtype=np.float64)
-    mean = (np.asarray(vectors, dtype=np.float64) * weights[:, None]).sum(axis=0)
+    # the parts' vectors as they are stored (pgvector's float4), so that a mean taken from a model's
+    # output and one taken from the table later (a new embedding space's backfill) are the same
+    stored = np.asarray(vectors, dtype=np.float32).astype(np.float64)
+    mean = (stored * weights[:, None]).sum(axis=0)
     norm = float(np.linalg.norm(mean))
     return [float(x) for x in (mean / norm if norm else mean)]

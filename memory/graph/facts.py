@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict
 
+import numpy as np
 import psycopg
+from numpy.typing import NDArray
 from psycopg.rows import DictRow
 from psycopg.types.json import Jsonb
 
@@ -106,7 +108,7 @@ def message_facts(
 
 
 def passage_vector_of(
-    claims: Sequence[Claim], vectors: Sequence[Sequence[float]], passage: str | None
+    claims: Sequence[Claim], vectors: Sequence[Sequence[float]] | NDArray[np.float32], passage: str | None
 ) -> list[float] | None:
     """The vector of the message `claims` were cut from (None where it was not cut: no passage)."""
     return None if passage is None else mean_of_parts([c.text for c in claims], vectors)

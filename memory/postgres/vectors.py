@@ -132,7 +132,7 @@ SELECT f.passage_id, f.body, v.embedding::float4[] AS embedding
   FROM beads.facts f
   JOIN beads.fact_vectors v ON v.fact_id = f.id AND v.embedder_id = %(eid)s
  WHERE f.passage_id = ANY(%(passages)s::uuid[]) AND NOT f.metadata ? 'kept_from'
- ORDER BY f.passage_id, f.id
+ ORDER BY f.passage_id, f.span_start, f.id
 """
 
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import psycopg
 import pytest
+from pgvector.psycopg import register_vector
 from psycopg import sql
 from psycopg.rows import tuple_row
 
@@ -252,6 +253,23 @@ def test_nothing_is_prepared_before_the_tables_have_statistics(store: FactStore)
         store.search(ns, query)
     with store.pool.connection() as conn:
         assert prepared.worth_preparing(conn)
+
+
+def test_a_callers_own_connection_prepares_nothing_before_the_tables_have_statistics(
+    store: FactStore, db_url: str
+) -> None:
+    # a connection of the caller's, with psycopg's own prepare_threshold (5): the search must not let
+    # psycopg prepare its statement by counting while memory.postgres.prepared says not yet
+    ns = store.root("s1")
+    for i, body in enumerate(FACTS):
+        store.remember(ns, body, kind=Kind.USER_INPUT, source=Source.PASSIVE_CAPTURE, source_key=f"k{i}")
+    with psycopg.connect(db_url, **{**connection_kwargs(), "prepare_threshold": 5}) as conn:
+        register_vector(conn)
+        assert not prepared.worth_preparing(conn)
+        for query, qvec in zip(QUERIES * 3, store.embedder.embed(QUERIES * 3), strict=True):
+            retrieval.search(conn, ns, query, qvec, store.embedder_id, store.embedder.dims)
+        statements = [r["statement"] for r in conn.execute("SELECT statement FROM pg_prepared_statements")]
+    assert not any("claim_hits" in text for text in statements)
 
 
 def test_a_pool_without_prepared_statements_prepares_nothing_and_answers_alike(

@@ -121,6 +121,4 @@ def mean_of_parts(
     # the parts' vectors as they are stored (pgvector's float4), so that a mean taken from a model's
     # output and one taken from the table later (a new embedding space's backfill) are the same
     stored = np.asarray(vectors, dtype=np.float32).astype(np.float64)
-    mean = (stored * weights[:, None]).sum(axis=0)
-    norm = float(np.linalg.norm(mean))
-    return [float(x) for x in (mean / norm if norm else mean)]
+    return l2_normalise((stored * weights[:, None]).sum(axis=0).tolist())

@@ -70,22 +70,22 @@ def find_candidates(
     statement, params = candidate_query(ns, query, query_vector, embedder_id, dims, options, common)
     ef_search = ef_search_for(options)
     prepare = worth_preparing(conn)  # planned once per connection, where the plan will hold
-    if not session_settings_hold(conn, ef_search):
-        # inside a caller's transaction: the HNSW settings scoped to it, sent with the query in one
-        # round trip. The plan is left to Postgres: a setting made here would outlast the search, to
-        # the caller's commit.
-        with conn.pipeline(), conn.transaction():
-            set_hnsw_local(conn, ef_search)
-            rows = conn.execute(statement, params, prepare=prepare).fetchall()
-    elif prepare:
-        # a transaction of the search's own, for the generic plan: BEGIN, the setting, the query and
-        # COMMIT in one round trip, and the setting ends with it
-        with conn.pipeline(), conn.transaction():
-            conn.execute(_GENERIC_PLAN)
-            rows = conn.execute(statement, params, prepare=True).fetchall()
+    own_session = session_settings_hold(conn, ef_search)
+    if own_session and not prepare:
+        # one statement, one round trip, no BEGIN/COMMIT; never prepared, whatever the connection's
+        # own prepare_threshold: a plan made before the tables have statistics would be kept
+        rows = conn.execute(statement, params, prepare=False).fetchall()
     else:
-        # one statement, one round trip, no BEGIN/COMMIT
-        rows = conn.execute(statement, params).fetchall()
+        # the setting and the query in one transaction and one round trip, and the setting ends with
+        # it. In a transaction of the search's own: the generic plan. Inside a caller's transaction:
+        # the HNSW settings scoped to it, and the plan left to Postgres (a plan setting made there
+        # would outlast the search, to the caller's commit).
+        with conn.pipeline(), conn.transaction():
+            if own_session:
+                conn.execute(_GENERIC_PLAN)
+            else:
+                set_hnsw_local(conn, ef_search)
+            rows = conn.execute(statement, params, prepare=prepare).fetchall()
     remember_common_words(conn, ns.session_id, options, params, rows)
     return Candidates(rows, prepare)
 

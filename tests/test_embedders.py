@@ -108,6 +108,17 @@ def test_minilm_embeds_long_texts_without_holding_a_gigabyte() -> None:
     assert measure(texts, DEFAULT)["growth_mb"] < 700
 
 
+def test_minilm_threads_sleep_between_the_models_sections(minilm: MiniLMEmbedder) -> None:
+    # onnxruntime's threads busy-wait for work by default; in a process that writes to Postgres
+    # beside the model (an import embeds one batch while the last is written) that spinning took the
+    # cores the writes needed (results/long-sessions-43).
+    minilm.load()
+    runtime = minilm._runtime
+    assert runtime is not None
+    options = runtime.session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
 def test_minilm_truncates_long_texts(minilm: MiniLMEmbedder) -> None:
     # Past 256 tokens nothing more is read, so what follows cannot change the vector.
     head = "word " * 300

@@ -145,6 +145,13 @@ class MiniLMEmbedder:
         # 16 without the pattern by 0.3 GB, with the same vectors bit for bit and no slower
         # (bench.embedder_memory, results/long-sessions-40).
         options.enable_mem_pattern = False
+        # No spinning: by default onnxruntime's threads busy-wait for work between the model's
+        # parallel sections instead of sleeping. That buys a short query about 0.8 ms here, and costs
+        # the cores everything else in the process needs meanwhile: an import embeds the next batch
+        # while the last one is written, and the spinning took CPU from the writes and Postgres. Off,
+        # an import of three LoCoMo chats went from 0.9 to 1.2 of PostgresStore.put's rate with this
+        # same model, and a message's capture from 23 to 16 ms of client CPU (results/long-sessions-43).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # Errors only: onnxruntime's warnings go straight to stderr and say nothing a caller can act on.
         options.log_severity_level = 3
         try:

@@ -108,6 +108,25 @@ def test_minilm_embeds_long_texts_without_holding_a_gigabyte() -> None:
     assert measure(texts, DEFAULT)["growth_mb"] < 700
 
 
+def test_minilm_batches_texts_by_token_count_within_a_token_budget() -> None:
+    # A batch is padded to its longest text: texts of like token counts go together, and long ones
+    # a few at a time (sixteen 256-token texts ran slower per token than four; results/long-sessions-43).
+    embedder = MiniLMEmbedder(batch_size=4, batch_tokens=100)
+    lengths = [30, 5, 256, 6, 7, 40, 8, 9, 35, 256]
+    batches = embedder._batches(lengths)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    for batch in batches:
+        assert len(batch) <= 4
+        assert len(batch) == 1 or len(batch) * max(lengths[i] for i in batch) <= 100
+    assert [[lengths[i] for i in b] for b in batches] == [[5, 6, 7, 8], [9, 30], [35, 40], [256], [256]]
+
+
+def test_minilm_vectors_do_not_depend_on_the_batches(minilm: MiniLMEmbedder) -> None:
+    texts = ["short", "a somewhat longer sentence about the budget", "word " * 300, "", "x" * 40]
+    one_at_a_time = MiniLMEmbedder(batch_tokens=1)
+    assert one_at_a_time.embed(texts) == minilm.embed(texts)
+
+
 def test_minilm_threads_sleep_between_the_models_sections(minilm: MiniLMEmbedder) -> None:
     # onnxruntime's threads busy-wait for work by default; in a process that writes to Postgres
     # beside the model (an import embeds one batch while the last is written) that spinning took the

@@ -4,6 +4,8 @@
                            [--out results/latency/ingest.json]
     python -m bench.ingest --bulk --locomo $DATA/locomo/locomo_dev.json --rounds 2 \
                            --out results/latency/import.json
+    python -m bench.ingest --bulk --embedder minilm --beam $DATA/beam/500K --chats beam-500k-1 \
+                           --out results/latency/import-beam.json
 
 Each LoCoMo conversation (read in place; nothing of it is copied) is written turn by turn, as the
 evaluation harness ingests it (bench.eval.ingest): ours through `FactStore.capture_message` (split
@@ -16,6 +18,10 @@ both. Ours leaves the HNSW index to its background indexer; its rate is given wi
 drained at the end too, since PostgresStore indexes as it writes.
 
 Messages per second = turns / seconds spent in the calls. Medians over conversations and rounds.
+
+`--bulk --beam` times a long BEAM chat the same way: its user messages split into claims and its
+assistant answers one conclusion each, as the harness imports them, where PostgresStore puts every
+turn whole (and its embedder reads the first 256 tokens of each, where ours reads every claim).
 """
 
 from __future__ import annotations
@@ -38,15 +44,15 @@ from psycopg.rows import dict_row
 
 from bench.embedder import LookupEmbedder, RemoteEmbedder, TopicEmbedder
 from bench.eval.conversation import Turn
-from bench.eval.loaders import load_locomo
+from bench.eval.ingest import import_messages_of
+from bench.eval.loaders import load_beam_tiered, load_locomo
 from bench.scratch import scratch_server
 from memory.embedders.base import Embedder
 from memory.embedders.cache import CachedEmbedder
 from memory.embedders.select import embedder_from_name
 from memory.graph.facts import message_facts
-from memory.graph.importing import ImportMessage
 from memory.graph.store import FactStore
-from memory.model import CaptureResult, Namespace, Source
+from memory.model import CaptureResult, Kind, Namespace, Source
 from memory.postgres.connection import open_pool
 
 RESULTS = Path(__file__).resolve().parent.parent / "results" / "latency"
@@ -115,8 +121,20 @@ def _fresh(server: str, name: str) -> str:
     return make_conninfo(server, dbname=name)
 
 
-def capture_turn(store: FactStore, ns: Namespace, turn: Turn) -> CaptureResult:
-    """One turn written as the harness captures it: its id, session, time and speaker kept."""
+def capture_turn(store: FactStore, ns: Namespace, turn: Turn) -> CaptureResult | None:
+    """One turn written as the harness captures it: its id, session, time and speaker kept; an
+    assistant's answer as one conclusion (`import_messages` writes the same rows, tests/test_import.py)."""
+    if turn.role == "assistant":
+        store.remember(
+            ns,
+            turn.text,
+            kind=Kind.CONCLUSION,
+            source=Source.PASSIVE_CAPTURE,
+            message_id=turn.id,
+            thread_id=turn.session_id,
+            valid_from=turn.timestamp,
+        )
+        return None
     return store.capture_message(
         ns,
         turn.text,
@@ -151,8 +169,9 @@ def ingest_once(server: str, conversation: Any, lookup: LookupEmbedder, round_: 
                 if name == "ours":
                     result = capture_turn(store, ns, turn)
                     ours_s += time.perf_counter() - started
-                    written += result.written
-                    superseded += len(result.superseded)
+                    if result is not None:  # LoCoMo's turns are all people's messages
+                        written += result.written
+                        superseded += len(result.superseded)
                 else:
                     theirs.put(prefix, turn.id, {"content": turn.text})
                     theirs_s += time.perf_counter() - started
@@ -206,7 +225,7 @@ def import_once(
         return fresh
 
     turns = [t for s in conversation.sessions for t in s.turns]
-    messages = [ImportMessage(t.text, "user", t.id, t.session_id, t.speaker, t.timestamp) for t in turns]
+    messages = import_messages_of(conversation)
     prefix = ("memories", conversation.id)
     seconds: dict[str, float] = {}
     cpu: dict[str, tuple[float, float]] = {}  # (client, server) CPU seconds inside each timed call
@@ -296,7 +315,7 @@ def import_markdown(
         else f"every text embedded by {model} inside the timed calls (a fresh, uncached instance for each store)"
     )
     lines = [
-        f"Bulk import (messages per second), {len(runs)} conversation runs of LoCoMo's dev set ({source}), "
+        f"Bulk import (messages per second), {len(runs)} conversation runs of {source}, "
         f"{vectors}, each store in a fresh database of one embedded Postgres.",
         "",
         "| conversation | turns | facts written | ours: import_messages | ours: capture_message each "
@@ -360,7 +379,10 @@ def precompute(lookup: LookupEmbedder, conversations: list[Any]) -> None:
         for session in conversation.sessions:
             for turn in session.turns:
                 texts.append(turn.text)
-                message_facts(turn.text, Source.PASSIVE_CAPTURE, turn.id, collect)
+                if turn.role == "assistant":  # one conclusion, its text stripped (FactStore.remember)
+                    texts.append(turn.text.strip())
+                else:
+                    message_facts(turn.text, Source.PASSIVE_CAPTURE, turn.id, collect)
     lookup.pin(texts)
 
 
@@ -395,8 +417,16 @@ def markdown(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--locomo", type=Path, required=True, help="LoCoMo's JSON (read in place)")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--locomo", type=Path, help="LoCoMo's JSON (read in place)")
+    source.add_argument(
+        "--beam",
+        type=Path,
+        help="with --bulk: a BEAM tier's folder (DATA/beam/500K), its chats read in place; a user's "
+        "message split into claims, an assistant's answer one conclusion, as the harness writes them",
+    )
     parser.add_argument("--conversations", type=int, default=7)
+    parser.add_argument("--chats", nargs="*", default=None, help="with --beam: these chats (beam-500k-1 ...)")
     parser.add_argument("--rounds", type=int, default=1, help="times each conversation is ingested")
     parser.add_argument("--out", type=Path, default=RESULTS / "ingest.json")
     parser.add_argument(
@@ -418,7 +448,18 @@ def main(argv: list[str] | None = None) -> int:
         help="time the bulk path (import_messages) against put and batch instead",
     )
     args = parser.parse_args(argv)
-    conversations = list(load_locomo(args.locomo).conversations)[: args.conversations]
+    if args.beam is not None and not args.bulk:
+        parser.error("--beam times the bulk path: add --bulk")
+    if args.beam is not None:
+        tier = load_beam_tiered(args.beam)
+        chosen = [c for c in tier.conversations if args.chats is None or c.id in args.chats]
+        if args.chats is not None and len(chosen) < len(args.chats):
+            parser.error(f"--chats: {args.beam} holds {', '.join(c.id for c in tier.conversations)}")
+        conversations = chosen[: args.conversations]
+        described = f"BEAM {args.beam.name} ({', '.join(c.id for c in conversations)})"
+    else:
+        conversations = list(load_locomo(args.locomo).conversations)[: args.conversations]
+        described = f"LoCoMo's dev set ({args.locomo.name})"
     lookup = LookupEmbedder(TopicEmbedder())
     precompute(lookup, conversations)
     latency = None
@@ -433,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
                 run = import_once(server, conversation, lookup, round_, args.embedder, latency)
                 print(json.dumps(run), flush=True)
                 runs.append(run)
-        table = import_markdown(runs, args.locomo.name, args.embedder, latency)
+        table = import_markdown(runs, described, args.embedder, latency)
         print(table)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({"runs": runs, "machine": {"nproc": os.cpu_count()}}, indent=1) + "\n")

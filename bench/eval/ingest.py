@@ -169,7 +169,12 @@ def capture_conversation(facts: FactStore, root: Namespace, conversation: Conver
     if isinstance(facts.embedder, CachedEmbedder):
         # one large batch instead of one model call per batch of messages: the import hits the cache
         facts.embedder.embed(texts_to_embed(conversation))
-    messages = [
+    return facts.import_messages(root, import_messages_of(conversation)).written
+
+
+def import_messages_of(conversation: Conversation) -> list[ImportMessage]:
+    """`conversation`'s turns as the harness imports them (bench.ingest times the same messages)."""
+    return [
         ImportMessage(
             text=turn.text,
             role=turn.role,
@@ -182,7 +187,6 @@ def capture_conversation(facts: FactStore, root: Namespace, conversation: Conver
         for turn in conversation.turns
         if not turn.calls_tool  # the middleware captures a tool call's result, not the call
     ]
-    return facts.import_messages(root, messages).written
 
 
 @dataclass(frozen=True, slots=True)

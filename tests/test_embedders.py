@@ -136,6 +136,12 @@ def test_minilm_threads_sleep_between_the_models_sections(minilm: MiniLMEmbedder
     assert runtime is not None
     options = runtime.session.get_session_options()
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    # a process that mostly searches, on cores of its own, may want the spinning back
+    spinning = MiniLMEmbedder(spinning=True)
+    spinning.load()
+    assert spinning._runtime is not None
+    spun = spinning._runtime.session.get_session_options()
+    assert spun.get_session_config_entry("session.intra_op.allow_spinning") == "1"
 
 
 def test_minilm_truncates_long_texts(minilm: MiniLMEmbedder) -> None:

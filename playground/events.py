@@ -70,8 +70,6 @@ RETURNING last_event_no
 """
 #: a step of the turn job (playground.jobs) run in the transaction of the events before it
 JobStep = Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]]
-#: final events: written with their lane's or turn's status in one transaction, or not at all
-_FINAL_KINDS = frozenset({"done", "error", "turn_done"})
 
 
 class EventWriter:
@@ -122,15 +120,16 @@ class EventWriter:
         payload: dict[str, Any],
     ) -> None:
         """The lane's last event, its status and its final reply, in one transaction with what is pending."""
-        self.emit(lane, kind, payload)
         reply = payload.get("text") if status == "done" else None
         reply = reply if isinstance(reply, str) else None
-        await self._write(lambda conn: jobs.lane_done(conn, self.turn_id, self.chat_id, lane, status, reply))
+        await self._write(
+            lambda conn: jobs.lane_done(conn, self.turn_id, self.chat_id, lane, status, reply),
+            (lane, kind, payload),
+        )
 
     async def finish_turn(self) -> None:
         """The turn's `turn_done` event, and the turn marked done (its lease released), together."""
-        self.emit("turn", "turn_done", {})
-        await self._write(lambda conn: jobs.finish(conn, self.turn_id))
+        await self._write(lambda conn: jobs.finish(conn, self.turn_id), ("turn", "turn_done", {}))
 
     async def hand_back(self, message: str) -> None:
         """This attempt cannot go on (the database went away): log what it had emitted and why it
@@ -151,17 +150,23 @@ class EventWriter:
                 self._failure = exc
                 return
 
-    async def _write(self, then: JobStep | None) -> None:
+    async def _write(
+        self, then: JobStep | None, final: tuple[str, str, dict[str, Any]] | None = None
+    ) -> None:
+        """Write what is pending, then `final` and `then` in the same transaction. A final event joins
+        the batch only here, under the lock: left in the shared buffer while its writer waited (or was
+        cancelled waiting), another write (the hand-back after an outage) would log the lane `done`
+        without its status, and the next attempt would finish the lane and log it again."""
         async with self._lock:
             if self._failure is not None:
                 raise self._failure
-            batch, self._buffer = self._buffer, []
+            pending, self._buffer = self._buffer, []
             try:
-                await self._insert(batch, then)
+                await self._insert(pending if final is None else [*pending, final], then)
             except BaseException:
-                # nothing was committed: keep the order for the next try, except a final event, which
-                # goes with its status or not at all (whoever finishes the lane or turn writes it again)
-                self._buffer[:0] = [event for event in batch if event[1] not in _FINAL_KINDS]
+                # nothing was committed: keep the order for the next try, but not the final event,
+                # which goes with its status or not at all (whoever finishes the lane or turn writes it)
+                self._buffer[:0] = pending
                 raise
 
     async def _insert(self, batch: list[tuple[str, str, dict[str, Any]]], then: JobStep | None) -> None:

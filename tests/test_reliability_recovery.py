@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import psycopg
@@ -19,9 +20,10 @@ from playground_helpers import (
     settings_for,
 )
 
+from playground import jobs
 from playground.app import create_app
 from playground.chats import create_chat
-from playground.events import StreamScope, event_stream
+from playground.events import EventWriter, StreamScope, event_stream
 from playground.jobs import LIVENESS_LOCK_CLASS, submit_message
 from playground.scripted import ACK
 
@@ -85,6 +87,49 @@ async def test_a_step_saved_without_its_checkpoint_resumes_the_nodes_after_it(pl
     with TestClient(create_app(settings_for(play_db)), base_url=LOOPBACK_BASE) as client:
         page = client.get(f"/chats/{chat.id}")
     assert "The database became unreachable during this turn" in page.text
+
+
+async def test_a_lane_finish_cancelled_while_another_write_waits_logs_no_done(play_db: str) -> None:
+    """A lane that finishes while another write of the turn is in flight waits for it; cut off there
+    (its turn lost the database, the task group cancels it), its `done` must not be left for the
+    hand-back to log without the lane's status: the next attempt finishes the lane and logs it, and
+    the page showed the stock lane done twice."""
+    async with running(play_db, workers=1) as rt:
+        await rt.worker.stop()  # this test claims the turn and writes its events by hand
+        chat = await create_chat(rt.pool)
+        submitted = await submit_message(rt.pool, chat.id, STATEMENT, "k")
+        assert submitted is not None
+        owner = uuid.uuid4()
+        async with rt.pool.connection() as alive:
+            await jobs.hold_liveness(alive, 21)
+            turn = await jobs.claim(rt.pool, owner, 21, 60.0, [])
+            assert turn is not None and turn.id == submitted.turn_id
+            async with EventWriter(rt.pool, turn.id, chat.id, owner, flush_seconds=3600) as writer:
+                async with rt.pool.connection() as other, other.transaction():
+                    # another transaction holds the chat's row: the writer's next write waits on it
+                    await other.execute("SELECT 1 FROM playground.chats WHERE id = %s FOR UPDATE", (chat.id,))
+                    writer.emit("stock", "token", {"text": "Noted"})
+                    flushing = asyncio.create_task(writer.flush())
+                    await asyncio.sleep(0.2)
+                    finishing = asyncio.create_task(
+                        writer.finish_lane("stock", "done", "done", {"text": "Noted."})
+                    )
+                    await asyncio.sleep(0.2)
+                    finishing.cancel()
+                    await asyncio.gather(finishing, return_exceptions=True)
+                await flushing
+                await writer.hand_back("The database became unreachable during this turn.")
+    logged = rows(
+        play_db,
+        "SELECT lane, kind FROM playground.events WHERE turn_id = %s ORDER BY seq",
+        (submitted.turn_id,),
+    )
+    # the submission's own event, then what this attempt wrote: no `done` without the lane's status
+    assert logged == [("turn", "turn"), ("stock", "token"), ("turn", "interrupted")]
+    [(stock,)] = rows(
+        play_db, "SELECT stock_status FROM playground.turn_worker WHERE id = %s", (submitted.turn_id,)
+    )
+    assert stock != "done"
 
 
 async def test_the_worker_takes_its_liveness_lock_again_after_losing_its_connection(play_db: str) -> None:

@@ -196,6 +196,27 @@ def test_the_block_names_no_ids_without_memory_tools_and_says_who_spoke(real: Fa
     assert TierSettings().style == LineStyle()
 
 
+def test_the_pinned_tier_names_no_ids_without_memory_tools(real: FactStore) -> None:
+    """A pin's id costs a line about seven tokens and only a memory tool reads it: a model with none
+    bound (the offline reader copied them into its answers) gets the pinned tier without them."""
+    root = real.root("pins")
+    [fact] = real.capture_message(root, "My sister lives in Lyon.", message_id="m1").facts
+    real.pin(fact.id)
+    with_tools = BeadsMemoryMiddleware(real, root).plan_call(
+        [], [], "Where does my sister live?", 0, namespace=root
+    )
+    without = BeadsMemoryMiddleware(real, root, bind_tools=False).plan_call(
+        [], [], "Where does my sister live?", 0, namespace=root
+    )
+    assert f"- [{fact.short_id}] My sister lives in Lyon." in with_tools.pinned_block
+    assert "ids in brackets" in with_tools.pinned_block
+    assert "- My sister lives in Lyon." in without.pinned_block
+    assert "[" not in without.pinned_block and "ids in brackets" not in without.pinned_block
+    # the tier's budget counts the lines as they are shown
+    [(_, line, tokens)] = without.pinned_lines
+    assert line == "- My sister lives in Lyon." and tokens < with_tools.pinned_lines[0][2]
+
+
 def test_an_old_value_said_twice_is_replaced_twice(real: FactStore) -> None:
     root = real.root("dose")
     [first] = real.capture_message(

@@ -30,7 +30,8 @@ from bench.eval.tokens import Packer, count_cached
 from bench.eval.window import TAIL_TITLE, ConversationView, Window, WindowItem, fact_line, render, said_in
 from memory.context.assembler import Assembly, Budgets, Item, MessageSlot, assemble, cleared_text, plan_window
 from memory.context.assembler import Role as SlotRole
-from memory.context.block import NOTHING, PINNED_HEADER, clip, header, shown_as_outdated
+from memory.context.block import NOTHING, clip, header, shown_as_outdated
+from memory.context.block import pinned_header as pinned_block_header
 from memory.doors.middleware import RESERVE_TOKENS, BeadsMemoryMiddleware
 from memory.model import UNTRUSTED_SOURCES, Fact, Hit, Namespace, SearchResult, Status
 from memory.rules.standing import is_standing_instruction
@@ -349,7 +350,7 @@ class BeadsArm:
             packer.add(packer.section(title), line, count_cached([line])[0])
         else:
             items += pack_hits(packer, header(style), call.retrieved_lines, first_priority=len(items))
-        section = packer.section(PINNED_HEADER)
+        section = packer.section(pinned_block_header(style))
         for pin, line, tokens in call.pinned_lines:
             if packer.add(section, line, tokens):
                 items.append(WindowItem(pin.fact.message_id or "", len(items), fact_id=pin.fact.short_id))

@@ -64,7 +64,15 @@ def header(style: LineStyle = LineStyle()) -> str:
 
 HEADER = header()
 NOTHING = "## Memory\nNothing relevant to this request is in memory."
-PINNED_HEADER = "## Pinned\nStanding rules and facts the user pinned: they always apply (current values; ids in brackets):"
+
+
+def pinned_header(style: LineStyle = LineStyle()) -> str:
+    """The pinned section's first lines; like `header`, it names the ids only where the lines carry them."""
+    ids = "; ids in brackets" if style.ids else ""
+    return f"## Pinned\nStanding rules and facts the user pinned: they always apply (current values{ids}):"
+
+
+PINNED_HEADER = pinned_header()
 
 
 def clip(text: str, limit: int = MAX_FACT_CHARS, query: str = "") -> str:
@@ -721,9 +729,10 @@ def _plain(hit: Hit, earlier: Mapping[uuid.UUID, Sequence[Fact]]) -> bool:
     return hit.fact.kind is not Kind.CONCLUSION and not line_note(hit, earlier.get(hit.fact.id, ()))
 
 
-def pinned_line(fact: Fact) -> str:
-    """One pinned fact as the model reads it."""
-    return f"- [{fact.short_id}] {clip(fact.body)}"
+def pinned_line(fact: Fact, style: LineStyle = LineStyle()) -> str:
+    """One pinned fact as the model reads it (its id only where a memory tool can take it)."""
+    sid = f"[{fact.short_id}] " if style.ids else ""
+    return f"- {sid}{clip(fact.body)}"
 
 
 def render_block(
@@ -761,9 +770,9 @@ def render_block(
     return "\n".join([header(style), *lines])
 
 
-def render_pinned(facts: Sequence[Fact]) -> str:
+def render_pinned(facts: Sequence[Fact], style: LineStyle = LineStyle()) -> str:
     """The pinned section ('' when nothing is pinned)."""
-    return "\n".join([PINNED_HEADER, *(pinned_line(f) for f in facts)]) if facts else ""
+    return "\n".join([pinned_header(style), *(pinned_line(f, style) for f in facts)]) if facts else ""
 
 
 def describe_pinned(pins: Sequence[PinnedFact], injected: Collection[uuid.UUID]) -> list[dict[str, Any]]:

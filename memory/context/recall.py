@@ -34,7 +34,6 @@ from memory.context.assembler import (
 )
 from memory.context.block import (
     NOTHING,
-    PINNED_HEADER,
     RetrievedTier,
     TierSettings,
     fill_retrieved,
@@ -42,6 +41,7 @@ from memory.context.block import (
     render_pinned,
 )
 from memory.context.block import header as block_header
+from memory.context.block import pinned_header as pinned_block_header
 from memory.context.tokens import count_cached
 from memory.graph.pins import CAPTURE, PinnedFact
 from memory.graph.store import FactStore
@@ -107,11 +107,11 @@ def plan_call(
         and (as_of is None or p.pinned_at <= as_of)
     ]
     [pinned_header, retrieved_header, nothing] = count_cached(
-        [PINNED_HEADER, block_header(tier.style), NOTHING]
+        [pinned_block_header(tier.style), block_header(tier.style), NOTHING]
     )
 
     def planned(chosen: Sequence[PinnedFact]) -> tuple[WindowPlan, list[str], list[int], list[Item]]:
-        texts = [pinned_line(p.fact) for p in chosen]
+        texts = [pinned_line(p.fact, tier.style) for p in chosen]
         counts = count_cached(texts)
         items = [Item(p.fact.short_id, n) for p, n in zip(chosen, counts, strict=True)]
         window = plan_window(
@@ -233,7 +233,7 @@ def plan_call(
         retrieved_lines=retrieved_lines,
         pinned_lines=pinned_lines,
         retrieved_block=retrieved_block,
-        pinned_block=render_pinned([p.fact for p in injected_pins]),
+        pinned_block=render_pinned([p.fact for p in injected_pins], tier.style),
     )
 
 

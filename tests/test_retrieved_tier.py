@@ -34,6 +34,7 @@ from memory.context.block import (
     shown_as_outdated,
 )
 from memory.context.recall import plan_call
+from memory.doors.capture import capture_answer
 from memory.doors.middleware import BeadsMemoryMiddleware, message_slots
 from memory.embedders import FakeEmbedder
 from memory.flags import PossiblyOutdated
@@ -85,10 +86,49 @@ def test_the_tier_fills_a_growing_budget_with_more_facts_and_never_exceeds_it(st
             assert over and all(d["reason"] == f"over the retrieved budget of {budget} tokens" for d in over)
     assert kept == sorted(kept) and kept[0] < kept[1] < kept[2]
     assert kept[-1] > 8  # past the constant k of old
-    # the best facts come first at every budget: a larger block extends a smaller one
+    # the best facts are kept at every budget: a larger block extends a smaller one (the lines are
+    # read newest first, TierSettings.read_order; in rank's order the smaller is its first lines)
     small = events_at(store, retrieved_tokens=150)["facts"]
     large = events_at(store, retrieved_tokens=400)["facts"]
+    assert {f["short_id"] for f in small} < {f["short_id"] for f in large}
+    small = events_at(store, retrieved_tokens=150, tier=TierSettings(read_order="rank"))["facts"]
+    large = events_at(store, retrieved_tokens=400, tier=TierSettings(read_order="rank"))["facts"]
     assert [f["short_id"] for f in large][: len(small)] == [f["short_id"] for f in small]
+
+
+def test_the_lines_are_read_newest_first_with_the_agents_replies_after_the_users_words(
+    store: FactStore,
+) -> None:
+    """Which lines go in, rank decides; they are read by when each was said, the latest first, so
+    the header's rule (the later of two that disagree holds) reads down the block. A question about
+    how things were keeps rank's order, and the agent's replies stay after the user's words."""
+    store.search_options = dataclasses.replace(store.search_options, relevance_floor=-1.0)
+    root = store.root("s")
+    said = [
+        "I signed up for a pottery class on Tuesdays.",
+        "My sister Ana moved to Lyon for work.",
+        "I adopted a grey cat named Miso.",
+        "I started learning Portuguese with an app.",
+    ]
+    start = datetime(2024, 1, 8, tzinfo=UTC)
+    for i, text in enumerate(said):
+        store.capture_message(root, text, message_id=f"m{i}", valid_from=start + timedelta(days=30 * i))
+    reply = "Miso sounds lovely, and a pottery class is a fine way to spend an evening."
+    capture_answer(store, root, reply, key="r1")  # said last, by the agent
+
+    def read(query: str, order: str) -> list[str]:
+        tier = TierSettings(read_order=order)  # type: ignore[arg-type]
+        middleware = BeadsMemoryMiddleware(store, root, tier=tier, bind_tools=False)
+        call = middleware.plan_call([], [], query, 0, namespace=root)
+        return [h.fact.body for h, _, _ in call.retrieved_lines]
+
+    asked = "What do I do on weekday evenings, and who is in my family?"
+    newest, ranked = read(asked, "newest"), read(asked, "rank")
+    assert sorted(newest) == sorted(ranked) == sorted([*said, reply])  # the same lines
+    assert newest == [*said[::-1], reply] != ranked
+    # how things were: rank's order
+    earlier = "What did I sign up for back in January?"
+    assert read(earlier, "newest") == read(earlier, "rank")
 
 
 def test_with_a_known_context_the_tier_gets_its_share_and_what_the_window_cannot_use(

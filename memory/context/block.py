@@ -430,6 +430,15 @@ class TierSettings:
     # user's words (results/long-sessions-35)
     replies_last: bool = True
     style: LineStyle = LineStyle()
+    # The order the kept lines are read in; which lines are kept, rank decides either way. "newest":
+    # by when each was said, the latest first (the agent's replies still after the user's words,
+    # `replies_last`), so that the header's rule (the later of two that disagree holds) reads down
+    # the block: a question is usually worded like the value first said, and in rank's order an
+    # update's stale line came above its current one in 1 of BEAM 500K's 18 tune updates, 1 of
+    # 100K's 12 (results/long-sessions-44). A question about how things were (`asks_about_earlier`)
+    # keeps rank's order. "rank": ranking's order, a change said later the same day moved above the
+    # value it changes (memory.rules.slots.later_first).
+    read_order: Literal["newest", "rank"] = "newest"
 
     def for_budget(self, budget: int | None) -> TierSettings:
         """These settings for a tier of `budget` tokens: `line_share` turned into a line's cap."""

@@ -4,7 +4,7 @@
 evaluation's `beads` arm runs the very same code (bench.eval.assembled.BeadsArm): the caller costs
 the raw messages (`MessageSlot`s) and says which of them have ids, and gets back which messages the
 model sees, which facts go in (already rendered by memory.context.block, in the order they are read:
-memory.rules.slots.later_first) and the assembly's account of why.
+`newest_first`, or rank's with memory.rules.slots.later_first) and the assembly's account of why.
 It reads the store (pins, search, passages) and writes nothing: recording what was injected, and
 evict-mode capture, stay with the middleware.
 
@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from memory.context.agent_replies import asks_about_replies, is_reply
 from memory.context.assembler import (
     Assembly,
     Budgets,
@@ -47,6 +48,7 @@ from memory.graph.pins import CAPTURE, PinnedFact
 from memory.graph.store import FactStore
 from memory.model import Hit, Namespace, SearchResult
 from memory.retrieval import SearchOptions
+from memory.rules.corrections import asks_about_earlier
 from memory.rules.slots import later_first
 
 
@@ -213,6 +215,8 @@ def plan_call(
         # the lines the budget kept, in the order they are read (a value's change said later the
         # same day goes above it: memory.rules.slots.later_first); which lines, rank decided
         in_order = later_first([h for h, _, _ in kept_lines.values()], query, filled.shown())
+        if tier.read_order == "newest":
+            in_order = newest_first(in_order, query, tier.replies_last)
         retrieved_lines = tuple(kept_lines[h.fact.id] for h in in_order)
         # the lines the budget left out are in the assembly's account, with the reason
         result = replace(result, hits=tuple(h for h, _, _ in retrieved_lines))
@@ -235,6 +239,18 @@ def plan_call(
         retrieved_block=retrieved_block,
         pinned_block=render_pinned([p.fact for p in injected_pins], tier.style),
     )
+
+
+def newest_first(hits: Sequence[Hit], query: str, replies_last: bool = True) -> list[Hit]:
+    """The block's lines (`hits`, in rank's order) as they are read with `TierSettings.read_order`
+    "newest": by when each was said, the latest first; lines said at the same moment keep their
+    order. The agent's replies stay after the user's words (`replies_last`, unless the question asks
+    for them), and a question about how things were keeps rank's order: there the earlier value is
+    the answer, and rank put the line worded like the question first."""
+    if asks_about_earlier(query):
+        return list(hits)
+    after = replies_last and not asks_about_replies(query)
+    return sorted(hits, key=lambda h: (after and is_reply(h), -h.fact.valid_from.timestamp()))
 
 
 # Capture pins a user's standing rules (memory.rules.standing), and a long session gathers many, each

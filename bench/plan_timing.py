@@ -1,5 +1,6 @@
 """What one model call's memory costs, and the reading order's share of it: the harness's `run`, with the
-middleware's `plan_call` and `later_first` (memory.rules.slots) timed around every call.
+middleware's `plan_call` and the reading order it puts the lines in (`newest_first`, the default, or
+`later_first`, memory.rules.slots, for `read_order=rank`) timed around every call.
 
     uv run --extra dev python -m bench.plan_timing run --beam $DATA/beam/500K --split results/split.json \\
         --only tune --conversations 1 --arms beads --budgets 12000 --no-progress --out /tmp/plan-timing
@@ -32,16 +33,18 @@ def _timed(fn: Callable[..., Any], seconds: list[float]) -> Callable[..., Any]:
 
 
 def main(argv: list[str]) -> int:
-    plans: list[float] = []
-    orders: list[float] = []
-    # the middleware calls plan_call by the name it imported, plan_call calls later_first by its own
-    middleware.plan_call = _timed(middleware.plan_call, plans)  # type: ignore[assignment]
-    recall.later_first = _timed(recall.later_first, orders)  # type: ignore[assignment]
+    timed: dict[str, list[float]] = {"plan_call": [], "newest_first": [], "later_first": []}
+    # the middleware calls plan_call by the name it imported, plan_call the reading orders by their own
+    middleware.plan_call = _timed(middleware.plan_call, timed["plan_call"])  # type: ignore[assignment]
+    recall.newest_first = _timed(recall.newest_first, timed["newest_first"])  # type: ignore[assignment]
+    recall.later_first = _timed(recall.later_first, timed["later_first"])  # type: ignore[assignment]
     code = harness(argv)
-    for name, seconds in (("plan_call", plans), ("later_first", orders)):
+    for name, seconds in timed.items():
         if seconds:
             mean = 1000 * sum(seconds) / len(seconds)
             print(f"{name}: {len(seconds)} calls, {mean:.1f} ms a call, at most {1000 * max(seconds):.0f} ms")
+        else:
+            print(f"{name}: not called")  # later_first, with the lines read newest first
     return int(code or 0)
 
 

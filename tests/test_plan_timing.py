@@ -18,6 +18,7 @@ def test_it_runs_the_harness_and_prints_what_each_call_took(
     # it times by replacing the two functions: leave them as they were for the other tests
     monkeypatch.setattr(middleware, "plan_call", middleware.plan_call)
     monkeypatch.setattr(recall, "later_first", recall.later_first)
+    monkeypatch.setattr(recall, "newest_first", recall.newest_first)
     argv = ["run", "--locomo", str(write_locomo(tmp_path)), "--out", str(tmp_path / "out"), "--arms", "beads"]
     argv += ["--budgets", "300", "--sample", "1", "--embedder", "fake-64"]
     argv += ["--database-url", db_url, "--exact-database", "--no-progress"]

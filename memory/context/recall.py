@@ -212,11 +212,14 @@ def plan_call(
             for h, text, n in zip(result.hits, filled.lines, filled.tokens, strict=True)
             if h.fact.short_id in kept_retrieved
         }
-        # the lines the budget kept, in the order they are read (a value's change said later the
-        # same day goes above it: memory.rules.slots.later_first); which lines, rank decided
-        in_order = later_first([h for h, _, _ in kept_lines.values()], query, filled.shown())
+        # the lines the budget kept, in the order they are read; which lines, rank decided. Newest
+        # first already puts a change said later above its old value, so later_first's pairwise
+        # reading of the lines (2 ms a block at BEAM 500K, 10 at the p95) runs for rank order only
+        kept = [h for h, _, _ in kept_lines.values()]
         if tier.read_order == "newest":
-            in_order = newest_first(in_order, query, tier.replies_last)
+            in_order = newest_first(kept, query, tier.replies_last)
+        else:
+            in_order = later_first(kept, query, filled.shown())
         retrieved_lines = tuple(kept_lines[h.fact.id] for h in in_order)
         # the lines the budget left out are in the assembly's account, with the reason
         result = replace(result, hits=tuple(h for h, _, _ in retrieved_lines))
